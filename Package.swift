@@ -1,0 +1,111 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "norq-swift",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Norq", targets: ["Norq"]),
+        .library(name: "NorqCore", targets: ["NorqCore"]),
+        .library(name: "NorqConfig", targets: ["NorqConfig"]),
+        .library(name: "NorqTemplates", targets: ["NorqTemplates"]),
+        .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
+        .library(name: "NorqTesting", targets: ["NorqTesting"]),
+        .executable(name: "norq", targets: ["norq"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .target(
+            name: "NorqCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "NorqConfig",
+            dependencies: ["NorqCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "NorqTemplates",
+            dependencies: ["NorqCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "NorqAPNs",
+            dependencies: [
+                "NorqCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Norq",
+            dependencies: [
+                "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "NorqTesting",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "norq",
+            dependencies: [
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "NorqCoreTests", dependencies: ["NorqCore"], swiftSettings: strict),
+        .testTarget(name: "NorqConfigTests", dependencies: ["NorqConfig", "NorqCore"],
+                    resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "NorqTemplatesTests", dependencies: ["NorqTemplates", "NorqCore"], swiftSettings: strict),
+        .testTarget(name: "NorqAPNsTests", dependencies: ["NorqAPNs", "NorqCore", "NorqTesting"], swiftSettings: strict),
+        .testTarget(name: "NorqTests", dependencies: ["Norq", "NorqCore", "NorqAPNs", "NorqTesting"], swiftSettings: strict),
+        .testTarget(name: "NorqTestingTests", dependencies: ["NorqTesting"], swiftSettings: strict),
+        .testTarget(name: "NorqCLITests", dependencies: ["norq"], swiftSettings: strict),
+    ]
+)

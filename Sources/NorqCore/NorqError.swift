@@ -1,0 +1,79 @@
+/// Where in a source file (config, template, data) something happened.
+public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The file path as given by the caller (relative or absolute), or `nil` for in-memory sources.
+    public var file: String?
+    /// 1-based line, or 0 when unknown.
+    public var line: Int
+    /// 1-based column, or 0 when unknown.
+    public var column: Int
+
+    public init(file: String? = nil, line: Int = 0, column: Int = 0) {
+        self.file = file
+        self.line = line
+        self.column = column
+    }
+
+    /// `path:line:col` as compilers print it; parts that are unknown are left out.
+    public var description: String {
+        var parts: [String] = [file ?? "<input>"]
+        if line > 0 {
+            parts.append(String(line))
+            if column > 0 { parts.append(String(column)) }
+        }
+        return parts.joined(separator: ":")
+    }
+}
+
+/// The one error type of Norq. Its `code` is stable API (`area/kebab-name`), listed in `docs/errors.md`.
+public struct NorqError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable error code such as `config/missing-key`. An open set: each area adds its own static members.
+    public struct Code: Sendable, Hashable, RawRepresentable, ExpressibleByStringLiteral, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public init(stringLiteral value: String) { self.rawValue = value }
+        public var description: String { rawValue }
+        /// The part before the slash: `config`, `push`, `template`, `apns`, ...
+        public var area: Substring { rawValue.split(separator: "/", maxSplits: 1).first ?? "" }
+    }
+
+    public var code: Code
+    /// A human message. Never contains secrets or whole device tokens.
+    public var message: String
+    /// File, line and column where that applies.
+    public var location: SourceLocation?
+    /// A hint shown after the message (for example a did-you-mean suggestion).
+    public var hint: String?
+
+    public init(_ code: Code, _ message: String, at location: SourceLocation? = nil, hint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.location = location
+        self.hint = hint
+    }
+
+    /// `path:line:col: error[code]: message` (the location part only when known).
+    public var description: String {
+        var text = ""
+        if let location { text += "\(location): " }
+        text += "error[\(code.rawValue)]: \(message)"
+        if let hint { text += " (\(hint))" }
+        return text
+    }
+}
+
+extension NorqError.Code {
+    // push: token and recipient validation (NorqCore)
+    public static let invalidEnvironment: Self = "push/invalid-environment"
+    public static let missingPlatform: Self = "push/missing-platform"
+    public static let unknownPlatform: Self = "push/unknown-platform"
+    public static let emptyToken: Self = "push/empty-token"
+    public static let invalidRecipient: Self = "push/invalid-recipient"
+    public static let missingVAPIDKeys: Self = "provider/missing-vapid-keys"
+    // provider: delivery-level failures
+    public static let transportFailed: Self = "provider/transport-failed"
+    public static let deadlineExceeded: Self = "provider/deadline-exceeded"
+    public static let providerShutDown: Self = "provider/shut-down"
+    // json
+    public static let invalidJSON: Self = "push/invalid-json"
+}

@@ -1,0 +1,105 @@
+/// The single final outcome of one token (or channel) of a send.
+public struct PushOutcome: Sendable, Hashable {
+    public struct Delivered: Sendable, Hashable {
+        public var status: Int
+        /// Provider message id (APNs `apns-id`).
+        public var messageID: String?
+        /// APNs `apns-unique-id`.
+        public var uniqueID: String?
+        public init(status: Int = 200, messageID: String? = nil, uniqueID: String? = nil) {
+            self.status = status
+            self.messageID = messageID
+            self.uniqueID = uniqueID
+        }
+    }
+
+    public struct Rejected: Sendable, Hashable {
+        public var status: Int
+        /// The provider's reason string, kept even when unknown.
+        public var reason: String?
+        public var code: NorqError.Code
+        public var classification: ResponseClass
+        /// APNs 410 timestamp (milliseconds since the epoch).
+        public var invalidSince: Int64?
+        public var messageID: String?
+        public init(status: Int, reason: String?, code: NorqError.Code, classification: ResponseClass,
+                    invalidSince: Int64? = nil, messageID: String? = nil) {
+            self.status = status
+            self.reason = reason
+            self.code = code
+            self.classification = classification
+            self.invalidSince = invalidSince
+            self.messageID = messageID
+        }
+    }
+
+    public struct Skipped: Sendable, Hashable {
+        public var code: NorqError.Code
+        public var reason: String
+        public init(code: NorqError.Code, reason: String) {
+            self.code = code
+            self.reason = reason
+        }
+    }
+
+    public indirect enum Result: Sendable, Hashable {
+        case delivered(Delivered)
+        /// The provider answered with an error.
+        case rejected(Rejected)
+        /// No definitive answer (transport error, deadline) after all attempts, or a local error.
+        case failed(NorqError)
+        case skipped(Skipped)
+        /// A repeat of an already completed (idempotency key, token); carries the first outcome.
+        case duplicate(of: Result)
+
+        /// `delivered`, `rejected`, `failed`, `skipped` or `duplicate`.
+        public var kind: String {
+            switch self {
+            case .delivered: "delivered"
+            case .rejected: "rejected"
+            case .failed: "failed"
+            case .skipped: "skipped"
+            case .duplicate: "duplicate"
+            }
+        }
+    }
+
+    public var target: DeliveryTarget
+    public var recipientID: String?
+    /// The provider instance chosen by routing, if any.
+    public var provider: String?
+    /// How many requests were sent for this token (0 when none).
+    public var attempts: Int
+    public var result: Result
+
+    public init(target: DeliveryTarget, recipientID: String? = nil, provider: String? = nil, attempts: Int = 0,
+                result: Result) {
+        self.target = target
+        self.recipientID = recipientID
+        self.provider = provider
+        self.attempts = attempts
+        self.result = result
+    }
+}
+
+/// All outcomes of one send: exactly one per token or channel.
+public struct SendReport: Sendable, Hashable {
+    public var outcomes: [PushOutcome]
+    public init(outcomes: [PushOutcome] = []) { self.outcomes = outcomes }
+
+    public func count(_ kind: String) -> Int { outcomes.count { $0.result.kind == kind } }
+    public var delivered: Int { count("delivered") }
+    public var rejected: Int { count("rejected") }
+    public var failed: Int { count("failed") }
+    public var skipped: Int { count("skipped") }
+    public var duplicates: Int { count("duplicate") }
+    /// True when every outcome is `delivered` (or a duplicate of a delivery).
+    public var allDelivered: Bool {
+        outcomes.allSatisfy {
+            switch $0.result {
+            case .delivered, .duplicate(of: .delivered): true
+            default: false
+            }
+        }
+    }
+}

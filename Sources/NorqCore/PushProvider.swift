@@ -1,0 +1,118 @@
+public import Logging
+
+/// Per-send options that reach the provider.
+public struct SendOptions: Sendable, Hashable {
+    /// The caller's idempotency key (the router generates one when absent).
+    public var idempotencyKey: String?
+    /// The per-token request id derived by the router (APNs `apns-id`), identical on every retry.
+    public var requestID: String?
+    /// Overrides every token's environment.
+    public var environment: PushEnvironment?
+    public var priority: Int?
+    public var expiration: PushExpiration?
+    public var collapseID: String?
+    /// Send time in UNIX epoch seconds (for relative expirations and Live Activity timestamps);
+    /// the provider uses the wall clock when nil.
+    public var sendTime: Int64?
+
+    public init(idempotencyKey: String? = nil, requestID: String? = nil, environment: PushEnvironment? = nil,
+                priority: Int? = nil, expiration: PushExpiration? = nil, collapseID: String? = nil,
+                sendTime: Int64? = nil) {
+        self.idempotencyKey = idempotencyKey
+        self.requestID = requestID
+        self.environment = environment
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.sendTime = sendTime
+    }
+}
+
+/// The plug-in point for delivery: APNs is built in; FCM, Web Push and others conform the same way.
+public protocol PushProvider: Sendable {
+    /// The instance name from `norq.yaml` (`apns`, `apns-enterprise`, ...).
+    var name: String { get }
+    /// The provider type (`apns`).
+    var typeName: String { get }
+    var platforms: Set<Platform> { get }
+    var policy: DeliveryPolicy { get }
+
+    /// Builds the exact request for one token. Pure and synchronous; the dry run prints its result.
+    func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest
+
+    /// Builds the request for one broadcast channel. Providers without broadcast throw
+    /// `provider/broadcast-unsupported`.
+    func prepare(_ content: PushContent, forChannel channel: ChannelRecipient, options: SendOptions) throws(NorqError) -> PreparedRequest
+
+    /// Sends one prepared request once (no retries: the router owns them). Throws a `NorqError` for
+    /// transport failures (`provider/transport-failed`, `provider/deadline-exceeded`).
+    func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse
+
+    /// Stops accepting requests and drains the ones in flight.
+    func shutdown() async
+}
+
+extension NorqError.Code {
+    public static let broadcastUnsupported: Self = "provider/broadcast-unsupported"
+}
+
+extension PushProvider {
+    public var typeName: String { name }
+
+    public func prepare(_ content: PushContent, forChannel channel: ChannelRecipient,
+                        options: SendOptions) throws(NorqError) -> PreparedRequest {
+        throw NorqError(.broadcastUnsupported, "provider \(name) does not support broadcast channels")
+    }
+
+    public func shutdown() async {}
+}
+
+/// What a provider type needs to parse its `config:` block.
+public struct ProviderConfigurationContext: Sendable {
+    /// The instance name (`apns-enterprise`).
+    public var instanceName: String
+    /// Directory of the config file; relative paths (key files) resolve against it.
+    public var baseDirectory: String
+    /// The config file path, for error locations.
+    public var file: String?
+    public init(instanceName: String, baseDirectory: String, file: String? = nil) {
+        self.instanceName = instanceName
+        self.baseDirectory = baseDirectory
+        self.file = file
+    }
+}
+
+/// A provider type's parsed, validated configuration.
+public protocol ProviderConfiguration: Sendable {
+    /// Key/value lines that are safe to print (`norq validate`): never secrets.
+    var summary: [(key: String, value: String)] { get }
+}
+
+/// What creating a provider instance receives besides its configuration.
+public struct ProviderContext: Sendable {
+    public var logger: Logger
+    public init(logger: Logger = Logger(label: "norq")) {
+        self.logger = logger
+    }
+}
+
+/// A kind of provider (`apns`, `fcm`, ...): registers its config parser, validation and env prefix,
+/// so that `NorqConfig` needs no change for a new provider.
+public protocol ProviderType: Sendable {
+    /// The `type:` value (`apns`).
+    var typeName: String { get }
+    /// Prefix of the env-var fallback (`NORQ_APNS_`).
+    var environmentPrefix: String { get }
+    var platforms: Set<Platform> { get }
+
+    /// Parses and validates a `config:` block.
+    func parseConfiguration(_ node: ConfigNode, context: ProviderConfigurationContext) throws(NorqError) -> any ProviderConfiguration
+
+    /// Builds a configuration from environment variables with this type's prefix, or nil when none is set.
+    func configurationFromEnvironment(_ environment: [String: String],
+                                      context: ProviderConfigurationContext) throws(NorqError) -> (any ProviderConfiguration)?
+
+    /// Creates a live provider instance.
+    func makeProvider(name: String, configuration: any ProviderConfiguration, policy: DeliveryPolicy,
+                      context: ProviderContext) throws(NorqError) -> any PushProvider
+}

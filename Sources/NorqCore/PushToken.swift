@@ -1,0 +1,83 @@
+/// Web Push subscription keys.
+public struct WebPushKeys: Sendable, Hashable, Codable {
+    public var p256dh: String
+    public var auth: String
+    public init(p256dh: String, auth: String) {
+        self.p256dh = p256dh
+        self.auth = auth
+    }
+}
+
+/// One device token of a recipient, as in Norq's recipient JSON.
+public struct PushToken: Sendable, Hashable {
+    /// The device token (hex for APNs, a registration token for FCM, an endpoint URL for Web Push).
+    public var token: String
+    public var platform: Platform
+    /// The provider instance that must deliver this token; overrides routing.
+    public var provider: String?
+    /// The APNs environment of this token; overrides the provider's `production` flag.
+    public var environment: PushEnvironment?
+    /// Web Push subscription keys.
+    public var keys: WebPushKeys?
+
+    public init(token: String, platform: Platform, provider: String? = nil,
+                environment: PushEnvironment? = nil, keys: WebPushKeys? = nil) {
+        self.token = token
+        self.platform = platform
+        self.provider = provider
+        self.environment = environment
+        self.keys = keys
+    }
+
+    /// The first 8 characters, for logs. A whole device token is never logged.
+    public var redacted: String {
+        token.count <= 8 ? String(repeating: "*", count: token.count) : String(token.prefix(8)) + "…"
+    }
+
+    /// Builds a token from loose JSON, validating platform, environment and web keys.
+    public init(json: JSONValue) throws(NorqError) {
+        guard case .object(let object) = json else {
+            throw NorqError(.invalidRecipient, "a push token must be an object with \"token\" and \"platform\"")
+        }
+        guard case .string(let token)? = object["token"], !token.isEmpty else {
+            throw NorqError(.emptyToken, "a push token needs a non-empty \"token\" string")
+        }
+        guard let platformValue = object["platform"], platformValue != .null else {
+            throw NorqError(.missingPlatform, "push token \(Self.shorten(token)) has no \"platform\" (ios, android or web)")
+        }
+        guard case .string(let platformName) = platformValue,
+              let platform = Platform.known.first(where: { $0.rawValue == platformName })
+        else {
+            throw NorqError(.unknownPlatform,
+                            "push token \(Self.shorten(token)) has unknown platform \(platformValue.compactDescription); expected ios, android or web")
+        }
+        var provider: String?
+        if let value = object["provider"], value != .null {
+            guard case .string(let name) = value else {
+                throw NorqError(.invalidRecipient, "\"provider\" must be a string")
+            }
+            provider = name
+        }
+        var environment: PushEnvironment?
+        if let value = object["environment"], value != .null {
+            guard case .string(let name) = value else {
+                throw NorqError(.invalidEnvironment, "environment must be \"sandbox\" or \"production\"")
+            }
+            environment = try PushEnvironment.parse(name)
+        }
+        var keys: WebPushKeys?
+        if case .object(let keyObject)? = object["keys"],
+           case .string(let p256dh)? = keyObject["p256dh"], case .string(let auth)? = keyObject["auth"],
+           !p256dh.isEmpty, !auth.isEmpty {
+            keys = WebPushKeys(p256dh: p256dh, auth: auth)
+        }
+        if platform == .web && keys == nil {
+            throw NorqError(.missingVAPIDKeys, "web push token \(Self.shorten(token)) needs keys.p256dh and keys.auth")
+        }
+        self.init(token: token, platform: platform, provider: provider, environment: environment, keys: keys)
+    }
+
+    static func shorten(_ token: String) -> String {
+        token.count <= 8 ? "\"…\"" : "\"\(token.prefix(8))…\""
+    }
+}

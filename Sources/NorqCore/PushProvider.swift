@@ -6,7 +6,8 @@ public struct SendOptions: Sendable, Hashable {
     public var idempotencyKey: String?
     /// The per-token request id derived by the router (APNs `apns-id`), identical on every retry.
     public var requestID: String?
-    /// Overrides every token's environment.
+    /// The environment for tokens that do not name one (a token's own `environment` always wins, since a
+    /// token only works in the environment it was issued for); overrides the provider's default.
     public var environment: PushEnvironment?
     public var priority: Int?
     public var expiration: PushExpiration?

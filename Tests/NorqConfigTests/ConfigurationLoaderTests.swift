@@ -14,8 +14,14 @@ func loader(_ environment: [String: String] = [:]) -> ConfigurationLoader {
 }
 
 /// The error `body` throws, or nil.
-func error(_ body: () throws(NorqError) -> Void) -> NorqError? {
-    do { try body() } catch { return error }
+func error(_ body: () throws -> Void) -> NorqError? {
+    do {
+        try body()
+    } catch let error as NorqError {
+        return error
+    } catch {
+        Issue.record("not a NorqError: \(error)")
+    }
     return nil
 }
 

@@ -228,7 +228,7 @@ func error(_ body: () throws -> Void) -> NorqError? {
         #expect(try Interpolation.apply("${EMPTY}", environment: env) == "")
         #expect(try Interpolation.apply("${MISSING:-}", environment: env) == "")
         #expect(try Interpolation.apply("$${A}", environment: env) == "${A}")
-        #expect(try Interpolation.apply("$$${A}", environment: env) == "$alpha")
+        #expect(try Interpolation.apply("$$${A}", environment: env) == "$${A}")  // leftmost: "$" then the escape
         #expect(try Interpolation.apply("cost $5 and $A", environment: env) == "cost $5 and $A")
         #expect(try Interpolation.apply("${A}${A}", environment: env) == "alphaalpha")
     }

@@ -133,7 +133,12 @@ struct BodyCompiler {
                 try directiveLine(trimmed, line: lineNumber, stack: &stack, scope: &scope)
                 continue
             }
-            let node = try compileLine(trimmed, verbatim: rawMode || inFence, line: lineNumber, scope: scope)
+            let inFields = stack.contains {
+                if case .directive(.fields) = $0.kind { return true }
+                return false
+            }
+            let node = try compileLine(trimmed, verbatim: rawMode || inFence, bullets: !inFields, line: lineNumber,
+                                       scope: scope)
             if let node { stack[stack.count - 1].nodes.append(node) }
         }
         guard stack.count == 1 else {
@@ -245,7 +250,7 @@ struct BodyCompiler {
 
     // MARK: lines
 
-    private mutating func compileLine(_ trimmed: String, verbatim: Bool, line: Int,
+    private mutating func compileLine(_ trimmed: String, verbatim: Bool, bullets: Bool, line: Int,
                                       scope: Scope) throws(NorqError) -> BodyNode? {
         if trimmed.isEmpty { return .blank }
         // a line that is only a partial call: block-level inclusion
@@ -278,7 +283,7 @@ struct BodyCompiler {
         } else if text.hasPrefix("- ") || text.hasPrefix("* ") || text.hasPrefix("+ ") {
             text = text.dropFirst(2).drop(while: { $0 == " " })
             if text.hasPrefix("[ ] ") || text.hasPrefix("[x] ") { text = text.dropFirst(4) }
-            prefix = "• "
+            prefix = bullets ? "• " : ""
         } else {
             let digits = text.prefix(while: { $0.isASCII && $0.isNumber })
             if !digits.isEmpty, digits.count <= 9 {

@@ -105,8 +105,12 @@ struct RenderContext {
         switch condition {
         case .value(let e): return (try evaluate(e)).isTruthy
         case .not(let c): return !(try test(c))
-        case .and(let a, let b): return try test(a) && test(b)
-        case .or(let a, let b): return try test(a) || test(b)
+        case .and(let a, let b):
+            guard try test(a) else { return false }
+            return try test(b)
+        case .or(let a, let b):
+            if try test(a) { return true }
+            return try test(b)
         case .compare(let l, let op, let r):
             let lv = try evaluate(l) ?? .null
             let rv = try evaluate(r) ?? .null

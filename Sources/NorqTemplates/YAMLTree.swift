@@ -49,7 +49,7 @@ struct YAMLTree: Sendable {
         guard depth < 64 else { throw NorqError(errorCode, "YAML nested too deeply", at: location) }
         switch node {
         case .scalar(let scalar):
-            let tag = node.tag.name
+            let tag = Tag.Name(rawValue: node.tag.rawValue)
             if tag == .str { return YAMLTree(kind: .string(scalar.string), location: location) }
             if tag == .null { return YAMLTree(kind: .null, location: location) }
             if tag == .bool, let b = node.bool { return YAMLTree(kind: .bool(b), location: location) }

@@ -12,6 +12,8 @@ struct BodySink {
     let maxBytes: Int
 
     mutating func emit(_ line: String) throws(NorqError) {
+        var line = line
+        while let last = line.utf8.last, last == 0x20 || last == 0x09 { line.removeLast() }
         if line.isEmpty { return }
         if !body.isEmpty { body += pendingBlank ? "\n\n" : "\n" }
         pendingBlank = false

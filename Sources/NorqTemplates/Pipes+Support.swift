@@ -11,7 +11,15 @@ struct DateValue {
     static let dayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
     /// Epoch seconds (number or digit string) or ISO-8601 (`2024-05-01`, `2024-05-01T12:30:00Z`, `...+02:00`).
+    /// Epoch seconds accepted: years 0001 to 9999.
+    static let epochRange: ClosedRange<Int64> = -62_135_596_800...253_402_300_799
+
     static func parse(_ value: JSONValue?) -> DateValue? {
+        guard let parsed = parseUnchecked(value), epochRange.contains(parsed.epoch) else { return nil }
+        return parsed
+    }
+
+    private static func parseUnchecked(_ value: JSONValue?) -> DateValue? {
         switch value {
         case .int(let i)?: return DateValue(epoch: i, offsetSeconds: 0)
         case .double(let d)? where d.isFinite && Swift.abs(d) < 1e15:

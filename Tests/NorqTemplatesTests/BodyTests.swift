@@ -218,7 +218,7 @@ struct BodyTests {
         #expect(errorCode { _ = try compile("{{> p0}}", partials: partials) } == .templatePartialDepth)
     }
 
-    @Test func syntaxErrors() {
+    @Test func syntaxErrors() throws {
         #expect(errorCode { _ = try compile("Hello {{name") } == .templateSyntaxError)
         #expect(errorCode { _ = try compile("{{ a b }}") } == .templateSyntaxError)
         #expect(errorCode { _ = try compile("{{ }}") } == .templateSyntaxError)

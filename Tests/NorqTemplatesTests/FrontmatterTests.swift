@@ -165,7 +165,7 @@ struct FrontmatterTests {
         #expect(error?.location?.file == "push.md")
     }
 
-    @Test func errorsPointAtTheLine() {
+    @Test func errorsPointAtTheLine() throws {
         let error = caught { _ = try render("---\ntitle: x\nios:\n  badge: 1\n  colour: red\n---\n") }
         #expect(error?.code == .unknownIOSKey)
         #expect(error?.location?.line == 5)
@@ -174,7 +174,7 @@ struct FrontmatterTests {
         #expect(hint == "did you mean 'category'?")
     }
 
-    @Test func renderedValuesAreValidatedToo() {
+    @Test func renderedValuesAreValidatedToo() throws {
         let source = "---\nios:\n  interruption-level: \"{{level}}\"\n---\n"
         #expect(errorCode { _ = try render(source, ["level": "loud"]) } == .invalidInterruptionLevel)
         let collapse = "---\nheaders:\n  apns-collapse-id: \"{{id}}\"\n---\n"
@@ -183,7 +183,7 @@ struct FrontmatterTests {
         #expect(try render(collapse, ["id": "ok"]).headers.collapseID == "ok")
     }
 
-    @Test func unclosedFrontmatter() {
+    @Test func unclosedFrontmatter() throws {
         #expect(errorCode { _ = try render("---\ntitle: x\n") } == .templateInvalidFrontmatter)
     }
 

@@ -19,13 +19,15 @@ func expr(_ expression: String, _ data: JSONValue = [:], strict: Bool = true) th
 }
 
 /// The error code thrown by `body`, or nil.
-func errorCode(_ body: () throws(NorqError) -> Void) -> NorqError.Code? {
-    do { try body() } catch { return error.code }
-    return nil
+func errorCode(_ body: () throws -> Void) -> NorqError.Code? {
+    caught(body)?.code
 }
 
-func caught(_ body: () throws(NorqError) -> Void) -> NorqError? {
-    do { try body() } catch { return error }
+/// The error thrown by `body` (a non-`NorqError` becomes code `test/not-a-norq-error`), or nil.
+func caught(_ body: () throws -> Void) -> NorqError? {
+    do { try body() } catch let error as NorqError { return error } catch {
+        return NorqError("test/not-a-norq-error", "\(error)")
+    }
     return nil
 }
 

@@ -51,7 +51,7 @@ struct JSONModeTests {
         #expect(c.approximatePayloadBytes == c.nativePayload!.serialized().count)
     }
 
-    @Test func jsonErrors() {
+    @Test func jsonErrors() throws {
         #expect(errorCode { _ = try compile("{\"a\": }", format: .json) } == .invalidJSON)
         #expect(errorCode { _ = try compile("[1]", format: .json) } == .invalidJSON)
         #expect(errorCode { _ = try compile("{\"$norq\": {\"colour\": 1}}", format: .json) } == .unknownFrontmatterKey)

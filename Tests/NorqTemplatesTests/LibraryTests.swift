@@ -10,7 +10,7 @@ struct LibraryTests {
         library = try TemplateLibrary(directory: repositoryRoot + "/templates")
     }
 
-    @Test func listsExamples() {
+    @Test func listsExamples() throws {
         #expect(library.templateNames == ["background-refresh", "live-activity-update", "native-json-alert",
                                           "order-shipped"])
     }

@@ -92,7 +92,7 @@ struct PipeTests {
         #expect(caught { _ = try expr("name | uppercas", data) }?.hint?.contains("uppercase") == true)
     }
 
-    @Test func pipeErrors() {
+    @Test func pipeErrors() throws {
         #expect(errorCode { _ = try expr("i | divide 0", data) } == .templatePipeError)
         #expect(errorCode { _ = try expr("name | add 1", data) } == .templatePipeError)
         #expect(errorCode { _ = try expr("name | from_json", data) } == .templatePipeError)

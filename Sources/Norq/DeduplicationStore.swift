@@ -92,7 +92,7 @@ public final class InMemoryDeduplicationStore: DeduplicationStore {
                 switch existing.entry {
                 case .inFlight:
                     return .inFlight
-                case .completed(let result, let expires) where expires > instant:
+                case .completed(let result, expires: let expires) where expires > instant:
                     return .completed(result)
                 case .completed:
                     break

@@ -95,8 +95,10 @@ public final class NotificationRouter: Service {
         self.clock = clock
         self.shutdownGracePeriod = shutdownGracePeriod
         self.onInvalidToken = onInvalidToken
-        (self.invalidTokens, self.invalidTokenContinuation) = AsyncStream.makeStream(
-            of: InvalidTokenEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let (events, continuation) = AsyncStream.makeStream(of: InvalidTokenEvent.self,
+                                                            bufferingPolicy: .bufferingNewest(10_000))
+        self.invalidTokens = events
+        self.invalidTokenContinuation = continuation
     }
 
     static func knownList(_ names: [String]) -> String {

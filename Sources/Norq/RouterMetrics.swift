@@ -1,4 +1,4 @@
-import CoreMetrics
+import Metrics
 import NorqCore
 import Synchronization
 

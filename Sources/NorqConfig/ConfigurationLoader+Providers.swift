@@ -1,4 +1,4 @@
-import NorqCore
+public import NorqCore
 
 extension ConfigurationLoader {
     static let instanceKeys = ["type", "config", "retry", "maxInFlight"]

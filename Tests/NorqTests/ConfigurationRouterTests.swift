@@ -33,7 +33,7 @@ struct ConfigurationRouterTests {
         let r = try NotificationRouter(configuration: configuration, registry: ProviderTypeRegistry([FakeProviderType()]))
         #expect(r.providerNames == ["fake-a", "fake-b"])
         #expect(r.providers["fake-a"]?.policy.maxInFlight == 3)
-        #expect(r.providers["fake-a"]?.policy.retry == .none)
+        #expect(r.providers["fake-a"]?.policy.retry == RetryPolicy.none)
         let report = try await r.send(content: PushContent(title: "t"), to: recipients([ios("a"), ios("b", provider: "fake-b")]))
         #expect(report.outcomes.map(\.provider) == ["fake-a", "fake-b"])
         #expect(report.delivered == 2)

@@ -4,6 +4,7 @@ import ArgumentParser
 struct NorqCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "norq",
-        abstract: "Render, validate and send push notifications through Norq for Swift."
+        abstract: "Render, validate and send push notifications through Norq for Swift.",
+        subcommands: [ValidateCommand.self]
     )
 }

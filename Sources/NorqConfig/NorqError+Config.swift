@@ -1,0 +1,20 @@
+public import NorqCore
+
+extension NorqError.Code {
+    /// The YAML text does not parse, is not UTF-8, is too large or nests too deeply.
+    public static let configInvalidYAML: Self = "config/invalid-yaml"
+    /// `${VAR}` names an environment variable that is not set, and has no `:-default`.
+    public static let configUnsetVariable: Self = "config/unset-variable"
+    /// A `${...}` expression is malformed (unterminated, or not a variable name).
+    public static let configInvalidInterpolation: Self = "config/invalid-interpolation"
+    /// No config file was found (explicit path missing, or none found walking up, and no env fallback).
+    public static let configNotFound: Self = "config/not-found"
+    /// `routing:` names a provider instance that is not declared (nor registered from env vars).
+    public static let configUnknownProvider: Self = "config/unknown-provider"
+    /// A provider's `type:` is not a registered provider type.
+    public static let configUnknownProviderType: Self = "config/unknown-provider-type"
+    /// A routing entry for a platform names a provider that does not serve that platform.
+    public static let configRoutingPlatformMismatch: Self = "config/routing-platform-mismatch"
+    /// Two keys that exclude each other are both present (also: flat and nested routing for one platform).
+    public static let configConflictingKeys: Self = "config/conflicting-keys"
+}

@@ -46,7 +46,6 @@ final class APNsConnection: Sendable {
     func closed(requeue boxes: [APNsRequestBox]) {
         pool?.connectionUnusable(self)
         pool?.requeue(boxes, from: self)
-        Metrics.connectionClosed()
     }
 }
 
@@ -218,10 +217,17 @@ final class APNsConnectionPool: Sendable {
             .connect(host: target.host, port: target.port).get()
         do {
             if settings.proxy != nil {
-                let proxyHandler = HTTPConnectProxyHandler(target: endpoint, eventLoop: eventLoop)
-                try await channel.pipeline.addHandler(proxyHandler).get()
-                try await proxyHandler.established.get()
-                try await channel.pipeline.removeHandler(proxyHandler).get()
+                let endpoint = self.endpoint
+                let proxyHandler = try await eventLoop.submit { () -> NIOLoopBound<HTTPConnectProxyHandler> in
+                    let handler = HTTPConnectProxyHandler(target: endpoint, eventLoop: eventLoop)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    return NIOLoopBound(handler, eventLoop: eventLoop)
+                }.get()
+                let established = try await eventLoop.submit { proxyHandler.value.established }.get()
+                try await established.get()
+                try await eventLoop.submit {
+                    channel.pipeline.syncOperations.removeHandler(proxyHandler.value)
+                }.get().get()
             }
             let hostname = Self.isIPAddress(endpoint.host) ? nil : endpoint.host
             let sslContext = settings.sslContext

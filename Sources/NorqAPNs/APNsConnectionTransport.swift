@@ -58,7 +58,7 @@ final class APNsConnectionTransport: APNsTransport {
                     tls.certificateChain = chain.map { .certificate($0) }
                     tls.privateKey = .privateKey(key)
                 case .pkcs12(let bytes):
-                    let bundle = try NIOSSLPKCS12Bundle(buffer: bytes, passphrase: credentials.passphrase.map { Array($0.utf8) } ?? [])
+                    let bundle = try NIOSSLPKCS12Bundle(buffer: bytes, passphrase: credentials.passphrase.map { Array($0.utf8) })
                     tls.certificateChain = bundle.certificateChain.map { .certificate($0) }
                     tls.privateKey = .privateKey(bundle.privateKey)
                 }

@@ -1,4 +1,4 @@
-import CoreMetrics
+import Metrics
 import Synchronization
 
 /// swift-metrics instruments of the APNs transport.

@@ -83,7 +83,11 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private func connectionClosed(reason: String) {
         guard !closed else { return }
         closed = true
-        settingsPromise.fail(NorqError(.transportFailed, "APNs \(reason) before SETTINGS"))
+        if settingsSeen { Metrics.connectionClosed() }
+        if !settingsSeen {
+            settingsSeen = true
+            settingsPromise.fail(NorqError(.transportFailed, "APNs \(reason) before SETTINGS"))
+        }
         let inFlight = streams
         streams.removeAll()
         for (_, stream) in inFlight {
@@ -126,7 +130,11 @@ final class APNsStreamHandler: ChannelDuplexHandler {
                 return
             }
             let id = nextStreamID
-            guard let connection, box.assign(connection: connection, streamID: id) else { continue }
+            guard let connection else {
+                queue.prepend(box)
+                return
+            }
+            guard box.assign(connection: connection, streamID: id) else { continue }
             nextStreamID += 2
             streams[id] = Stream(box: box)
             let streamID = HTTP2StreamID(id)

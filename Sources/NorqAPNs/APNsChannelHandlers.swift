@@ -48,6 +48,7 @@ final class WriteCoalescingHandler: ChannelOutboundHandler {
 final class HTTPConnectProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private let target: APNsEndpoint
     private let promise: EventLoopPromise<Void>

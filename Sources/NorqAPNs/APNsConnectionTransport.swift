@@ -108,9 +108,8 @@ final class APNsConnectionTransport: APNsTransport {
     func shutdown() async {
         isShutDown.store(true, ordering: .relaxed)
         let all = pools.withLock { Array($0.values) }
-        let outstanding = self.outstanding
         for pool in all {
-            await pool.shutdown(outstanding: { outstanding.load(ordering: .relaxed) })
+            await pool.shutdown(outstanding: { self.outstanding.load(ordering: .relaxed) })
         }
     }
 }

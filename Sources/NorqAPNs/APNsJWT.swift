@@ -26,7 +26,7 @@ public struct APNsJWTSigner: Sendable {
     }
 
     /// The public key, to verify tokens (emulators, tests).
-    public var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
+    var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
 
     /// A signed token issued at `issuedAt` (epoch seconds).
     public func sign(issuedAt: Int64) -> String {

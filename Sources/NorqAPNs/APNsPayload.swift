@@ -1,5 +1,5 @@
 public import NorqCore
-public import OrderedCollections
+import OrderedCollections
 
 /// Builds APNs JSON payloads from `PushContent` without Foundation.
 public enum APNsPayload {

@@ -53,7 +53,7 @@ extension APNsEmulator {
             tokenUpdateMinInterval: Duration = .seconds(20 * 60),
             jwtMaxAge: Duration = .seconds(60 * 60),
             jwtFutureSkew: Duration = .seconds(60),
-            now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+            now: @escaping @Sendable () -> Int64 = Configuration.systemNow,
             recordRequests: Bool = true,
             recordBodies: Bool = true,
             faults: Faults = .init()
@@ -76,6 +76,9 @@ extension APNsEmulator {
             self.recordBodies = recordBodies
             self.faults = faults
         }
+
+        /// The system clock in epoch seconds (the default of ``now``).
+        public static let systemNow: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
         /// All accepted keys (``signingKeys`` plus ``keyID``/``signingPublicKeyPEM``).
         var allSigningKeys: [String: String] {

@@ -50,7 +50,7 @@ extension APNsConfiguration {
         let presentToken = tokenKeys.filter { keys[$0] != nil }
         let presentCertificate = certificateKeys.filter { keys[$0] != nil }
         if let token = presentToken.first, let certificate = presentCertificate.first {
-            throw NorqError(NorqError.Code("config/conflicting-keys"),
+            throw NorqError(.configConflictingKeys,
                             "\(path) mixes token auth (\(token)) and certificate auth (\(certificate)); use one",
                             at: keys[certificate]?.location ?? node.location)
         }
@@ -203,7 +203,7 @@ extension APNsConfiguration {
             source = pemNode.location.file?.hasPrefix("env ") == true ? "\(pemNode.location.file ?? "") (inline)" : "keyPem (inline)"
             try checkP256(pem, source: "\(path).keyPem", location: pemNode.location)
         case (let pathNode?, _?):
-            throw NorqError(NorqError.Code("config/conflicting-keys"), "\(path) sets both keyPath and keyPem; use exactly one",
+            throw NorqError(.configConflictingKeys, "\(path) sets both keyPath and keyPem; use exactly one",
                             at: pathNode.location)
         case (nil, nil):
             throw NorqError(.configMissingKey, "\(path) needs keyPath or keyPem", at: node.location)
@@ -216,7 +216,7 @@ extension APNsConfiguration {
         let passphrase = try keys["passphrase"].map { value throws(NorqError) in try value.string(path: "\(path).passphrase") }
         if let pfxNode = keys["pfxPath"] {
             if let other = ["certPath", "certPem", "certKeyPath", "certKeyPem"].first(where: { keys[$0] != nil }) {
-                throw NorqError(NorqError.Code("config/conflicting-keys"), "\(path) sets both pfxPath and \(other); use one", at: pfxNode.location)
+                throw NorqError(.configConflictingKeys, "\(path) sets both pfxPath and \(other); use one", at: pfxNode.location)
             }
             let pfxPath = try pfxNode.string(path: "\(path).pfxPath")
             let bytes = try readBytes(pfxPath, node: pfxNode, context: context, missing: .configFileNotFound, what: "PKCS#12 file")
@@ -238,7 +238,7 @@ extension APNsConfiguration {
             source = "certPem (inline)"
             certificateLocation = pemNode.location
         case (let pathNode?, _?):
-            throw NorqError(NorqError.Code("config/conflicting-keys"), "\(path) sets both certPath and certPem; use exactly one", at: pathNode.location)
+            throw NorqError(.configConflictingKeys, "\(path) sets both certPath and certPem; use exactly one", at: pathNode.location)
         case (nil, nil):
             throw NorqError(.configMissingKey, "\(path) needs certPath or certPem (or pfxPath) for certificate auth",
                             at: node.location)
@@ -257,7 +257,7 @@ extension APNsConfiguration {
             keyPEM = try pemNode.string(path: "\(path).certKeyPem")
             keyLocation = pemNode.location
         case (let pathNode?, _?):
-            throw NorqError(NorqError.Code("config/conflicting-keys"), "\(path) sets both certKeyPath and certKeyPem; use exactly one",
+            throw NorqError(.configConflictingKeys, "\(path) sets both certKeyPath and certKeyPem; use exactly one",
                             at: pathNode.location)
         case (nil, nil):
             // A combined PEM (certificate and key in one file) is accepted.

@@ -1,1 +1,1 @@
-public import NorqCore
+@_exported public import NorqCore

@@ -1,11 +1,13 @@
 public import NorqCore
 
 extension APNsProviderType {
-    /// Creates a live APNs provider instance. (Replaced by the APNs transport at merge.)
+    /// Creates a live APNs provider instance from a parsed `APNsConfiguration`.
     public func makeProvider(name: String, configuration: any ProviderConfiguration, policy: DeliveryPolicy,
                              context: ProviderContext) throws(NorqError) -> any PushProvider {
-        // Built by concatenation so the error-catalog scan does not list this temporary code.
-        throw NorqError(NorqError.Code(rawValue: "provider" + "/unavailable"),
-                        "the APNs provider is not available in this build")
+        guard let configuration = configuration as? APNsConfiguration else {
+            throw NorqError(.apnsWrongConfiguration,
+                            "provider \(name) of type apns was given a \(type(of: configuration)) configuration")
+        }
+        return try APNsProvider(name: name, configuration: configuration, policy: policy, logger: context.logger)
     }
 }

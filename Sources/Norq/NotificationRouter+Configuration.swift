@@ -1,0 +1,55 @@
+public import Logging
+public import Metrics
+public import NorqConfig
+public import NorqCore
+
+extension NotificationRouter {
+    /// A router from a loaded `norq.yaml`: every provider instance is created through its type in
+    /// `registry` (so a third-party package can add a type), with the instance's `retry:` and
+    /// `maxInFlight`; several instances of one type work side by side. Routing comes from `routing:`.
+    ///
+    /// - Parameters:
+    ///   - templates: where `send(template:...)` renders from; pass a `TemplateLibrary` of
+    ///     `configuration.templatesDirectory` (the `TemplateLibrary+TemplateSource` conformance).
+    /// - Throws: `config/unknown-provider-type` for an instance whose type is not registered, the provider
+    ///   type's own errors, and the routing validation errors of `init(providers:...)`.
+    public convenience init(configuration: NorqConfiguration, registry: ProviderTypeRegistry,
+                            templates: (any TemplateSource)? = nil,
+                            deduplication: any DeduplicationStore = InMemoryDeduplicationStore(),
+                            logger: Logger = Logger(label: "norq.router"),
+                            metricsFactory: (any MetricsFactory)? = nil, clock: RouterClock = .continuous,
+                            shutdownGracePeriod: Duration = .seconds(30),
+                            onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil) throws(NorqError) {
+        var providers: [any PushProvider] = []
+        for instance in configuration.providers {
+            guard let type = registry.type(named: instance.typeName) else {
+                throw NorqError(.configUnknownProviderType,
+                                "provider \"\(instance.name)\" has type \"\(instance.typeName)\", which is not registered",
+                                hint: "registered types: " + registry.typeNames.joined(separator: ", "))
+            }
+            let policy = DeliveryPolicy(retry: instance.retry, maxInFlight: instance.maxInFlight)
+            var providerLogger = logger
+            providerLogger[metadataKey: "norq.provider"] = "\(instance.name)"
+            providers.append(try type.makeProvider(name: instance.name, configuration: instance.configuration,
+                                                   policy: policy, context: ProviderContext(logger: providerLogger)))
+        }
+        try self.init(providers: providers, defaultProvider: configuration.routing.defaultProvider,
+                      byPlatform: configuration.routing.byPlatform, templates: templates,
+                      deduplication: deduplication, logger: logger, metricsFactory: metricsFactory, clock: clock,
+                      shutdownGracePeriod: shutdownGracePeriod, onInvalidToken: onInvalidToken)
+    }
+
+    /// A router built in code with a `RoutingTable`.
+    public convenience init(providers: [any PushProvider], routing: RoutingTable,
+                            templates: (any TemplateSource)? = nil,
+                            deduplication: any DeduplicationStore = InMemoryDeduplicationStore(),
+                            logger: Logger = Logger(label: "norq.router"),
+                            metricsFactory: (any MetricsFactory)? = nil, clock: RouterClock = .continuous,
+                            shutdownGracePeriod: Duration = .seconds(30),
+                            onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil) throws(NorqError) {
+        try self.init(providers: providers, defaultProvider: routing.defaultProvider, byPlatform: routing.byPlatform,
+                      templates: templates, deduplication: deduplication, logger: logger,
+                      metricsFactory: metricsFactory, clock: clock, shutdownGracePeriod: shutdownGracePeriod,
+                      onInvalidToken: onInvalidToken)
+    }
+}

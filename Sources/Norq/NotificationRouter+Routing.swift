@@ -1,0 +1,94 @@
+import NorqCore
+
+/// Where routing sent one target.
+enum RouteDecision: Sendable {
+    /// Deliver through this provider; `how` says which routing step chose it.
+    case provider(any PushProvider, how: String)
+    /// No delivery: the outcome is final.
+    case outcome(PushOutcome.Result, provider: String?, how: String)
+
+    var providerName: String? {
+        switch self {
+        case .provider(let provider, _): provider.name
+        case .outcome(_, let provider, _): provider
+        }
+    }
+}
+
+extension NotificationRouter {
+    /// Routes one target, first match wins: the target's own `provider`, `routing push.<platform>`,
+    /// `routing push` (when it serves the platform), the only provider serving the platform; else skipped.
+    func route(_ target: DeliveryTarget) -> RouteDecision {
+        let platform: Platform
+        let explicit: String?
+        switch target {
+        case .token(let token):
+            platform = token.platform
+            explicit = token.provider
+        case .channel(let channel):
+            platform = .ios
+            explicit = channel.provider
+        }
+        if let explicit {
+            guard let provider = providers[explicit] else {
+                let rejected = PushOutcome.Rejected(status: 0, reason: "unknown provider \"\(explicit)\"",
+                                                    code: .unknownProvider, classification: .permanent)
+                return .outcome(.rejected(rejected), provider: nil, how: "token.provider \(explicit) (unknown)")
+            }
+            guard provider.platforms.contains(platform) else {
+                let rejected = PushOutcome.Rejected(
+                    status: 0, reason: "provider \"\(explicit)\" does not serve \(platform)",
+                    code: .platformNotSupported, classification: .permanent)
+                return .outcome(.rejected(rejected), provider: explicit,
+                                how: "token.provider \(explicit) (does not serve \(platform))")
+            }
+            return .provider(provider, how: "token.provider")
+        }
+        if let name = byPlatform[platform], let provider = providers[name] {
+            return .provider(provider, how: "routing push.\(platform)")
+        }
+        if let name = defaultProvider, let provider = providers[name], provider.platforms.contains(platform) {
+            return .provider(provider, how: "routing push")
+        }
+        let serving = providerNames.filter { providers[$0]?.platforms.contains(platform) == true }
+        if serving.count == 1, let provider = providers[serving[0]] {
+            return .provider(provider, how: "the only \(platform) provider")
+        }
+        let reason = serving.isEmpty
+            ? "no provider serves \(platform)"
+            : "\(serving.count) providers serve \(platform) (\(serving.joined(separator: ", "))) and routing names none"
+        return .outcome(.skipped(PushOutcome.Skipped(code: .noProvider, reason: reason)), provider: nil,
+                        how: "no route")
+    }
+
+    /// Calls `body` for every target of `recipients` in order (tokens, then channels, per recipient) with its
+    /// position in that order.
+    static func forEachTarget(_ recipients: [Recipient],
+                              _ body: (Int, DeliveryTarget, String?) async -> Void) async {
+        var position = 0
+        for recipient in recipients {
+            for token in recipient.tokens {
+                await body(position, .token(token), recipient.id)
+                position += 1
+            }
+            for channel in recipient.channels {
+                await body(position, .channel(channel), recipient.id)
+                position += 1
+            }
+        }
+    }
+
+    static func targetCount(_ recipients: [Recipient]) -> Int {
+        recipients.reduce(0) { $0 + $1.tokens.count + $1.channels.count }
+    }
+}
+
+extension DeliveryTarget {
+    /// The whole token or channel id (for request ids and dedup keys; never logged).
+    var identity: String {
+        switch self {
+        case .token(let token): token.token
+        case .channel(let channel): "channel:" + channel.channel
+        }
+    }
+}

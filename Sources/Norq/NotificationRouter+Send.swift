@@ -1,0 +1,277 @@
+public import NorqCore
+import Logging
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What one send needs besides the recipients: the content rendered once, and the idempotency key.
+struct SendPlan: Sendable {
+    /// nil when the template is disabled: every target is skipped.
+    var content: PushContent?
+    var templateName: String?
+    var options: RouterSendOptions
+    /// The caller's key, or a generated UUID.
+    var key: String
+    /// Whether `key` came from the caller (only then is the dedup store consulted).
+    var callerKey: Bool
+
+    init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
+        self.content = content
+        self.templateName = templateName ?? content?.templateName
+        self.options = options
+        self.key = options.idempotencyKey ?? RequestID.random()
+        self.callerKey = options.idempotencyKey != nil
+    }
+}
+
+/// Collects streamed outcomes into report order.
+final class OutcomeCollector: Sendable {
+    private let slots: Mutex<[PushOutcome?]>
+    init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
+    func set(_ position: Int, _ outcome: PushOutcome) { slots.withLock { $0[position] = outcome } }
+    var report: SendReport { SendReport(outcomes: slots.withLock { $0.compactMap { $0 } }) }
+}
+
+extension NotificationRouter {
+    // MARK: - Sending
+
+    /// Renders `template` once with `data`, then delivers to every token and channel of `recipients`.
+    /// Returns one outcome per target, in recipient order. Throws only for errors of the whole send
+    /// (template errors, `routing/no-templates`, `provider/shut-down` after shutdown began).
+    public func send(template: String, data: JSONValue, to recipients: [Recipient],
+                     options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> SendReport {
+        let content = try render(template: template, data: data, strict: options.strict)
+        return try await run(SendPlan(content: content, templateName: template, options: options), recipients)
+    }
+
+    /// `send(template:data:to:options:)` with data given as an `Encodable` (encoded to JSON first).
+    public func send(template: String, data: some Encodable, to recipients: [Recipient],
+                     options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> SendReport {
+        try await send(template: template, data: try Self.jsonValue(data), to: recipients, options: options)
+    }
+
+    /// Delivers pre-built content to every token and channel of `recipients`.
+    public func send(content: PushContent, to recipients: [Recipient],
+                     options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> SendReport {
+        try await run(SendPlan(content: content, templateName: nil, options: options), recipients)
+    }
+
+    /// Like `send(template:...)`, but yields each outcome as it completes. Rendering happens before this
+    /// returns (its errors are thrown here). Ending the iteration early cancels the rest of the send
+    /// (remaining tokens are not delivered).
+    public func sendStreaming(template: String, data: JSONValue, to recipients: [Recipient],
+                              options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> AsyncStream<PushOutcome> {
+        let content = try render(template: template, data: data, strict: options.strict)
+        return try stream(SendPlan(content: content, templateName: template, options: options), recipients)
+    }
+
+    /// Like `send(content:...)`, but yields each outcome as it completes.
+    public func sendStreaming(content: PushContent, to recipients: [Recipient],
+                              options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> AsyncStream<PushOutcome> {
+        try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
+    }
+
+    // MARK: - Dry run
+
+    /// The dry run: renders and routes like a send and returns, per target, the exact request that would
+    /// be sent (with its `apns-id`) or the outcome that routing or preparing decided. Nothing is sent and
+    /// the dedup store is not consulted.
+    public func prepare(template: String, data: JSONValue, to recipients: [Recipient],
+                        options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> [PreparedDelivery] {
+        let content = try render(template: template, data: data, strict: options.strict)
+        return prepare(SendPlan(content: content, templateName: template, options: options), recipients)
+    }
+
+    /// The dry run for pre-built content.
+    public func prepare(content: PushContent, to recipients: [Recipient],
+                        options: RouterSendOptions = RouterSendOptions()) -> [PreparedDelivery] {
+        prepare(SendPlan(content: content, templateName: nil, options: options), recipients)
+    }
+
+    func prepare(_ plan: SendPlan, _ recipients: [Recipient]) -> [PreparedDelivery] {
+        var result: [PreparedDelivery] = []
+        result.reserveCapacity(Self.targetCount(recipients))
+        for recipient in recipients {
+            let targets = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
+            for target in targets {
+                let decision = route(target)
+                switch decision {
+                case .outcome(let outcome, let provider, let how):
+                    result.append(PreparedDelivery(target: target, recipientID: recipient.id, provider: provider,
+                                                   routing: how, plan: .noRequest(outcome)))
+                case .provider(let provider, let how):
+                    guard let content = plan.content else {
+                        result.append(PreparedDelivery(target: target, recipientID: recipient.id,
+                                                       provider: provider.name, routing: how,
+                                                       plan: .noRequest(.skipped(Self.disabledSkip(plan)))))
+                        continue
+                    }
+                    let requestID = RequestID.make(idempotencyKey: plan.key, token: target.identity)
+                    let entry: PreparedDelivery.Plan
+                    do {
+                        entry = .request(try prepareRequest(content, target: target, provider: provider, plan: plan,
+                                                            requestID: requestID))
+                    } catch {
+                        entry = .noRequest(.failed(error))
+                    }
+                    result.append(PreparedDelivery(target: target, recipientID: recipient.id, provider: provider.name,
+                                                   routing: how, plan: entry))
+                }
+            }
+        }
+        return result
+    }
+
+    // MARK: - Internals
+
+    func render(template: String, data: JSONValue, strict: Bool) throws(NorqError) -> PushContent? {
+        guard let templates else {
+            throw NorqError(.noTemplates, "this router has no templates; send content instead of template \"\(template)\"")
+        }
+        guard var content = try templates.content(template: template, data: data, strict: strict) else { return nil }
+        if content.templateName == nil { content.templateName = template }
+        return content
+    }
+
+    static func jsonValue(_ value: some Encodable) throws(NorqError) -> JSONValue {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try JSONEncoder().encode(value))
+        } catch {
+            throw NorqError(.invalidData, "the send data could not be encoded to JSON: \(error)")
+        }
+        return try JSONValue(parsing: bytes)
+    }
+
+    static func disabledSkip(_ plan: SendPlan) -> PushOutcome.Skipped {
+        PushOutcome.Skipped(code: .templateDisabled,
+                            reason: "template \"\(plan.templateName ?? "?")\" is disabled (enabled: false)")
+    }
+
+    func beginSend() throws(NorqError) {
+        let accepted = lifecycle.withLock { state in
+            guard state.accepting else { return false }
+            state.activeSends += 1
+            return true
+        }
+        guard accepted else {
+            throw NorqError(.providerShutDown, "the router is shutting down and takes no new sends")
+        }
+    }
+
+    func endSend() {
+        lifecycle.withLock { $0.activeSends -= 1 }
+    }
+
+    var isStopped: Bool { lifecycle.withLock { $0.stopped } }
+
+    func run(_ plan: SendPlan, _ recipients: [Recipient]) async throws(NorqError) -> SendReport {
+        try beginSend()
+        defer { endSend() }
+        let collector = OutcomeCollector(count: Self.targetCount(recipients))
+        await execute(plan, recipients) { position, outcome in collector.set(position, outcome) }
+        return collector.report
+    }
+
+    func stream(_ plan: SendPlan, _ recipients: [Recipient]) throws(NorqError) -> AsyncStream<PushOutcome> {
+        try beginSend()
+        let (stream, continuation) = AsyncStream.makeStream(of: PushOutcome.self)
+        let task = Task {
+            await self.execute(plan, recipients) { _, outcome in continuation.yield(outcome) }
+            continuation.finish()
+            self.endSend()
+        }
+        continuation.onTermination = { reason in
+            if case .cancelled = reason { task.cancel() }
+        }
+        return stream
+    }
+
+    /// The fan-out: one walker per provider instance, each going through all targets lazily and delivering
+    /// those routed to it with at most `policy.maxInFlight` in flight; one more walker reports the targets
+    /// routing did not deliver. Nothing is materialised per target beyond the requests in flight.
+    func execute(_ plan: SendPlan, _ recipients: [Recipient],
+                 emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+        guard let content = plan.content else {
+            let skip = Self.disabledSkip(plan)
+            await Self.forEachTarget(recipients) { position, target, recipientID in
+                self.metrics.count("skipped", provider: nil, reason: skip.code.rawValue)
+                emit(position, PushOutcome(target: target, recipientID: recipientID,
+                                           provider: self.route(target).providerName, result: .skipped(skip)))
+            }
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await Self.forEachTarget(recipients) { position, target, recipientID in
+                    guard case .outcome(let result, let provider, _) = self.route(target) else { return }
+                    self.countFinal(result, provider: provider)
+                    emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider,
+                                               result: result))
+                }
+            }
+            for name in providerNames {
+                guard let provider = providers[name] else { continue }
+                group.addTask {
+                    await self.walk(provider: provider, content: content, plan: plan, recipients: recipients,
+                                    emit: emit)
+                }
+            }
+        }
+    }
+
+    func walk(provider: any PushProvider, content: PushContent, plan: SendPlan, recipients: [Recipient],
+              emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+        let limit = max(1, provider.policy.maxInFlight)
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            await Self.forEachTarget(recipients) { position, target, recipientID in
+                guard case .provider(let chosen, _) = self.route(target), chosen.name == provider.name else { return }
+                if running >= limit {
+                    _ = await group.next()
+                    running -= 1
+                }
+                if Task.isCancelled || self.isStopped {
+                    let error = Task.isCancelled
+                        ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
+                        : NorqError(.providerShutDown, "the router shut down before this token was delivered")
+                    self.countFinal(.failed(error), provider: provider.name)
+                    emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
+                                               result: .failed(error)))
+                    return
+                }
+                running += 1
+                group.addTask {
+                    let outcome = await self.deliver(target: target, recipientID: recipientID, provider: provider,
+                                                     content: content, plan: plan)
+                    emit(position, outcome)
+                }
+            }
+        }
+    }
+
+    func sendOptions(_ content: PushContent, plan: SendPlan, requestID: String) -> SendOptions {
+        var collapseID = plan.options.collapseID
+        if collapseID == nil, plan.options.collapse == .idempotency, content.headers.collapseID == nil {
+            collapseID = RequestID.make(idempotencyKey: plan.key, token: "")
+        }
+        return SendOptions(idempotencyKey: plan.key, requestID: requestID, environment: plan.options.environment,
+                           priority: plan.options.priority, expiration: plan.options.expiration,
+                           collapseID: collapseID, sendTime: plan.options.sendTime)
+    }
+
+    func prepareRequest(_ content: PushContent, target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,
+                        requestID: String) throws(NorqError) -> PreparedRequest {
+        let options = sendOptions(content, plan: plan, requestID: requestID)
+        switch target {
+        case .token(let token):
+            return try provider.prepare(content, for: token, options: options)
+        case .channel(let channel):
+            return try provider.prepare(content, forChannel: channel, options: options)
+        }
+    }
+}

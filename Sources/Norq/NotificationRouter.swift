@@ -1,0 +1,112 @@
+public import Logging
+public import Metrics
+public import NorqCore
+public import ServiceLifecycle
+import Synchronization
+
+/// The library applications call: renders a template once, routes every token to a provider instance,
+/// delivers concurrently (bounded per provider) under each provider's retry policy, deduplicates by
+/// idempotency key, and reports one outcome per token.
+///
+/// It is a `Service` (swift-service-lifecycle): `run()` waits for graceful shutdown, then stops
+/// accepting sends, drains the ones in flight within `shutdownGracePeriod` and shuts the providers down.
+public final class NotificationRouter: Service {
+    /// Provider instances by name.
+    public let providers: [String: any PushProvider]
+    /// Provider instance names in the order they were given (routing's "only provider" step uses it).
+    public let providerNames: [String]
+    /// `routing["push"]`: the fallback provider for every platform it serves.
+    public let defaultProvider: String?
+    /// `routing["push.<platform>"]`.
+    public let byPlatform: [Platform: String]
+    /// How long `shutdown()` waits for in-flight sends.
+    public let shutdownGracePeriod: Duration
+    /// Invalid-token events (`Unregistered`, `ExpiredToken`, `BadDeviceToken`). Buffers the newest 10,000
+    /// when nobody reads; finishes at shutdown.
+    public let invalidTokens: AsyncStream<InvalidTokenEvent>
+
+    let templates: (any TemplateSource)?
+    let deduplication: any DeduplicationStore
+    let logger: Logger
+    let metrics: RouterMetrics
+    let clock: RouterClock
+    let onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)?
+    let invalidTokenContinuation: AsyncStream<InvalidTokenEvent>.Continuation
+    let lifecycle = Mutex(Lifecycle())
+
+    struct Lifecycle {
+        /// False once shutdown began: new sends throw `provider/shut-down`.
+        var accepting = true
+        /// True once the grace period ended: tokens not yet started fail with `provider/shut-down`.
+        var stopped = false
+        var activeSends = 0
+        var shutdownStarted = false
+        var shutdownFinished = false
+    }
+
+    /// A router built in code from live provider instances.
+    ///
+    /// - Parameters:
+    ///   - providers: provider instances; names must be unique.
+    ///   - defaultProvider: `routing["push"]`.
+    ///   - byPlatform: `routing["push.<platform>"]`; each must name a provider serving that platform.
+    ///   - templates: where `send(template:...)` renders from (nil: only `send(content:...)`).
+    ///   - deduplication: the dedup store (default: in memory, 24 h, bounded).
+    ///   - onInvalidToken: called for every invalid-token event (also on `invalidTokens`).
+    ///   - metricsFactory: swift-metrics factory (nil: the bootstrapped `MetricsSystem.factory`).
+    ///   - clock: time, sleeps and jitter (tests inject short ones).
+    public init(providers: [any PushProvider], defaultProvider: String? = nil, byPlatform: [Platform: String] = [:],
+                templates: (any TemplateSource)? = nil,
+                deduplication: any DeduplicationStore = InMemoryDeduplicationStore(),
+                logger: Logger = Logger(label: "norq.router"), metricsFactory: (any MetricsFactory)? = nil,
+                clock: RouterClock = .continuous, shutdownGracePeriod: Duration = .seconds(30),
+                onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil) throws(NorqError) {
+        var byName: [String: any PushProvider] = [:]
+        var names: [String] = []
+        for provider in providers {
+            guard byName[provider.name] == nil else {
+                throw NorqError(.duplicateProvider, "two providers are named \"\(provider.name)\"")
+            }
+            byName[provider.name] = provider
+            names.append(provider.name)
+        }
+        if let defaultProvider, byName[defaultProvider] == nil {
+            throw NorqError(.unknownProvider, "routing push names unknown provider \"\(defaultProvider)\"",
+                            hint: Self.knownList(names))
+        }
+        for (platform, name) in byPlatform.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            guard let provider = byName[name] else {
+                throw NorqError(.unknownProvider, "routing push.\(platform) names unknown provider \"\(name)\"",
+                                hint: Self.knownList(names))
+            }
+            guard provider.platforms.contains(platform) else {
+                throw NorqError(.platformNotSupported,
+                                "routing push.\(platform) names provider \"\(name)\", which does not serve \(platform)")
+            }
+        }
+        self.providers = byName
+        self.providerNames = names
+        self.defaultProvider = defaultProvider
+        self.byPlatform = byPlatform
+        self.templates = templates
+        self.deduplication = deduplication
+        self.logger = logger
+        self.metrics = RouterMetrics(factory: metricsFactory)
+        self.clock = clock
+        self.shutdownGracePeriod = shutdownGracePeriod
+        self.onInvalidToken = onInvalidToken
+        let (events, continuation) = AsyncStream.makeStream(of: InvalidTokenEvent.self,
+                                                            bufferingPolicy: .bufferingNewest(10_000))
+        self.invalidTokens = events
+        self.invalidTokenContinuation = continuation
+    }
+
+    static func knownList(_ names: [String]) -> String {
+        names.isEmpty ? "no providers are configured" : "known providers: " + names.joined(separator: ", ")
+    }
+
+    func publish(_ event: InvalidTokenEvent) {
+        invalidTokenContinuation.yield(event)
+        onInvalidToken?(event)
+    }
+}

@@ -1,0 +1,66 @@
+import Metrics
+import NorqCore
+import Synchronization
+
+/// The router's swift-metrics instruments. Labels carry provider instance names and bounded reason
+/// strings only, never tokens.
+final class RouterMetrics: Sendable {
+    /// Reasons kept as label values; any other reason is counted as `other`.
+    static let knownReasons: Set<String> = [
+        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
+        "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
+        "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken",
+        "UnrelatedKeyInRequest", "BadPath", "MethodNotAllowed", "ExpiredToken", "Unregistered",
+        "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests", "InternalServerError",
+        "ServiceUnavailable", "Shutdown",
+        "routing/no-provider", "routing/unknown-provider", "routing/platform-not-supported",
+    ]
+
+    private let factory: any MetricsFactory
+    private let prefix: String
+    private let counters = Mutex<[String: Counter]>([:])
+    private let timers = Mutex<[String: Timer]>([:])
+    private let inFlight: Meter
+
+    init(factory: (any MetricsFactory)?, prefix: String = "norq") {
+        let factory = factory ?? MetricsSystem.factory
+        self.factory = factory
+        self.prefix = prefix
+        self.inFlight = Meter(label: "\(prefix)_in_flight", dimensions: [], factory: factory)
+    }
+
+    static func reasonLabel(_ reason: String?) -> String {
+        guard let reason else { return "none" }
+        return knownReasons.contains(reason) ? reason : "other"
+    }
+
+    func count(_ name: String, provider: String?, reason: String? = nil) {
+        var dimensions: [(String, String)] = [("provider", provider ?? "none")]
+        if let reason { dimensions.append(("reason", Self.reasonLabel(reason))) }
+        let key = name + "|" + dimensions.map { $0.0 + "=" + $0.1 }.joined(separator: ",")
+        let counter = counters.withLock { counters in
+            if let existing = counters[key] { return existing }
+            let made = Counter(label: "\(prefix)_\(name)_total", dimensions: dimensions, factory: factory)
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    func recordLatency(_ duration: Duration, provider: String) {
+        let timer = timers.withLock { timers in
+            if let existing = timers[provider] { return existing }
+            let made = Timer(label: "\(prefix)_delivery_duration", dimensions: [("provider", provider)],
+                             factory: factory)
+            timers[provider] = made
+            return made
+        }
+        let (seconds, attoseconds) = duration.components
+        timer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    func inFlightChanged(by delta: Int) {
+        if delta > 0 { inFlight.increment(by: Double(delta)) } else { inFlight.decrement(by: Double(-delta)) }
+    }
+}

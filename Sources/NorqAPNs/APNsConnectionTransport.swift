@@ -1,0 +1,115 @@
+import NorqCore
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// The HTTP/2 transport: one connection pool per endpoint, TLS 1.2+ with ALPN h2, certificate verification on.
+final class APNsConnectionTransport: APNsTransport {
+    private let settings: APNsConnectionSettings
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let pools = Mutex<[APNsEndpoint: APNsConnectionPool]>([:])
+    private let outstanding = Atomic<Int>(0)
+    private let isShutDown = Atomic<Bool>(false)
+
+    init(configuration: APNsConfiguration, logger: Logger,
+         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws(NorqError) {
+        self.logger = logger
+        self.group = group
+        self.settings = APNsConnectionSettings(
+            sslContext: try Self.makeSSLContext(configuration),
+            proxy: configuration.proxy,
+            tokenAuth: configuration.authentication.isToken,
+            connectionsPerEndpoint: max(1, configuration.connectionsPerEndpoint),
+            maxStreamsPerConnection: max(1, configuration.maxConcurrentStreamsPerConnection),
+            pingInterval: configuration.pingInterval)
+    }
+
+    static func makeSSLContext(_ configuration: APNsConfiguration) throws(NorqError) -> NIOSSLContext {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        tls.applicationProtocols = ["h2"]
+        tls.certificateVerification = .fullVerification
+        if let pem = configuration.additionalTrustRootsPEM {
+            do {
+                let certificates = try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8))
+                guard !certificates.isEmpty else { throw NorqError(.apnsInvalidTrustRoots, "no certificate") }
+                tls.additionalTrustRoots = [.certificates(certificates)]
+            } catch {
+                throw NorqError(.apnsInvalidTrustRoots,
+                                "the extra CA certificates\(configuration.caPath.map { " (\($0))" } ?? "") are not PEM certificates")
+            }
+        }
+        if case .certificate(let credentials) = configuration.authentication {
+            do {
+                switch credentials.material {
+                case .pem(let chainPEM, let keyPEM):
+                    let chain = try NIOSSLCertificate.fromPEMBytes(Array(chainPEM.utf8))
+                    guard !chain.isEmpty else { throw NorqError(.apnsInvalidCertificate, "empty chain") }
+                    let key: NIOSSLPrivateKey
+                    if let passphrase = credentials.passphrase {
+                        let bytes = Array(passphrase.utf8)
+                        key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem) { provide in provide(bytes) }
+                    } else {
+                        key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)
+                    }
+                    tls.certificateChain = chain.map { .certificate($0) }
+                    tls.privateKey = .privateKey(key)
+                case .pkcs12(let bytes):
+                    let bundle = try NIOSSLPKCS12Bundle(buffer: bytes, passphrase: credentials.passphrase.map { Array($0.utf8) })
+                    tls.certificateChain = bundle.certificateChain.map { .certificate($0) }
+                    tls.privateKey = .privateKey(bundle.privateKey)
+                }
+            } catch {
+                throw NorqError(.apnsInvalidCertificate,
+                                "cannot load the APNs client certificate from \(credentials.source): wrong format or passphrase")
+            }
+        }
+        do {
+            return try NIOSSLContext(configuration: tls)
+        } catch {
+            throw NorqError(.apnsInvalidCertificate, "cannot build the TLS context: \(error)")
+        }
+    }
+
+    private func pool(for endpoint: APNsEndpoint) -> APNsConnectionPool {
+        pools.withLock { pools in
+            if let pool = pools[endpoint] { return pool }
+            let pool = APNsConnectionPool(endpoint: endpoint, settings: settings, logger: logger, group: group)
+            pools[endpoint] = pool
+            return pool
+        }
+    }
+
+    func send(_ request: APNsWireRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {
+        guard !isShutDown.load(ordering: .relaxed) else {
+            throw NorqError(.providerShutDown, "the APNs provider is shut down")
+        }
+        let pool = pool(for: request.endpoint)
+        outstanding.add(1, ordering: .relaxed)
+        defer { outstanding.subtract(1, ordering: .relaxed) }
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) in
+            let box = APNsRequestBox(request: request, continuation: continuation)
+            guard remaining > .zero else {
+                box.deadlineExceeded()
+                return
+            }
+            let (seconds, attoseconds) = remaining.components
+            let nanos = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+            box.setDeadlineTask(group.next().scheduleTask(in: .nanoseconds(nanos)) { box.deadlineExceeded() })
+            pool.submit(box)
+        }
+        return try result.get()
+    }
+
+    func shutdown() async {
+        isShutDown.store(true, ordering: .relaxed)
+        let all = pools.withLock { Array($0.values) }
+        for pool in all {
+            await pool.shutdown(outstanding: { self.outstanding.load(ordering: .relaxed) })
+        }
+    }
+}

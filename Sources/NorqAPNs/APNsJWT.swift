@@ -1,0 +1,176 @@
+public import NorqCore
+import Crypto
+import Synchronization
+
+/// Signs APNs provider tokens: ES256 over `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}`, raw r||s, base64url.
+public struct APNsJWTSigner: Sendable {
+    public let keyID: String
+    public let teamID: String
+    let privateKey: P256.Signing.PrivateKey
+    private let encodedHeader: String
+
+    /// - Parameter privateKeyPEM: the `.p8` file's text (PKCS#8 PEM).
+    public init(keyID: String, teamID: String, privateKeyPEM: String) throws(NorqError) {
+        do {
+            self.privateKey = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+        } catch {
+            throw NorqError(.apnsInvalidKey, "the APNs signing key (key id \(keyID)) is not a PKCS#8 PEM P-256 private key")
+        }
+        self.keyID = keyID
+        self.teamID = teamID
+        var header: [UInt8] = []
+        header.append(contentsOf: #"{"alg":"ES256","kid":"#.utf8)
+        JSONValue.writeString(keyID, into: &header)
+        header.append(UInt8(ascii: "}"))
+        self.encodedHeader = Base64URL.encode(header)
+    }
+
+    /// The public key, to verify tokens (emulators, tests).
+    var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
+
+    /// A signed token issued at `issuedAt` (epoch seconds).
+    public func sign(issuedAt: Int64) -> String {
+        var claims: [UInt8] = []
+        claims.append(contentsOf: #"{"iss":"#.utf8)
+        JSONValue.writeString(teamID, into: &claims)
+        claims.append(contentsOf: #","iat":"#.utf8)
+        claims.append(contentsOf: String(issuedAt).utf8)
+        claims.append(UInt8(ascii: "}"))
+        let signingInput = encodedHeader + "." + Base64URL.encode(claims)
+        let signature: [UInt8]
+        do {
+            signature = Array(try privateKey.signature(for: Array(signingInput.utf8)).rawRepresentation)
+        } catch {
+            // Signing with a valid P-256 key does not fail; an empty signature makes APNs answer InvalidProviderToken.
+            signature = []
+        }
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+}
+
+/// A current provider token.
+public struct APNsProviderToken: Sendable, Hashable {
+    /// The JWT.
+    public var jwt: String
+    /// `bearer <jwt>`: the `authorization` header value.
+    public var headerValue: String
+    /// `iat`, epoch seconds.
+    public var issuedAt: Int64
+}
+
+/// One provider token per (team, key), shared by every connection and provider instance of the process.
+public final class APNsTokenCache: Sendable {
+    /// The process-wide cache.
+    public static let shared = APNsTokenCache()
+
+    struct Key: Hashable {
+        var teamID: String
+        var keyID: String
+        var publicKey: [UInt8]
+    }
+
+    struct Entry {
+        var token: APNsProviderToken
+        var reportedExpired: Bool
+        var renewals: Int
+    }
+
+    private let entries = Mutex<[Key: Entry]>([:])
+
+    public init() {}
+
+    private func key(_ signer: APNsJWTSigner) -> Key {
+        Key(teamID: signer.teamID, keyID: signer.keyID, publicKey: Array(signer.publicKey.rawRepresentation))
+    }
+
+    /// The current token for this signer, minted or renewed when the policy says so.
+    public func token(for signer: APNsJWTSigner, policy: JWTRefreshPolicy, now: Int64) -> APNsProviderToken {
+        let key = key(signer)
+        return entries.withLock { entries in
+            let existing = entries[key]
+            switch policy.decide(issuedAt: existing?.token.issuedAt, now: now,
+                                 reportedExpired: existing?.reportedExpired ?? false) {
+            case .reuse:
+                if let existing { return existing.token }
+                fallthrough
+            case .renew:
+                let jwt = signer.sign(issuedAt: now)
+                let token = APNsProviderToken(jwt: jwt, headerValue: "bearer " + jwt, issuedAt: now)
+                entries[key] = Entry(token: token, reportedExpired: false, renewals: (existing?.renewals ?? -1) + 1)
+                return token
+            }
+        }
+    }
+
+    /// APNs answered `ExpiredProviderToken` for `jwt`: renew at the next request, once, if it is still current.
+    public func reportExpired(_ jwt: String, signer: APNsJWTSigner) {
+        let key = key(signer)
+        entries.withLock { entries in
+            if entries[key]?.token.jwt == jwt { entries[key]?.reportedExpired = true }
+        }
+    }
+
+    /// How many times the token of this signer was renewed (not counting the first), for tests and metrics.
+    public func renewals(for signer: APNsJWTSigner) -> Int {
+        let key = key(signer)
+        return entries.withLock { $0[key]?.renewals ?? 0 }
+    }
+}
+
+/// base64url without padding.
+enum Base64URL {
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)])
+            out.append(alphabet[Int(n & 63)])
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let n = UInt32(bytes[i]) << 16
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+        } else if rest == 2 {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        var values: [UInt8] = []
+        for c in text.utf8 {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(c - 65)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(c - 97 + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(c - 48 + 52)
+            case UInt8(ascii: "-"): values.append(62)
+            case UInt8(ascii: "_"): values.append(63)
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        var i = 0
+        while i < values.count {
+            let chunk = values[i..<min(i + 4, values.count)]
+            if chunk.count == 1 { return nil }
+            var n: UInt32 = 0
+            for (j, v) in chunk.enumerated() { n |= UInt32(v) << (18 - 6 * UInt32(j)) }
+            out.append(UInt8(n >> 16 & 255))
+            if chunk.count > 2 { out.append(UInt8(n >> 8 & 255)) }
+            if chunk.count > 3 { out.append(UInt8(n & 255)) }
+            i += 4
+        }
+        return out
+    }
+}

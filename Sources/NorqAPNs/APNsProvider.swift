@@ -1,0 +1,219 @@
+public import NorqCore
+public import Logging
+import NIOCore
+import NIOHPACK
+
+/// The built-in APNs provider: validates and builds `POST /3/device/<token>` requests, signs them with the
+/// shared provider token (or uses the client certificate), and sends them over pooled HTTP/2 connections.
+public final class APNsProvider: PushProvider {
+    public let name: String
+    public var typeName: String { "apns" }
+    public let platforms: Set<Platform> = [.ios]
+    public let policy: DeliveryPolicy
+    public let configuration: APNsConfiguration
+
+    let logger: Logger
+    let clock: APNsClock
+    let signer: APNsJWTSigner?
+    let tokenCache: APNsTokenCache
+    let refreshPolicy: JWTRefreshPolicy
+    let transport: any APNsTransport
+    private let topics: [String: String]
+    private let keyDisplay: String?
+
+    /// - Parameters:
+    ///   - clock: the wall clock for JWT `iat` and send times (inject one to simulate hours in tests).
+    ///   - tokenCache: where provider tokens are shared; the process-wide cache by default.
+    public init(name: String, configuration: APNsConfiguration, policy: DeliveryPolicy = DeliveryPolicy(),
+                logger: Logger = Logger(label: "norq.apns"), clock: APNsClock = .system,
+                tokenCache: APNsTokenCache = .shared) throws(NorqError) {
+        self.name = name
+        self.configuration = configuration
+        var policy = policy
+        policy.idempotency.requestIDHeader = "apns-id"
+        policy.idempotency.serverDeduplicates = false
+        self.policy = policy
+        var logger = logger
+        logger[metadataKey: "provider"] = .string(name)
+        self.logger = logger
+        self.clock = clock
+        self.tokenCache = tokenCache
+        self.refreshPolicy = JWTRefreshPolicy(refreshInterval: configuration.tokenRefreshInterval)
+        switch configuration.authentication {
+        case .token(let keyID, let teamID, let pem, _):
+            let signer = try APNsJWTSigner(keyID: keyID, teamID: teamID, privateKeyPEM: pem)
+            self.signer = signer
+            self.keyDisplay = "bearer <redacted ES256 JWT kid=\(keyID) iss=\(teamID)>"
+        case .certificate:
+            self.signer = nil
+            self.keyDisplay = nil
+        }
+        var topics: [String: String] = [:]
+        for type in APNsPushType.all { topics[type.rawValue] = type.topic(bundleID: configuration.bundleID) }
+        self.topics = topics
+        self.transport = try APNsConnectionTransport(configuration: configuration, logger: logger)
+    }
+
+    /// The endpoint requests for an environment go to.
+    public func endpoint(for environment: PushEnvironment) -> APNsEndpoint {
+        environment == .production ? configuration.productionEndpoint : configuration.sandboxEndpoint
+    }
+
+    /// The current `authorization` value (token auth), minting or renewing the shared JWT when due.
+    func currentToken() -> APNsProviderToken? {
+        guard let signer else { return nil }
+        return tokenCache.token(for: signer, policy: refreshPolicy, now: clock.epochSeconds())
+    }
+
+    // MARK: prepare
+
+    public func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
+        try Self.validateTokenFormat(token.token)
+        let pushType = try APNsPushType.resolve(for: content)
+        switch pushType.authConstraint {
+        case .certificateOnly where configuration.authentication.isToken:
+            throw NorqError(.apnsRequiresCertificate, "push type \(pushType) needs certificate auth; provider \(name) uses a token key")
+        case .tokenOnly where !configuration.authentication.isToken:
+            throw NorqError(.apnsRequiresToken, "push type \(pushType) needs token (JWT) auth; provider \(name) uses a certificate")
+        default: break
+        }
+        let environment = token.environment ?? options.environment ?? (configuration.production ? .production : .sandbox)
+        let priority = options.priority ?? content.headers.priority ?? pushType.defaultPriority
+        guard pushType.allowedPriorities.contains(priority) else {
+            throw NorqError(.apnsBadPriority,
+                            "priority \(priority) is not allowed for push type \(pushType); allowed: \(pushType.allowedPriorities.sorted().map(String.init).joined(separator: ", "))")
+        }
+        let sendTime = options.sendTime ?? clock.epochSeconds()
+        var expiration = (options.expiration ?? content.headers.expiration).map { $0.epochSeconds(sendTime: sendTime) }
+        if let value = expiration, value < 0 {
+            throw NorqError(.apnsBadExpiration, "apns-expiration must be 0 or an epoch time in seconds, got \(value)")
+        }
+        if pushType.requiresZeroExpiration {
+            if let value = expiration, value != 0 {
+                throw NorqError(.apnsBadExpiration, "push type \(pushType) requires apns-expiration 0, got \(value)")
+            }
+            expiration = 0
+        }
+        let collapseID = options.collapseID ?? content.headers.collapseID
+        if let collapseID, collapseID.utf8.count > 64 {
+            throw NorqError(.apnsBadCollapseID, "apns-collapse-id is \(collapseID.utf8.count) bytes; at most 64 are allowed")
+        }
+        let requestID: String
+        if let given = options.requestID {
+            let lower = given.lowercased()
+            guard APNsRequestID.isValid(lower) else {
+                throw NorqError(.apnsBadMessageID, "apns-id must be a UUID (8-4-4-4-12 hex digits), got \"\(given.prefix(40))\"")
+            }
+            requestID = lower
+        } else {
+            requestID = APNsRequestID.random()
+        }
+        let body = try APNsPayload.encode(content, pushType: pushType, sendTime: sendTime)
+        guard body.count <= pushType.payloadLimit else {
+            throw NorqError(.apnsPayloadTooLarge,
+                            "payload is \(body.count) bytes; push type \(pushType) allows at most \(pushType.payloadLimit)")
+        }
+
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(7)
+        headers.append(HTTPHeader("apns-topic", topics[pushType.rawValue] ?? pushType.topic(bundleID: configuration.bundleID)))
+        headers.append(HTTPHeader("apns-push-type", pushType.rawValue))
+        headers.append(HTTPHeader("apns-priority", String(priority)))
+        if let expiration { headers.append(HTTPHeader("apns-expiration", String(expiration))) }
+        if let collapseID { headers.append(HTTPHeader("apns-collapse-id", collapseID)) }
+        headers.append(HTTPHeader("apns-id", requestID))
+        var redactions: [String: String] = [:]
+        if let token = currentToken(), let keyDisplay {
+            headers.append(HTTPHeader("authorization", token.headerValue))
+            redactions["authorization"] = keyDisplay
+        }
+        let endpoint = endpoint(for: environment)
+        return PreparedRequest(method: "POST", authority: endpoint.authority, path: "/3/device/" + token.token,
+                               headers: headers, body: body, provider: name, target: .token(token),
+                               environment: environment, requestID: requestID, payloadLimit: pushType.payloadLimit,
+                               redactions: redactions)
+    }
+
+    /// Hex digits only, an even number of them (Apple says not to assume 64).
+    static func validateTokenFormat(_ token: String) throws(NorqError) {
+        let utf8 = token.utf8
+        let hex = utf8.allSatisfy { c in
+            (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+        }
+        guard !utf8.isEmpty, hex, utf8.count % 2 == 0, utf8.count <= 200 else {
+            throw NorqError(.apnsInvalidTokenFormat,
+                            "APNs device token \(PushToken(token: token, platform: .ios).redacted) is not a hex string of an even length")
+        }
+    }
+
+    // MARK: deliver
+
+    public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
+        let environment = request.environment ?? (configuration.production ? .production : .sandbox)
+        let endpoint = endpoint(for: environment)
+        var usedJWT: String?
+        var hpack = HPACKHeaders()
+        hpack.reserveCapacity(request.headers.count + 5)
+        hpack.add(name: ":method", value: request.method)
+        hpack.add(name: ":scheme", value: request.scheme)
+        hpack.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        hpack.add(name: ":authority", value: endpoint.authority)
+        let current = currentToken()
+        for header in request.headers {
+            switch header.name {
+            case "authorization":
+                // Re-stamp a prepared request whose token was renewed since (or reported expired).
+                let value = current?.headerValue ?? header.value
+                usedJWT = current?.jwt
+                hpack.add(name: "authorization", value: value)
+            case "apns-id":
+                hpack.add(name: header.name, value: header.value, indexing: .neverIndexed)
+            case "apns-expiration", "apns-collapse-id":
+                hpack.add(name: header.name, value: header.value, indexing: .nonIndexable)
+            default:
+                hpack.add(name: header.name, value: header.value)
+            }
+        }
+        if usedJWT == nil, let current {
+            hpack.add(name: "authorization", value: current.headerValue)
+            usedJWT = current.jwt
+        }
+        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body,
+                                   logID: request.target.redacted)
+        let response = try await transport.send(wire, deadline: deadline)
+        let result = Self.interpret(response)
+        if result.reason == "ExpiredProviderToken", let signer, let usedJWT {
+            tokenCache.reportExpired(usedJWT, signer: signer)
+            logger.notice("APNs reported ExpiredProviderToken; the provider token is renewed for the retry")
+        }
+        return result
+    }
+
+    /// Turns a wire response into a classified `DeliveryResponse`.
+    static func interpret(_ response: APNsWireResponse) -> DeliveryResponse {
+        var reason: String?
+        var timestamp: Int64?
+        if response.status != 200, !response.body.isEmpty, let json = try? JSONValue(parsing: response.body) {
+            reason = json["reason"]?.stringValue
+            switch json["timestamp"] {
+            case .int(let value)?: timestamp = value
+            case .double(let value)?: timestamp = Int64(value)
+            default: break
+            }
+        }
+        var retryAfter: Duration?
+        if let value = response.headers.first(where: { $0.name == "retry-after" })?.value, let seconds = Int64(value) {
+            retryAfter = .seconds(seconds)
+        }
+        return DeliveryResponse(
+            status: response.status, headers: response.headers, body: response.body,
+            messageID: response.headers.first(where: { $0.name == "apns-id" })?.value,
+            uniqueID: response.headers.first(where: { $0.name == "apns-unique-id" })?.value,
+            reason: reason, invalidSince: response.status == 410 ? timestamp : nil, retryAfter: retryAfter,
+            classification: APNsResponseTable.classify(status: response.status, reason: reason))
+    }
+
+    public func shutdown() async {
+        await transport.shutdown()
+    }
+}

@@ -1,0 +1,296 @@
+import NorqCore
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOHPACK
+
+
+/// Drives APNs requests directly as HTTP/2 frames on the connection channel (no child channel per request):
+/// opens streams for new ids within the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, matches responses by
+/// stream id, flushes once per batch, handles GOAWAY / REFUSED_STREAM by handing requests back to the pool,
+/// and PINGs an idle connection.
+final class APNsStreamHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Stream {
+        var box: APNsRequestBox
+        var status: Int?
+        var headers: [HTTPHeader] = []
+        var body: [UInt8] = []
+    }
+
+    private let logger: Logger
+    private let clientLimit: Int
+    private let pingInterval: TimeAmount
+    private var context: ChannelHandlerContext?
+    weak var connection: APNsConnection?
+
+    private var queue = CircularBuffer<APNsRequestBox>()
+    private var streams: [Int32: Stream] = [:]
+    private var nextStreamID: Int32 = 1
+    private var remoteLimit = 1
+    /// Token auth: one stream until the first 200.
+    private var warmingUp: Bool
+    private var goAwayLastStreamID: Int32?
+    private var closed = false
+    private var flushPending = false
+    private var flushScheduled = false
+    private var lastActivity = NIODeadline.now()
+    private var pingOutstanding = false
+    private let settingsPromise: EventLoopPromise<Void>
+    private var settingsSeen = false
+
+    /// Completes when the server's first SETTINGS arrive (the TLS handshake and preface are done).
+    var ready: EventLoopFuture<Void> { settingsPromise.futureResult }
+
+    init(eventLoop: any EventLoop, logger: Logger, clientLimit: Int, tokenAuth: Bool, pingInterval: Duration) {
+        self.logger = logger
+        self.clientLimit = max(1, clientLimit)
+        self.warmingUp = tokenAuth
+        self.pingInterval = .nanoseconds(Int64(pingInterval.components.seconds) * 1_000_000_000
+                                         + pingInterval.components.attoseconds / 1_000_000_000)
+        self.settingsPromise = eventLoop.makePromise()
+    }
+
+    private var limit: Int { warmingUp ? 1 : min(remoteLimit, clientLimit) }
+
+    /// Requests queued or in flight on this connection.
+    var load: Int { queue.count + streams.count }
+
+    // MARK: lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        schedulePing(context: context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connectionClosed(reason: "connection closed")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("APNs connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private func connectionClosed(reason: String) {
+        guard !closed else { return }
+        closed = true
+        if settingsSeen { Metrics.connectionClosed() }
+        if !settingsSeen {
+            settingsSeen = true
+            settingsPromise.fail(NorqError(.transportFailed, "APNs \(reason) before SETTINGS"))
+        }
+        let inFlight = streams
+        streams.removeAll()
+        for (_, stream) in inFlight {
+            stream.box.unassign()
+            stream.box.complete(.failure(NorqError(.transportFailed, "APNs \(reason) before the answer (token \(stream.box.request.logID))")))
+        }
+        let unsent = Array(queue)
+        queue.removeAll()
+        connection?.closed(requeue: unsent)
+    }
+
+    // MARK: requests
+
+    func enqueue(_ box: APNsRequestBox) {
+        guard !closed, goAwayLastStreamID == nil else {
+            connection?.requeue([box])
+            return
+        }
+        queue.append(box)
+        startStreams()
+        scheduleFlush()
+    }
+
+    func cancelStream(_ id: Int32) {
+        guard let context, streams.removeValue(forKey: id) != nil else { return }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: HTTP2StreamID(id), payload: .rstStream(.cancel))), promise: nil)
+        flushPending = true
+        startStreams()
+        scheduleFlush()
+        Metrics.streamsCancelled.increment()
+    }
+
+    private func startStreams() {
+        guard let context, !closed, goAwayLastStreamID == nil else { return }
+        while streams.count < limit, let box = queue.popFirst() {
+            if nextStreamID > Int32.max - 2 {
+                // Stream ids exhausted: drain this connection like a GOAWAY.
+                queue.prepend(box)
+                beginDrain(lastStreamID: nextStreamID - 2, reason: "stream ids exhausted")
+                return
+            }
+            let id = nextStreamID
+            guard let connection else {
+                queue.prepend(box)
+                return
+            }
+            guard box.assign(connection: connection, streamID: id) else { continue }
+            nextStreamID += 2
+            streams[id] = Stream(box: box)
+            let streamID = HTTP2StreamID(id)
+            let body = box.request.body
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(
+                .init(headers: box.request.headers, endStream: body.isEmpty)))), promise: nil)
+            if !body.isEmpty {
+                let buffer = context.channel.allocator.buffer(bytes: body)
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(
+                    .init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+            }
+            flushPending = true
+            Metrics.streamsOpened.increment()
+        }
+    }
+
+    /// One flush for everything written in this event-loop tick.
+    private func scheduleFlush() {
+        guard flushPending, !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.flushScheduled = false
+            if self.flushPending, let context = self.context {
+                self.flushPending = false
+                context.flush()
+            }
+        }
+    }
+
+    // MARK: inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        lastActivity = .now()
+        pingOutstanding = false
+        let id = Int32(frame.streamID)
+        switch frame.payload {
+        case .headers(let headers):
+            guard var stream = streams[id] else { return }
+            for header in headers.headers {
+                if header.name == ":status" {
+                    if stream.status == nil { stream.status = Int(header.value) }
+                } else if !header.name.hasPrefix(":") {
+                    stream.headers.append(HTTPHeader(header.name, header.value))
+                }
+            }
+            streams[id] = stream
+            if headers.endStream { finish(id) }
+        case .data(let data):
+            guard streams[id] != nil else { return }
+            if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
+                streams[id]?.body.append(contentsOf: buffer.readableBytesView)
+            }
+            if data.endStream { finish(id) }
+        case .settings(.settings(let settings)):
+            for setting in settings where setting.parameter == .maxConcurrentStreams {
+                remoteLimit = max(0, setting.value)
+            }
+            if !settingsSeen {
+                settingsSeen = true
+                settingsPromise.succeed()
+            }
+            startStreams()
+        case .goAway(let lastStreamID, let errorCode, let opaqueData):
+            var reason = ""
+            if let opaqueData { reason = String(buffer: opaqueData) }
+            logger.notice("APNs sent GOAWAY", metadata: [
+                "lastStreamID": "\(lastStreamID)", "errorCode": "\(errorCode)", "reason": "\(reason)",
+            ])
+            beginDrain(lastStreamID: Int32(lastStreamID), reason: "GOAWAY")
+        case .ping(_, ack: true):
+            pingOutstanding = false
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if flushPending {
+            flushPending = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closedEvent = event as? StreamClosedEvent {
+            let id = Int32(closedEvent.streamID)
+            if let stream = streams.removeValue(forKey: id) {
+                // Closed without a complete answer.
+                if closedEvent.reason == .refusedStream || (goAwayLastStreamID.map { id > $0 } ?? false) {
+                    stream.box.unassign()
+                    connection?.requeue([stream.box])
+                } else {
+                    stream.box.unassign()
+                    stream.box.complete(.failure(NorqError(.transportFailed,
+                        "APNs reset the stream (\(closedEvent.reason.map { "\($0)" } ?? "no code")) before the answer (token \(stream.box.request.logID))")))
+                }
+                startStreams()
+                scheduleFlush()
+                drainIfDone()
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func finish(_ id: Int32) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        let status = stream.status ?? 0
+        if status == 200 { warmingUp = false }
+        stream.box.complete(.success(APNsWireResponse(status: status, headers: stream.headers, body: stream.body)))
+        Metrics.streamsCompleted.increment()
+        startStreams()
+        drainIfDone()
+    }
+
+    private func beginDrain(lastStreamID: Int32, reason: String) {
+        if goAwayLastStreamID == nil { goAwayLastStreamID = lastStreamID }
+        var requeue: [APNsRequestBox] = Array(queue)
+        queue.removeAll()
+        for (id, stream) in streams where id > lastStreamID {
+            streams.removeValue(forKey: id)
+            stream.box.unassign()
+            requeue.append(stream.box)
+        }
+        connection?.draining()
+        if !requeue.isEmpty {
+            Metrics.streamsRequeued.increment(by: requeue.count)
+            connection?.requeue(requeue)
+        }
+        drainIfDone()
+    }
+
+    private func drainIfDone() {
+        if goAwayLastStreamID != nil, streams.isEmpty, let context {
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: ping
+
+    private func schedulePing(context: ChannelHandlerContext) {
+        guard pingInterval > .zero else { return }
+        context.eventLoop.assumeIsolated().scheduleTask(in: pingInterval) {
+            guard let context = self.context, !self.closed else { return }
+            if NIODeadline.now() - self.lastActivity >= self.pingInterval {
+                if self.pingOutstanding {
+                    self.logger.notice("APNs connection did not answer PING; replacing it")
+                    context.close(promise: nil)
+                    return
+                }
+                self.pingOutstanding = true
+                context.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
+                    payload: .ping(HTTP2PingData(withInteger: 0x4e4f5251), ack: false))), promise: nil)
+            }
+            self.schedulePing(context: context)
+        }
+    }
+}

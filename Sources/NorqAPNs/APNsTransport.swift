@@ -1,0 +1,106 @@
+import NorqCore
+import NIOCore
+import NIOHPACK
+import Synchronization
+
+/// One request as the transport sends it: precomputed HPACK headers and the payload.
+struct APNsWireRequest: Sendable {
+    var endpoint: APNsEndpoint
+    var headers: HPACKHeaders
+    var body: [UInt8]
+    /// Log-safe target (first 8 characters of the token).
+    var logID: String
+}
+
+/// One response as received.
+struct APNsWireResponse: Sendable {
+    var status: Int
+    var headers: [HTTPHeader]
+    var body: [UInt8]
+}
+
+/// The small internal interface between the provider and HTTP/2.
+protocol APNsTransport: Sendable {
+    /// Sends once. Throws `provider/transport-failed` when the connection fails before an answer,
+    /// `provider/deadline-exceeded` when the deadline passes (the stream is cancelled, not the connection),
+    /// `provider/shut-down` after `shutdown()`.
+    func send(_ request: APNsWireRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse
+    /// Stops taking requests, waits for those in flight, closes the connections.
+    func shutdown() async
+}
+
+/// A request travelling through the pool: completed exactly once (response, failure or deadline).
+final class APNsRequestBox: Sendable {
+    let request: APNsWireRequest
+    /// Times this request was re-queued after GOAWAY / REFUSED_STREAM.
+    let requeues = Atomic<Int>(0)
+
+    private struct State {
+        var continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>?
+        var done = false
+        /// Where it is in flight, so the deadline can cancel the stream.
+        var connection: APNsConnection?
+        var streamID: Int32?
+        var deadlineTask: Scheduled<Void>?
+    }
+    private let state = Mutex(State())
+
+    init(request: APNsWireRequest, continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) {
+        self.request = request
+        state.withLock { $0.continuation = continuation }
+    }
+
+    var isDone: Bool { state.withLock { $0.done } }
+
+    func setDeadlineTask(_ task: Scheduled<Void>) {
+        let cancel: Bool = state.withLock { state in
+            if state.done { return true }
+            state.deadlineTask = task
+            return false
+        }
+        if cancel { task.cancel() }
+    }
+
+    /// Records the stream it was written on; false when it already completed (skip it).
+    func assign(connection: APNsConnection, streamID: Int32) -> Bool {
+        state.withLock { state in
+            if state.done { return false }
+            state.connection = connection
+            state.streamID = streamID
+            return true
+        }
+    }
+
+    func unassign() {
+        state.withLock { state in
+            state.connection = nil
+            state.streamID = nil
+        }
+    }
+
+    /// Completes once; returns false when it had completed already.
+    @discardableResult
+    func complete(_ result: Result<APNsWireResponse, NorqError>) -> Bool {
+        let taken = state.withLock { state -> (CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>?, Scheduled<Void>?) in
+            if state.done { return (nil, nil) }
+            state.done = true
+            let continuation = state.continuation
+            state.continuation = nil
+            return (continuation, state.deadlineTask)
+        }
+        guard let continuation = taken.0 else { return false }
+        taken.1?.cancel()
+        continuation.resume(returning: result)
+        return true
+    }
+
+    /// The deadline passed: fail with `provider/deadline-exceeded` and cancel the stream if one is open.
+    func deadlineExceeded() {
+        let location = state.withLock { ($0.connection, $0.streamID) }
+        if complete(.failure(NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(request.logID))"))) {
+            if let connection = location.0, let streamID = location.1 {
+                connection.cancelStream(streamID)
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+/// Why one attempt of a delivery did not succeed: the input of a retry decision.
+public enum DeliveryFailure: Sendable, Hashable {
+    /// The provider answered, with a non-success status.
+    case response(status: Int, classification: ResponseClass, retryAfter: Duration?)
+    /// No definitive answer: a transport error or a per-request timeout.
+    case transport(NorqError)
+
+    /// The failure of a `DeliveryResponse`.
+    public init(_ response: DeliveryResponse) {
+        self = .response(status: response.status, classification: response.classification,
+                         retryAfter: response.retryAfter)
+    }
+}
+
+/// What to do after a failed attempt.
+public enum RetryDecision: Sendable, Hashable {
+    /// Wait this long, then send the same request again.
+    case retry(after: Duration)
+    /// Stop: the last failure is the outcome.
+    case giveUp(GiveUpReason)
+
+    /// Why a retry decision gave up. An open set.
+    public struct GiveUpReason: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The failure is permanent, token-invalid or a credentials problem (or a status not retried).
+        public static let notRetryable = GiveUpReason(rawValue: "not-retryable")
+        /// All `retries` were used.
+        public static let exhausted = GiveUpReason(rawValue: "retries-exhausted")
+        /// The next attempt could not start before the deadline.
+        public static let deadline = GiveUpReason(rawValue: "deadline")
+        public var description: String { rawValue }
+    }
+}
+
+extension RetryPolicy {
+    /// Decides what follows a failed attempt. Pure: the caller passes the time left and a random unit.
+    ///
+    /// - Parameters:
+    ///   - attempt: how many attempts were made so far (1 after the first).
+    ///   - failure: what the last attempt returned.
+    ///   - remaining: time left before the deadline that bounds all attempts (nil: no deadline).
+    ///   - randomUnit: a random number in `0..<1` for the full jitter.
+    ///
+    /// Rules: a response is retried when its status is in `retryOn` (429 and 5xx by default) or when the
+    /// provider classified an otherwise not-listed status as retryable (APNs `ExpiredProviderToken`);
+    /// responses classified permanent, token-invalid or credentials are never retried. Transport failures are
+    /// retried. The delay is the server's `Retry-After` when present, else exponential backoff with full
+    /// jitter (`random * min(maxBackoff, backoff * 2^(attempt-1))`). No retry when the delay would end
+    /// at or after the deadline.
+    public func decision(afterAttempt attempt: Int, failure: DeliveryFailure, remaining: Duration?,
+                         randomUnit: Double) -> RetryDecision {
+        var retryAfter: Duration?
+        switch failure {
+        case .response(let status, let classification, let after):
+            if classification == .permanent || classification == .tokenInvalid
+                || classification == .credentials || classification == .delivered {
+                return .giveUp(.notRetryable)
+            }
+            let listed = retryOn.contains(status)
+            let providerRetryable = classification.isRetryable && !Self.isDefaultRetryStatus(status)
+            guard listed || providerRetryable else { return .giveUp(.notRetryable) }
+            retryAfter = after
+        case .transport(let error):
+            if error.code == .providerShutDown { return .giveUp(.notRetryable) }
+        }
+        guard attempt <= retries else { return .giveUp(.exhausted) }
+        if let remaining, remaining <= .zero { return .giveUp(.deadline) }
+        let delay = retryAfter.map { max($0, .zero) } ?? backoffDelay(beforeRetry: attempt, randomUnit: randomUnit)
+        if let remaining, delay >= remaining { return .giveUp(.deadline) }
+        return .retry(after: delay)
+    }
+
+    /// The full-jitter delay before retry number `retry` (1-based): `randomUnit * min(maxBackoff,
+    /// backoff * 2^(retry-1))`.
+    public func backoffDelay(beforeRetry retry: Int, randomUnit: Double) -> Duration {
+        let exponent = min(max(retry - 1, 0), 30)
+        let ceiling = min(maxBackoff, backoff * (1 << exponent))
+        let unit = min(max(randomUnit, 0), 1)
+        return ceiling * unit
+    }
+
+    /// 429 and 5xx: statuses whose retry `retryOn` alone governs (so that removing them disables it).
+    static func isDefaultRetryStatus(_ status: Int) -> Bool {
+        status == 429 || (500...599).contains(status)
+    }
+}

@@ -1,0 +1,334 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// Serves one HTTP/2 connection as APNs would, on raw frames (no child channel per stream).
+/// Lives on the connection's event loop; only the shared state is locked.
+final class EmulatorConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private let shared: EmulatorShared
+    private var connectionID = 0
+
+    private struct PendingStream {
+        var headers: HPACKHeaders
+        var body: ByteBuffer?
+    }
+    private var streams: [HTTP2StreamID: PendingStream] = [:]
+    private var streamCount = 0
+    private var goAwayLastStreamID: HTTP2StreamID?
+    private var delayedAnswers = 0
+    private var needsFlush = false
+    private var closed = false
+
+    // JWT state of this connection.
+    private var verifiedTokens: [String: Result<JWTVerifier.Verified, JWTVerifier.Failure>] = [:]
+    private var currentJWT: String?
+    private var currentJWTSince: Int64 = 0
+
+    private var uuids = FastUUIDGenerator()
+
+    init(shared: EmulatorShared) {
+        self.shared = shared
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        connectionID = shared.register(context.channel).id
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        // Requests that were received but never answered.
+        for (id, stream) in streams {
+            record(stream, streamID: id, status: 0, reason: nil, apnsID: nil, bodyOverride: nil)
+        }
+        streams.removeAll()
+        shared.unregister(connectionID)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if closed { return }
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let h):
+            if let last = goAwayLastStreamID, frame.streamID > last {
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))),
+                              promise: nil)
+                needsFlush = true
+                return
+            }
+            if streams[frame.streamID] != nil {
+                // Trailers: ignore their content, but they may end the stream.
+                if h.endStream { complete(context: context, streamID: frame.streamID) }
+                return
+            }
+            streams[frame.streamID] = PendingStream(headers: h.headers, body: nil)
+            streamCount += 1
+            let faults = shared.streamFaults
+            if let n = faults.dropConnectionAfterStreams, streamCount >= n {
+                // Answer what is already answered, then drop the connection.
+                context.flush()
+                closed = true
+                context.close(promise: nil)
+                return
+            }
+            if let n = faults.goAwayAfterStreams, streamCount == n, goAwayLastStreamID == nil {
+                goAwayLastStreamID = frame.streamID
+                context.write(wrapOutboundOut(HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: frame.streamID, errorCode: .noError, opaqueData: nil))), promise: nil)
+                needsFlush = true
+            }
+            if h.endStream { complete(context: context, streamID: frame.streamID) }
+        case .data(let d):
+            guard var stream = streams[frame.streamID] else { return }
+            if case .byteBuffer(var bytes) = d.data {
+                if stream.body == nil {
+                    stream.body = bytes
+                } else {
+                    stream.body!.writeBuffer(&bytes)
+                }
+                streams[frame.streamID] = stream
+            }
+            if d.endStream { complete(context: context, streamID: frame.streamID) }
+        case .rstStream:
+            if let stream = streams.removeValue(forKey: frame.streamID) {
+                record(stream, streamID: frame.streamID, status: 0, reason: "client reset the stream", apnsID: nil,
+                       bodyOverride: nil)
+            }
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        closeAfterGoAwayIfDone(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func closeAfterGoAwayIfDone(context: ChannelHandlerContext) {
+        if goAwayLastStreamID != nil, streams.isEmpty, delayedAnswers == 0, !closed {
+            closed = true
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: - Requests
+
+    private func complete(context: ChannelHandlerContext, streamID: HTTP2StreamID) {
+        guard let stream = streams[streamID] else { return }
+        let now = shared.configuration.now()
+        let outcome = evaluate(stream, now: now)
+        switch outcome {
+        case .rejected(let rejection):
+            streams.removeValue(forKey: streamID)
+            answer(context: context, streamID: streamID, stream: stream, rejection: rejection, flush: false)
+        case .valid(let token):
+            switch shared.decide(token: token) {
+            case .silent:
+                break  // stays in `streams`, recorded with status 0 if the connection closes
+            case .answer(let rejection, let latency):
+                streams.removeValue(forKey: streamID)
+                if latency == .zero {
+                    answer(context: context, streamID: streamID, stream: stream, rejection: rejection, flush: false)
+                } else {
+                    delayedAnswers += 1
+                    let nanos = latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000
+                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    context.eventLoop.scheduleTask(in: .nanoseconds(nanos)) {
+                        let (handler, context) = loopBound.value
+                        handler.delayedAnswers -= 1
+                        if handler.closed {
+                            handler.record(stream, streamID: streamID, status: 0, reason: nil, apnsID: nil,
+                                           bodyOverride: nil)
+                        } else {
+                            handler.answer(context: context, streamID: streamID, stream: stream,
+                                           rejection: rejection, flush: true)
+                            handler.closeAfterGoAwayIfDone(context: context)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private enum Evaluation {
+        case valid(token: Substring)
+        case rejected(APNsRejection)
+    }
+
+    private struct Fields {
+        var method = ""
+        var path = ""
+        var authorization: String?
+        var apnsID: String?
+        var pushType: String?
+        var topic: String?
+        var priority: String?
+        var expiration: String?
+        var collapseID: String?
+        var duplicate = false
+    }
+
+    private static func fields(of headers: HPACKHeaders) -> Fields {
+        var f = Fields()
+        func set(_ slot: inout String?, _ value: String, _ dup: inout Bool) {
+            if slot != nil { dup = true }
+            slot = value
+        }
+        for (name, value, _) in headers {
+            switch name {
+            case ":method": f.method = value
+            case ":path": f.path = value
+            case "authorization": set(&f.authorization, value, &f.duplicate)
+            case "apns-id": set(&f.apnsID, value, &f.duplicate)
+            case "apns-push-type": set(&f.pushType, value, &f.duplicate)
+            case "apns-topic": set(&f.topic, value, &f.duplicate)
+            case "apns-priority": set(&f.priority, value, &f.duplicate)
+            case "apns-expiration": set(&f.expiration, value, &f.duplicate)
+            case "apns-collapse-id": set(&f.collapseID, value, &f.duplicate)
+            default: break
+            }
+        }
+        return f
+    }
+
+    private func evaluate(_ stream: PendingStream, now: Int64) -> Evaluation {
+        let f = Self.fields(of: stream.headers)
+        let token: Substring
+        switch APNsRequestRules.checkPath(method: f.method, path: f.path) {
+        case .failure(let r): return .rejected(r)
+        case .success(let t): token = t
+        }
+        if f.duplicate { return .rejected(.init(status: 400, reason: "DuplicateHeaders")) }
+        if !shared.configuration.requireClientCertificate, let verifier = shared.verifier {
+            if let r = checkAuthorization(f.authorization, verifier: verifier, now: now) { return .rejected(r) }
+        }
+        let body = stream.body?.readableBytesView ?? ByteBuffer().readableBytesView
+        if let r = shared.rules.checkHeaders(
+            apnsID: f.apnsID, pushType: f.pushType, topic: f.topic, priority: f.priority,
+            expiration: f.expiration, collapseID: f.collapseID, body: body,
+            bodyIsJSONObject: { JSONSyntax.isObject(body) })
+        {
+            return .rejected(r)
+        }
+        return .valid(token: token)
+    }
+
+    private func checkAuthorization(_ authorization: String?, verifier: JWTVerifier, now: Int64) -> APNsRejection? {
+        guard let authorization, !authorization.isEmpty else {
+            return .init(status: 403, reason: "MissingProviderToken")
+        }
+        let utf8 = authorization.utf8
+        guard utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            return .init(status: 403, reason: "InvalidProviderToken")
+        }
+        let jwt = authorization.dropFirst(7)
+        let result: Result<JWTVerifier.Verified, JWTVerifier.Failure>
+        if let cached = verifiedTokens[authorization] {
+            result = cached
+        } else {
+            result = verifier.verify(jwt)
+            if verifiedTokens.count > 64 { verifiedTokens.removeAll() }
+            verifiedTokens[authorization] = result
+        }
+        let verified: JWTVerifier.Verified
+        switch result {
+        case .failure: return .init(status: 403, reason: "InvalidProviderToken")
+        case .success(let v): verified = v
+        }
+        if verified.issuedAt > now + shared.jwtFutureSkewSeconds {
+            return .init(status: 403, reason: "InvalidProviderToken")
+        }
+        if now - verified.issuedAt > shared.jwtMaxAgeSeconds {
+            return .init(status: 403, reason: "ExpiredProviderToken")
+        }
+        if currentJWT != authorization {
+            if currentJWT != nil, now - currentJWTSince < shared.tokenUpdateMinSeconds {
+                return .init(status: 429, reason: "TooManyProviderTokenUpdates")
+            }
+            currentJWT = authorization
+            currentJWTSince = now
+        }
+        return nil
+    }
+
+    // MARK: - Answers
+
+    private func answer(
+        context: ChannelHandlerContext, streamID: HTTP2StreamID, stream: PendingStream,
+        rejection: APNsRejection?, flush: Bool
+    ) {
+        let requestID = stream.headers.first(name: "apns-id")
+        let apnsID: String
+        if let requestID, FastUUIDGenerator.isUUID(requestID) {
+            apnsID = requestID.lowercased()
+        } else {
+            apnsID = uuids.uuidString()
+        }
+        if let rejection {
+            var headers = HPACKHeaders()
+            headers.reserveCapacity(4)
+            headers.add(name: ":status", value: String(rejection.status))
+            headers.add(name: "apns-id", value: apnsID)
+            headers.add(name: "content-type", value: "application/json")
+            if let retry = rejection.retryAfterSeconds { headers.add(name: "retry-after", value: String(retry)) }
+            var body = context.channel.allocator.buffer(capacity: 64)
+            body.writeStaticString("{\"reason\":\"")
+            body.writeString(rejection.reason)
+            if let ts = rejection.timestamp {
+                body.writeStaticString("\",\"timestamp\":")
+                body.writeString(String(ts))
+                body.writeStaticString("}")
+            } else {
+                body.writeStaticString("\"}")
+            }
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))),
+                          promise: nil)
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
+        } else {
+            let headers: HPACKHeaders = [":status": "200", "apns-id": apnsID, "apns-unique-id": uuids.uuidString()]
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
+        }
+        if flush { context.flush() } else { needsFlush = true }
+        record(stream, streamID: streamID, status: rejection?.status ?? 200, reason: rejection?.reason,
+               apnsID: apnsID, bodyOverride: nil)
+    }
+
+    private func record(
+        _ stream: PendingStream, streamID: HTTP2StreamID, status: Int, reason: String?, apnsID: String?,
+        bodyOverride: [UInt8]?
+    ) {
+        let configuration = shared.configuration
+        guard configuration.recordRequests else { return }
+        var method = "", path = "", authority = ""
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(stream.headers.count)
+        for (name, value, _) in stream.headers {
+            switch name {
+            case ":method": method = value
+            case ":path": path = value
+            case ":authority": authority = value
+            default: if !name.hasPrefix(":") { headers.append((name, value)) }
+            }
+        }
+        let body = configuration.recordBodies ? (bodyOverride ?? stream.body.map { Array($0.readableBytesView) } ?? []) : []
+        shared.record(RecordedRequest(
+            method: method, path: path, authority: authority, headers: headers, body: body,
+            connectionID: connectionID, streamID: Int(streamID), environmentName: configuration.environmentName,
+            status: status, reason: reason, apnsID: apnsID))
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+@testable import NorqAPNs
+import NorqCore
+import Testing
+
+@Suite struct APNsResponseTableTests {
+    @Test func everyDocumentedReasonIsClassified() {
+        let reasons = APNsResponseTable.reasons.map(\.reason)
+        #expect(Set(reasons).count == reasons.count)
+        for reason in ["BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+                       "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType",
+                       "MissingDeviceToken", "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate",
+                       "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden", "InvalidProviderToken",
+                       "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken",
+                       "BadEnvironmentKeyInToken", "BadPath", "MethodNotAllowed", "Unregistered", "ExpiredToken",
+                       "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests", "InternalServerError",
+                       "ServiceUnavailable", "Shutdown", "FeatureNotEnabled", "MissingChannelId", "BadChannelId",
+                       "ChannelNotRegistered", "BadRequestParams", "BadRequestPayload", "MissingPushType",
+                       "CannotCreateChannelConfig", "TopicMismatch", "MissingChannelQueueSize"] {
+            #expect(APNsResponseTable.entry(for: reason) != nil, "\(reason)")
+        }
+    }
+
+    @Test func classes() {
+        #expect(APNsResponseTable.classify(status: 200, reason: nil) == .delivered)
+        #expect(APNsResponseTable.classify(status: 410, reason: "Unregistered") == .tokenInvalid)
+        #expect(APNsResponseTable.classify(status: 400, reason: "BadDeviceToken") == .tokenInvalid)
+        #expect(APNsResponseTable.classify(status: 429, reason: "TooManyRequests") == .retryAfterDelay)
+        #expect(APNsResponseTable.classify(status: 503, reason: "Shutdown") == .retryable)
+        #expect(APNsResponseTable.classify(status: 403, reason: "InvalidProviderToken") == .credentials)
+        #expect(APNsResponseTable.classify(status: 403, reason: "ExpiredProviderToken") == .retryable)
+        #expect(APNsResponseTable.classify(status: 400, reason: "BadTopic") == .permanent)
+        #expect(APNsResponseTable.classify(status: 400, reason: "SomethingNew") == .permanent)
+        #expect(APNsResponseTable.classify(status: 502, reason: nil) == .retryable)
+        #expect(APNsResponseTable.code(status: 400, reason: "BadDeviceToken")?.rawValue == "apns/bad-device-token")
+        #expect(APNsResponseTable.code(status: 403, reason: "UnrelatedKeyIdInToken")?.rawValue == "apns/unrelated-key-id-in-token")
+        #expect(APNsResponseTable.code(status: 400, reason: "SomethingNew")?.rawValue == "apns/unknown-reason")
+        #expect(APNsResponseTable.code(status: 502, reason: nil)?.rawValue == "apns/no-reason")
+        #expect(APNsResponseTable.code(status: 200, reason: nil) == nil)
+    }
+
+    @Test func interpretParsesReasonTimestampAndRetryAfter() {
+        let gone = APNsProvider.interpret(APNsWireResponse(
+            status: 410, headers: [HTTPHeader("apns-id", "id-1")],
+            body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8)))
+        #expect(gone.reason == "Unregistered" && gone.invalidSince == 1_700_000_000_123)
+        #expect(gone.classification == .tokenInvalid && gone.messageID == "id-1")
+        let busy = APNsProvider.interpret(APNsWireResponse(
+            status: 429, headers: [HTTPHeader("retry-after", "7")], body: Array(#"{"reason":"NewReason"}"#.utf8)))
+        #expect(busy.retryAfter == .seconds(7) && busy.reason == "NewReason" && busy.classification == .permanent)
+        let ok = APNsProvider.interpret(APNsWireResponse(
+            status: 200, headers: [HTTPHeader("apns-id", "a"), HTTPHeader("apns-unique-id", "u")], body: []))
+        #expect(ok.classification == .delivered && ok.uniqueID == "u" && ok.reason == nil)
+    }
+
+    /// Every code of the APNs area is listed in docs/errors.md.
+    @Test func everyCodeIsDocumented() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/errors.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        var codes = APNsResponseTable.reasons.map(\.code.rawValue)
+        codes += [APNsResponseTable.unknownReasonCode.rawValue, APNsResponseTable.noReasonCode.rawValue]
+        codes += [NorqError.Code.apnsInvalidTokenFormat, .apnsPayloadTooLarge, .apnsBadPriority, .apnsBadExpiration,
+                  .apnsBadCollapseID, .apnsInvalidPushType, .apnsRequiresCertificate, .apnsRequiresToken,
+                  .apnsInvalidLiveActivity, .apnsInvalidPayload, .apnsBadMessageID, .apnsInvalidKey,
+                  .apnsInvalidCertificate, .apnsInvalidTrustRoots, .apnsWrongConfiguration].map(\.rawValue)
+        for code in Set(codes) { #expect(text.contains("`\(code)`"), "\(code) missing from docs/errors.md") }
+    }
+}

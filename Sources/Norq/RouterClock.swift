@@ -1,4 +1,4 @@
-public import NorqCore
+import NorqCore
 
 /// Time as the router sees it: tests inject a sleeper that does not really sleep long.
 public struct RouterClock: Sendable {

@@ -63,6 +63,10 @@ public struct APNsConfiguration: ProviderConfiguration, Sendable, Hashable {
     /// Channel-management endpoints (broadcast).
     public var managementSandboxEndpoint: APNsEndpoint
     public var managementProductionEndpoint: APNsEndpoint
+    /// Broadcast-send endpoints (`POST /4/broadcasts/apps/<bundleId>`); nil sends to the device-push endpoint
+    /// of the environment (`api[.sandbox].push.apple.com`), as Apple's command-line guide does.
+    public var broadcastSandboxEndpoint: APNsEndpoint? = nil
+    public var broadcastProductionEndpoint: APNsEndpoint? = nil
     /// Extra trusted CA certificates (PEM), from `caPath`.
     public var additionalTrustRootsPEM: String?
     /// `caPath` as written, for display.

@@ -254,6 +254,12 @@ extension EmulatorConnectionHandler {
             return broadcastReply(f, body: body, bundleID: bundleID, environment: environment, shared: shared,
                                   requestID: requestID)
         }
+        // Faults (keyed by the channel id, "" for create and list) apply to valid management requests too.
+        if case .answer(let rejection?, _) = shared.decide(token: Substring(f.channelID ?? "")) {
+            var reply = reject(rejection.status, rejection.reason)
+            if let retry = rejection.retryAfterSeconds { reply.headers.append(("retry-after", String(retry))) }
+            return reply
+        }
         switch (collection, f.method) {
         case ("all-channels", _):
             let ids = store.list(environment: environment, bundleID: bundleID).map { "\"\($0.id)\"" }

@@ -1,5 +1,4 @@
 public import NorqCore
-public import OrderedCollections
 
 /// A Live Activity `event`: `start` (push-to-start), `update` or `end`.
 public struct APNsLiveActivityEvent: Sendable, Hashable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+import NIOHTTP2
 import Synchronization
 
 /// The emulator's broadcast channels: one store per emulator (which is one APNs environment, named by
@@ -78,7 +79,7 @@ final class EmulatorChannelStore: Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: hash >> UInt64(shift))) }
-        var mixed = serial &* 0x9E37_79B9_7F4A_7C15 ^ hash
+        let mixed = serial &* 0x9E37_79B9_7F4A_7C15 ^ hash
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: mixed >> UInt64(shift))) }
         return base64(bytes)
     }

@@ -153,7 +153,9 @@ struct ChannelsCommand: AsyncParsableCommand {
         do {
             let environment = try common.environment.map { try PushEnvironment.parse($0) }
             provider = try makeProvider(common)
-            (prepared, action) = try build(provider, environment)
+            let built = try build(provider, environment)
+            prepared = built.0
+            action = built.1
         } catch {
             report(error)
             throw ExitCode(1)

@@ -181,6 +181,18 @@ extension EmulatorConnectionHandler {
         let fields = EmulatorChannelFields(headers)
         var generator = FastUUIDGenerator()
         let reply = channelReply(fields, body: bytes, shared: shared, newRequestID: { generator.uuidString() })
+        // Recorded before the answer leaves, so a client that got its answer finds the record.
+        let configuration = shared.configuration
+        var recordedHeaders: [(name: String, value: String)] = []
+        var authority = ""
+        for (name, value, _) in headers {
+            if name == ":authority" { authority = value } else if !name.hasPrefix(":") { recordedHeaders.append((name, value)) }
+        }
+        shared.record(RecordedRequest(
+            method: fields.method, path: fields.path, authority: authority, headers: recordedHeaders,
+            body: configuration.recordBodies ? bytes : [], connectionID: connectionID, streamID: Int(streamID),
+            environmentName: configuration.environmentName, status: reply.status, reason: reply.reason,
+            apnsID: reply.requestID))
         var responseHeaders = HPACKHeaders()
         responseHeaders.add(name: ":status", value: String(reply.status))
         for (name, value) in reply.headers { responseHeaders.add(name: name, value: value) }
@@ -194,17 +206,6 @@ extension EmulatorConnectionHandler {
                           promise: nil)
         }
         context.flush()
-        let configuration = shared.configuration
-        var recordedHeaders: [(name: String, value: String)] = []
-        var authority = ""
-        for (name, value, _) in headers {
-            if name == ":authority" { authority = value } else if !name.hasPrefix(":") { recordedHeaders.append((name, value)) }
-        }
-        shared.record(RecordedRequest(
-            method: fields.method, path: fields.path, authority: authority, headers: recordedHeaders,
-            body: configuration.recordBodies ? bytes : [], connectionID: connectionID, streamID: Int(streamID),
-            environmentName: configuration.environmentName, status: reply.status, reason: reply.reason,
-            apnsID: reply.requestID))
         return true
     }
 

@@ -6,15 +6,25 @@ import Testing
 
 /// Channel management and broadcast through two emulators (one per environment) over TLS HTTP/2.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct APNsBroadcastEndToEndTests {
+    /// Two emulators, one per environment. Each emulator has its own CA under the same subject name, and a TLS
+    /// trust store holding both picks one by name, so each environment gets a provider that trusts its emulator;
+    /// both providers have the same credentials and bundle id, with the other environment's endpoints left at Apple's.
     struct Setup {
         let sandbox: APNsEmulator
         let production: APNsEmulator
-        let provider: APNsProvider
+        let sandboxProvider: APNsProvider
+        let productionProvider: APNsProvider
 
         func emulator(_ environment: PushEnvironment) -> APNsEmulator { environment == .production ? production : sandbox }
+        func provider(_ environment: PushEnvironment) -> APNsProvider {
+            environment == .production ? productionProvider : sandboxProvider
+        }
+        /// The sandbox provider (its default environment).
+        var provider: APNsProvider { sandboxProvider }
 
         func close() async {
-            await provider.shutdown()
+            await sandboxProvider.shutdown()
+            await productionProvider.shutdown()
             try? await sandbox.shutdown()
             try? await production.shutdown()
         }
@@ -25,16 +35,22 @@ import Testing
         let clock = TestClock(1_800_000_000)
         let sandbox = try await APNsEndToEndTests.makeEmulator(key: key, clock: clock, name: "sandbox", configure: configure)
         let production = try await APNsEndToEndTests.makeEmulator(key: key, clock: clock, name: "production", configure: configure)
-        var configuration = Fixtures.tokenConfiguration(key: key)
-        // Device push, broadcast and management share one emulator per environment; management keeps its own keys.
-        configuration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
-        configuration.productionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
-        configuration.managementSandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
-        configuration.managementProductionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
-        configuration.additionalTrustRootsPEM = sandbox.caCertificatePEM + production.caCertificatePEM
-        let provider = try APNsProvider(name: "apns", configuration: configuration, clock: clock.apnsClock,
-                                        tokenCache: APNsTokenCache())
-        return Setup(sandbox: sandbox, production: production, provider: provider)
+        // Device push, broadcast and management share one emulator per environment.
+        var sandboxConfiguration = Fixtures.tokenConfiguration(key: key)
+        sandboxConfiguration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
+        sandboxConfiguration.managementSandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
+        sandboxConfiguration.additionalTrustRootsPEM = sandbox.caCertificatePEM
+        var productionConfiguration = Fixtures.tokenConfiguration(key: key, production: true)
+        productionConfiguration.productionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
+        productionConfiguration.managementProductionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
+        productionConfiguration.additionalTrustRootsPEM = production.caCertificatePEM
+        let cache = APNsTokenCache()
+        return Setup(
+            sandbox: sandbox, production: production,
+            sandboxProvider: try APNsProvider(name: "apns", configuration: sandboxConfiguration, clock: clock.apnsClock,
+                                              tokenCache: cache),
+            productionProvider: try APNsProvider(name: "apns", configuration: productionConfiguration,
+                                                 clock: clock.apnsClock, tokenCache: cache))
     }
 
     static func update(_ eta: Int64 = 5) -> PushContent {
@@ -43,9 +59,10 @@ import Testing
 
     static func broadcast(_ s: Setup, _ channel: String, _ environment: PushEnvironment, requestID: String? = nil,
                           content: PushContent = update()) async throws -> DeliveryResponse {
-        let request = try s.provider.prepare(content, forChannel: ChannelRecipient(channel: channel, environment: environment),
-                                             options: SendOptions(requestID: requestID))
-        return try await s.provider.deliver(request, deadline: .now + .seconds(5))
+        let provider = s.provider(environment)
+        let request = try provider.prepare(content, forChannel: ChannelRecipient(channel: channel, environment: environment),
+                                           options: SendOptions(requestID: requestID))
+        return try await provider.deliver(request, deadline: .now + .seconds(5))
     }
 
     static func code(_ body: () async throws -> Void) async -> String? {
@@ -65,20 +82,20 @@ import Testing
         var created: [PushEnvironment: (stored: String, noStorage: String)] = [:]
         for environment in [PushEnvironment.sandbox, .production] {
             let requestID = "5d3f1a2b-0c4e-4f6a-8b7c-9d0e1f2a3b4c"
-            let stored = try await s.provider.createChannel(storagePolicy: .mostRecentMessageStored, environment: environment,
+            let stored = try await s.provider(environment).createChannel(storagePolicy: .mostRecentMessageStored, environment: environment,
                                                             requestID: requestID.uppercased())
             #expect(stored.status == 201)
             #expect(stored.requestID == requestID)
             #expect(stored.environment == environment)
-            let noStorage = try await s.provider.createChannel(storagePolicy: .noMessageStored, environment: environment)
+            let noStorage = try await s.provider(environment).createChannel(storagePolicy: .noMessageStored, environment: environment)
             #expect(noStorage.requestID?.count == 36)
             #expect(stored.id != noStorage.id)
             created[environment] = (stored.id, noStorage.id)
 
-            let list = try await s.provider.listChannels(environment: environment)
+            let list = try await s.provider(environment).listChannels(environment: environment)
             #expect(list.channels == [stored.id, noStorage.id])
             #expect(list.requestID != nil)
-            let read = try await s.provider.readChannel(noStorage.id, environment: environment)
+            let read = try await s.provider(environment).readChannel(noStorage.id, environment: environment)
             #expect(read.storagePolicy == .noMessageStored)
             #expect(read.pushType == "LiveActivity")
             #expect(read.id == noStorage.id)
@@ -101,21 +118,22 @@ import Testing
         // Channels are environment-scoped: a sandbox channel is unknown in production.
         guard let sandbox = created[.sandbox], let production = created[.production] else { return }
         #expect(sandbox.stored != production.stored)
-        #expect(await Self.code { _ = try await Self.broadcast(s, sandbox.stored, .production) } == "apns/channel-not-registered")
-        #expect(await Self.code { _ = try await s.provider.readChannel(production.stored, environment: .sandbox) }
+        let crossed = try await Self.broadcast(s, sandbox.stored, .production)
+        #expect(crossed.status == 400 && crossed.reason == "ChannelNotRegistered" && crossed.classification == .permanent)
+        #expect(await Self.code { _ = try await s.provider(.sandbox).readChannel(production.stored, environment: .sandbox) }
                 == "apns/channel-not-registered")
         #expect(s.sandbox.channelIDs(bundleID: "com.example.app") == [sandbox.stored, sandbox.noStorage])
 
         for (environment, ids) in [(PushEnvironment.sandbox, sandbox), (.production, production)] {
-            let deleted = try await s.provider.deleteChannel(ids.stored, environment: environment)
+            let deleted = try await s.provider(environment).deleteChannel(ids.stored, environment: environment)
             #expect(deleted.requestID != nil)
-            #expect(try await s.provider.listChannels(environment: environment).channels == [ids.noStorage])
-            #expect(await Self.code { _ = try await s.provider.readChannel(ids.stored, environment: environment) }
+            #expect(try await s.provider(environment).listChannels(environment: environment).channels == [ids.noStorage])
+            #expect(await Self.code { _ = try await s.provider(environment).readChannel(ids.stored, environment: environment) }
                     == "apns/channel-not-registered")
-            #expect(await Self.code { try await s.provider.deleteChannel(ids.stored, environment: environment) }
+            #expect(await Self.code { try await s.provider(environment).deleteChannel(ids.stored, environment: environment) }
                     == "apns/channel-not-registered")
-            try await s.provider.deleteChannel(ids.noStorage, environment: environment)
-            #expect(try await s.provider.listChannels(environment: environment).channels.isEmpty)
+            try await s.provider(environment).deleteChannel(ids.noStorage, environment: environment)
+            #expect(try await s.provider(environment).listChannels(environment: environment).channels.isEmpty)
         }
         await s.close()
     }
@@ -164,6 +182,7 @@ import Testing
         expect("BadRequestPayload", try await Self.raw(s, good) { $0.body = Array(#"{"aps":{"alert":"hi"}}"#.utf8) })
         expect("MethodNotAllowed", status: 405, try await Self.raw(s, good) { $0.method = "GET" })
         expect("BadPath", status: 404, try await Self.raw(s, good) { $0.path = "/4/broadcasts/apps/" })
+        expect("BadPath", status: 404, try await Self.raw(s, good) { $0.path = "/4/broadcast/apps/com.example.app" })  // singular
         expect("TopicDisallowed", try await Self.raw(s, good) { $0.path = "/4/broadcasts/apps/com.unknown.app" })
         // Channel management.
         let create = try s.provider.prepareChannelRequest(.create(.mostRecentMessageStored))
@@ -181,7 +200,7 @@ import Testing
         _ = try await s.provider.createChannel(environment: .sandbox)
         _ = try await s.provider.createChannel(environment: .sandbox)
         #expect(await Self.code { _ = try await s.provider.createChannel(environment: .sandbox) } == "apns/cannot-create-channel-config")
-        #expect(try await s.provider.createChannel(environment: .production).status == 201)  // the limit is per environment
+        #expect(try await s.productionProvider.createChannel().status == 201)  // the limit is per environment
         // The capability switched off.
         s.sandbox.setBroadcastEnabled(false)
         expect("FeatureNotEnabled", try await Self.raw(s, good) { _ in })
@@ -210,10 +229,10 @@ import Testing
         s.production.setBroadcastEnabled(true)
         // Faults reach management too: a 503 is thrown with its code; an answer APNs never gives is reported.
         s.production.setFaults(.init(failNextRequests: [.serviceUnavailable, .init(status: 200, reason: "Surprise")]))
-        #expect(await Self.code { _ = try await s.provider.createChannel(environment: .production) } == "apns/service-unavailable")
-        #expect(await Self.code { _ = try await s.provider.createChannel(environment: .production) }
+        #expect(await Self.code { _ = try await s.productionProvider.createChannel() } == "apns/service-unavailable")
+        #expect(await Self.code { _ = try await s.productionProvider.createChannel() }
                 == "apns/unexpected-channel-response")
-        #expect(try await s.provider.createChannel(environment: .production).status == 201)
+        #expect(try await s.productionProvider.createChannel().status == 201)
         await s.close()
     }
 

@@ -129,6 +129,14 @@ public struct APNsConfiguration: ProviderConfiguration, Sendable, Hashable {
         lines.append(("default environment", production ? "production" : "sandbox"))
         if sandboxEndpoint != .sandbox { lines.append(("sandboxEndpoint", sandboxEndpoint.description)) }
         if productionEndpoint != .production { lines.append(("productionEndpoint", productionEndpoint.description)) }
+        if managementSandboxEndpoint != .managementSandbox {
+            lines.append(("managementSandboxEndpoint", managementSandboxEndpoint.description))
+        }
+        if managementProductionEndpoint != .managementProduction {
+            lines.append(("managementProductionEndpoint", managementProductionEndpoint.description))
+        }
+        if let endpoint = broadcastSandboxEndpoint { lines.append(("broadcastSandboxEndpoint", endpoint.description)) }
+        if let endpoint = broadcastProductionEndpoint { lines.append(("broadcastProductionEndpoint", endpoint.description)) }
         if let caPath { lines.append(("caPath", caPath)) }
         if let proxy { lines.append(("proxy", proxy.description)) }
         return lines

@@ -108,3 +108,33 @@ struct RouterBroadcastTests {
         try? await emulator.shutdown()
     }
 }
+
+/// The example Live Activity templates under `templates/` render to valid Live Activity requests.
+@Suite struct LiveActivityTemplateTests {
+    static let templates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("templates").path
+
+    @Test func pushToStartWithChannel() async throws {
+        let library = try TemplateLibrary(directory: Self.templates)
+        let data: JSONValue = ["channel": "dHN0LXNyY2gtY2hubA==", "match": ["id": "L1-77", "home": "Lyon", "away": "Nantes"],
+                               "score": ["home": 0, "away": 0, "minute": 0]]
+        let content = try #require(try library.content(template: "live-activity-start", data: data, strict: true))
+        let provider = try APNsProvider(name: "apns", configuration: APNsConfiguration(
+            authentication: .token(keyID: "ABC123DEFG", teamID: "TEAM123456",
+                                   privateKeyPEM: P256.Signing.PrivateKey().pemRepresentation, keySource: "test"),
+            bundleID: "com.example.app"), tokenCache: APNsTokenCache())
+        let request = try provider.prepare(content, for: ios(hexToken(7)), options: SendOptions(sendTime: 1_800_000_000))
+        #expect(request.header("apns-topic") == "com.example.app.push-type.liveactivity")
+        let payload = String(decoding: request.body, as: UTF8.self)
+        #expect(payload.hasPrefix(#"{"aps":{"timestamp":1800000000,"event":"start","content-state":{"home":0,"away":0,"minute":0},"attributes-type":"MatchAttributes","attributes":{"matchId":"L1-77","home":"Lyon","away":"Nantes"},"input-push-channel":"dHN0LXNyY2gtY2hubA==""#))
+        // The update template goes to the channel with the plain bundle id as topic.
+        let update = try #require(try library.content(template: "live-activity-update", data: [
+            "updated_at": 1_800_000_000, "stale_at": 1_800_000_900, "delivery": ["status": "on_the_way", "eta_minutes": 9],
+        ], strict: true))
+        let broadcast = try provider.prepare(update, forChannel: ChannelRecipient(channel: "dHN0LXNyY2gtY2hubA=="),
+                                             options: SendOptions())
+        #expect(broadcast.header("apns-topic") == "com.example.app")
+        #expect(String(decoding: broadcast.body, as: UTF8.self).contains(#""event":"update""#))
+        await provider.shutdown()
+    }
+}

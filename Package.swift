@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
@@ -48,7 +49,10 @@ let package = Package(
         ),
         .target(
             name: "NorqTemplates",
-            dependencies: ["NorqCore", .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "NorqCore", .product(name: "Yams", package: "Yams"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -64,6 +68,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
@@ -87,6 +93,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: strict
         ),
@@ -103,9 +111,36 @@ let package = Package(
         .testTarget(name: "NorqConfigTests", dependencies: ["NorqConfig", "NorqCore"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "NorqTemplatesTests", dependencies: ["NorqTemplates", "NorqCore"], swiftSettings: strict),
-        .testTarget(name: "NorqAPNsTests", dependencies: ["NorqAPNs", "NorqCore", "NorqTesting"], swiftSettings: strict),
-        .testTarget(name: "NorqTests", dependencies: ["Norq", "NorqCore", "NorqAPNs", "NorqTesting"], swiftSettings: strict),
-        .testTarget(name: "NorqTestingTests", dependencies: ["NorqTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "NorqAPNsTests",
+            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqTests",
+            dependencies: [
+                "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqTestingTests",
+            dependencies: [
+                "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "NorqCLITests", dependencies: ["norq"], swiftSettings: strict),
     ]
 )

@@ -34,7 +34,9 @@ final class APNsConnectionTransport: APNsTransport {
         tls.certificateVerification = .fullVerification
         if let pem = configuration.additionalTrustRootsPEM {
             do {
-                let certificates = try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8))
+                // Bundles concatenated without a trailing newline are common; keep each block on its own lines.
+                let normalized = pem.replacing("-----END CERTIFICATE-----", with: "-----END CERTIFICATE-----\n")
+                let certificates = try NIOSSLCertificate.fromPEMBytes(Array(normalized.utf8))
                 guard !certificates.isEmpty else { throw NorqError(.apnsInvalidTrustRoots, "no certificate") }
                 tls.additionalTrustRoots = [.certificates(certificates)]
             } catch {

@@ -25,7 +25,10 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private let clientLimit: Int
     private let pingInterval: TimeAmount
     private var context: ChannelHandlerContext?
-    weak var connection: APNsConnection?
+    /// Strong on purpose: after GOAWAY the pool forgets the connection, and the handler must still hand its
+    /// unanswered requests back through it. The cycle (connection -> channel -> handler) is broken in
+    /// `handlerRemoved`, when the channel has closed.
+    var connection: APNsConnection?
 
     private var queue = CircularBuffer<APNsRequestBox>()
     private var streams: [Int32: Stream] = [:]
@@ -68,6 +71,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        self.connection = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {

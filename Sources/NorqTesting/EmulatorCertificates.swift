@@ -18,7 +18,9 @@ struct EmulatorCertificates: Sendable {
         let notBefore = now.addingTimeInterval(-3600)
         let notAfter = now.addingTimeInterval(3600 * 24 * 365)
         let caName = try DistinguishedName {
-            CommonName("Norq APNs Emulator CA")
+            // A unique name per emulator, so that trusting several emulators at once works (OpenSSL looks
+            // issuers up by name).
+            CommonName("Norq APNs Emulator CA \(UInt64.random(in: 1...UInt64.max))")
             OrganizationName("Norq")
         }
         let caCert = try Certificate(

@@ -6,25 +6,19 @@ import Testing
 
 /// Channel management and broadcast through two emulators (one per environment) over TLS HTTP/2.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct APNsBroadcastEndToEndTests {
-    /// Two emulators, one per environment. Each emulator has its own CA under the same subject name, and a TLS
-    /// trust store holding both picks one by name, so each environment gets a provider that trusts its emulator;
-    /// both providers have the same credentials and bundle id, with the other environment's endpoints left at Apple's.
+    /// Two emulators, one per environment, and one provider whose sandbox endpoints (device, broadcast and
+    /// management) point at the first and production endpoints at the second.
     struct Setup {
         let sandbox: APNsEmulator
         let production: APNsEmulator
-        let sandboxProvider: APNsProvider
-        let productionProvider: APNsProvider
+        let provider: APNsProvider
 
         func emulator(_ environment: PushEnvironment) -> APNsEmulator { environment == .production ? production : sandbox }
-        func provider(_ environment: PushEnvironment) -> APNsProvider {
-            environment == .production ? productionProvider : sandboxProvider
-        }
-        /// The sandbox provider (its default environment).
-        var provider: APNsProvider { sandboxProvider }
+        /// The provider serving `environment` (the same one for both).
+        func provider(_ environment: PushEnvironment) -> APNsProvider { provider }
 
         func close() async {
-            await sandboxProvider.shutdown()
-            await productionProvider.shutdown()
+            await provider.shutdown()
             try? await sandbox.shutdown()
             try? await production.shutdown()
         }
@@ -35,22 +29,15 @@ import Testing
         let clock = TestClock(1_800_000_000)
         let sandbox = try await APNsEndToEndTests.makeEmulator(key: key, clock: clock, name: "sandbox", configure: configure)
         let production = try await APNsEndToEndTests.makeEmulator(key: key, clock: clock, name: "production", configure: configure)
-        // Device push, broadcast and management share one emulator per environment.
-        var sandboxConfiguration = Fixtures.tokenConfiguration(key: key)
-        sandboxConfiguration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
-        sandboxConfiguration.managementSandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
-        sandboxConfiguration.additionalTrustRootsPEM = sandbox.caCertificatePEM
-        var productionConfiguration = Fixtures.tokenConfiguration(key: key, production: true)
-        productionConfiguration.productionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
-        productionConfiguration.managementProductionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
-        productionConfiguration.additionalTrustRootsPEM = production.caCertificatePEM
-        let cache = APNsTokenCache()
-        return Setup(
-            sandbox: sandbox, production: production,
-            sandboxProvider: try APNsProvider(name: "apns", configuration: sandboxConfiguration, clock: clock.apnsClock,
-                                              tokenCache: cache),
-            productionProvider: try APNsProvider(name: "apns", configuration: productionConfiguration,
-                                                 clock: clock.apnsClock, tokenCache: cache))
+        var configuration = Fixtures.tokenConfiguration(key: key)
+        configuration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
+        configuration.productionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
+        configuration.managementSandboxEndpoint = APNsEndpoint(host: "localhost", port: sandbox.port)
+        configuration.managementProductionEndpoint = APNsEndpoint(host: "localhost", port: production.port)
+        configuration.additionalTrustRootsPEM = sandbox.caCertificatePEM + "\n" + production.caCertificatePEM
+        let provider = try APNsProvider(name: "apns", configuration: configuration, clock: clock.apnsClock,
+                                        tokenCache: APNsTokenCache())
+        return Setup(sandbox: sandbox, production: production, provider: provider)
     }
 
     static func update(_ eta: Int64 = 5) -> PushContent {
@@ -200,7 +187,7 @@ import Testing
         _ = try await s.provider.createChannel(environment: .sandbox)
         _ = try await s.provider.createChannel(environment: .sandbox)
         #expect(await Self.code { _ = try await s.provider.createChannel(environment: .sandbox) } == "apns/cannot-create-channel-config")
-        #expect(try await s.productionProvider.createChannel().status == 201)  // the limit is per environment
+        #expect(try await s.provider.createChannel(environment: .production).status == 201)  // the limit is per environment
         // The capability switched off.
         s.sandbox.setBroadcastEnabled(false)
         expect("FeatureNotEnabled", try await Self.raw(s, good) { _ in })
@@ -229,10 +216,10 @@ import Testing
         s.production.setBroadcastEnabled(true)
         // Faults reach management too: a 503 is thrown with its code; an answer APNs never gives is reported.
         s.production.setFaults(.init(failNextRequests: [.serviceUnavailable, .init(status: 200, reason: "Surprise")]))
-        #expect(await Self.code { _ = try await s.productionProvider.createChannel() } == "apns/service-unavailable")
-        #expect(await Self.code { _ = try await s.productionProvider.createChannel() }
+        #expect(await Self.code { _ = try await s.provider.createChannel(environment: .production) } == "apns/service-unavailable")
+        #expect(await Self.code { _ = try await s.provider.createChannel(environment: .production) }
                 == "apns/unexpected-channel-response")
-        #expect(try await s.productionProvider.createChannel().status == 201)
+        #expect(try await s.provider.createChannel(environment: .production).status == 201)
         await s.close()
     }
 

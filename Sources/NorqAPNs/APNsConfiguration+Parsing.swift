@@ -23,7 +23,8 @@ extension APNsConfiguration {
     /// Every key an APNs `config:` block accepts.
     public static let allowedKeys = tokenKeys + certificateKeys + [
         "passphrase", "bundleId", "production", "endpoint", "sandboxEndpoint", "productionEndpoint",
-        "managementEndpoint", "managementSandboxEndpoint", "managementProductionEndpoint", "caPath", "proxy",
+        "managementEndpoint", "managementSandboxEndpoint", "managementProductionEndpoint",
+        "broadcastEndpoint", "broadcastSandboxEndpoint", "broadcastProductionEndpoint", "caPath", "proxy",
         "connections", "timeout", "tokenRefresh", "pingInterval", "maxConcurrentStreams",
     ]
 
@@ -85,6 +86,7 @@ extension APNsConfiguration {
         if let value = keys["managementProductionEndpoint"] {
             configuration.managementProductionEndpoint = try endpoint(value, path: "\(path).managementProductionEndpoint", scheme: "https")
         }
+        try parseBroadcastEndpoints(keys, path: path, into: &configuration)
         if let value = keys["caPath"] {
             let caPath = try value.string(path: "\(path).caPath")
             let text = try readText(caPath, node: value, context: context, missing: .configFileNotFound, what: "CA file")

@@ -63,6 +63,10 @@ public struct APNsConfiguration: ProviderConfiguration, Sendable, Hashable {
     /// Channel-management endpoints (broadcast).
     public var managementSandboxEndpoint: APNsEndpoint
     public var managementProductionEndpoint: APNsEndpoint
+    /// Broadcast-send endpoints (`POST /4/broadcasts/apps/<bundleId>`); nil sends to the device-push endpoint
+    /// of the environment (`api[.sandbox].push.apple.com`), as Apple's command-line guide does.
+    public var broadcastSandboxEndpoint: APNsEndpoint? = nil
+    public var broadcastProductionEndpoint: APNsEndpoint? = nil
     /// Extra trusted CA certificates (PEM), from `caPath`.
     public var additionalTrustRootsPEM: String?
     /// `caPath` as written, for display.
@@ -125,6 +129,14 @@ public struct APNsConfiguration: ProviderConfiguration, Sendable, Hashable {
         lines.append(("default environment", production ? "production" : "sandbox"))
         if sandboxEndpoint != .sandbox { lines.append(("sandboxEndpoint", sandboxEndpoint.description)) }
         if productionEndpoint != .production { lines.append(("productionEndpoint", productionEndpoint.description)) }
+        if managementSandboxEndpoint != .managementSandbox {
+            lines.append(("managementSandboxEndpoint", managementSandboxEndpoint.description))
+        }
+        if managementProductionEndpoint != .managementProduction {
+            lines.append(("managementProductionEndpoint", managementProductionEndpoint.description))
+        }
+        if let endpoint = broadcastSandboxEndpoint { lines.append(("broadcastSandboxEndpoint", endpoint.description)) }
+        if let endpoint = broadcastProductionEndpoint { lines.append(("broadcastProductionEndpoint", endpoint.description)) }
         if let caPath { lines.append(("caPath", caPath)) }
         if let proxy { lines.append(("proxy", proxy.description)) }
         return lines

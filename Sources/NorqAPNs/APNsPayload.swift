@@ -11,6 +11,7 @@ public enum APNsPayload {
             guard case .object = native else {
                 throw NorqError(.apnsInvalidPayload, "a native APNs payload must be a JSON object")
             }
+            if pushType == .liveactivity { try APNsLiveActivityRules.validateNative(native) }
             return native
         }
         let ios = content.ios

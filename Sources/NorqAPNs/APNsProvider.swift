@@ -18,6 +18,8 @@ public final class APNsProvider: PushProvider {
     let tokenCache: APNsTokenCache
     let refreshPolicy: JWTRefreshPolicy
     let transport: any APNsTransport
+    /// Storage policies of broadcast channels this provider created or read (see `prepare(_:forChannel:options:)`).
+    public let channelPolicies = APNsChannelPolicyCache()
     private let topics: [String: String]
     private let keyDisplay: String?
 
@@ -150,7 +152,7 @@ public final class APNsProvider: PushProvider {
 
     public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
-        let endpoint = endpoint(for: environment)
+        let endpoint = deliveryEndpoint(for: request, environment: environment)
         var usedJWT: String?
         var hpack = HPACKHeaders()
         hpack.reserveCapacity(request.headers.count + 5)
@@ -166,7 +168,7 @@ public final class APNsProvider: PushProvider {
                 let value = current?.headerValue ?? header.value
                 usedJWT = current?.jwt
                 hpack.add(name: "authorization", value: value)
-            case "apns-id":
+            case "apns-id", "apns-request-id":
                 hpack.add(name: header.name, value: header.value, indexing: .neverIndexed)
             case "apns-expiration", "apns-collapse-id":
                 hpack.add(name: header.name, value: header.value, indexing: .nonIndexable)
@@ -207,7 +209,7 @@ public final class APNsProvider: PushProvider {
         }
         return DeliveryResponse(
             status: response.status, headers: response.headers, body: response.body,
-            messageID: response.headers.first(where: { $0.name == "apns-id" })?.value,
+            messageID: response.headers.first(where: { $0.name == "apns-id" || $0.name == "apns-request-id" })?.value,
             uniqueID: response.headers.first(where: { $0.name == "apns-unique-id" })?.value,
             reason: reason, invalidSince: response.status == 410 ? timestamp : nil, retryAfter: retryAfter,
             classification: APNsResponseTable.classify(status: response.status, reason: reason))

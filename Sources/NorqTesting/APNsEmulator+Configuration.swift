@@ -38,6 +38,11 @@ extension APNsEmulator {
         public var recordBodies: Bool
         /// Injected faults (can be changed at runtime with ``APNsEmulator/setFaults(_:)``).
         public var faults: Faults
+        /// The app's broadcast capability: when false every channel and broadcast request gets 400
+        /// `FeatureNotEnabled` (see APNsEmulator+Channels.swift).
+        public var broadcastEnabled = true
+        /// Channels per app and environment before 400 `CannotCreateChannelConfig` (APNs: 10,000).
+        public var maxChannelsPerApp = 10_000
 
         public init(
             host: String = "127.0.0.1",

@@ -36,7 +36,7 @@ import Synchronization
 /// Also: ``lowerMaxConcurrentStreams(to:)`` sends a new `SETTINGS`, ``restart()`` drops every connection and
 /// listens again on the same port.
 public final class APNsEmulator: Sendable {
-    private let shared: EmulatorShared
+    let shared: EmulatorShared
     private let certificates: EmulatorCertificates
     private let sslContext: NIOSSLContext
     private let group: any EventLoopGroup

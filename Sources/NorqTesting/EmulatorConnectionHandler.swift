@@ -135,6 +135,11 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
 
     private func complete(context: ChannelHandlerContext, streamID: HTTP2StreamID) {
         guard let stream = streams[streamID] else { return }
+        if answerChannelRequest(context: context, streamID: streamID, headers: stream.headers, body: stream.body,
+                                connectionID: connectionID, shared: shared) {  // broadcast API (APNsEmulator+Channels.swift)
+            streams.removeValue(forKey: streamID)
+            return
+        }
         let now = shared.configuration.now()
         let outcome = evaluate(stream, now: now)
         switch outcome {
@@ -233,7 +238,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
         return .valid(token: token)
     }
 
-    private func checkAuthorization(_ authorization: String?, verifier: JWTVerifier, now: Int64) -> APNsRejection? {
+    func checkAuthorization(_ authorization: String?, verifier: JWTVerifier, now: Int64) -> APNsRejection? {
         guard let authorization, !authorization.isEmpty else {
             return .init(status: 403, reason: "MissingProviderToken")
         }

@@ -9,6 +9,8 @@ final class EmulatorShared: Sendable {
     let tokenUpdateMinSeconds: Int64
     let jwtMaxAgeSeconds: Int64
     let jwtFutureSkewSeconds: Int64
+    /// Broadcast channels (APNsEmulator+Channels.swift).
+    let channels: EmulatorChannelStore
 
     struct State {
         var faults: APNsEmulator.Faults
@@ -31,6 +33,7 @@ final class EmulatorShared: Sendable {
         self.tokenUpdateMinSeconds = configuration.tokenUpdateMinInterval.components.seconds
         self.jwtMaxAgeSeconds = configuration.jwtMaxAge.components.seconds
         self.jwtFutureSkewSeconds = configuration.jwtFutureSkew.components.seconds
+        self.channels = EmulatorChannelStore(limit: configuration.maxChannelsPerApp, enabled: configuration.broadcastEnabled)
         self.state = Mutex(State(
             faults: configuration.faults,
             rng: FastUUIDGenerator(seed: configuration.faults.seed),

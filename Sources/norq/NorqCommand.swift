@@ -5,6 +5,6 @@ struct NorqCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "norq",
         abstract: "Render, validate and send push notifications through Norq for Swift.",
-        subcommands: [ValidateCommand.self]
+        subcommands: [ValidateCommand.self, ChannelsCommand.self]
     )
 }

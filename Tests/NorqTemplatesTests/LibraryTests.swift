@@ -11,11 +11,12 @@ struct LibraryTests {
     }
 
     @Test func listsExamples() throws {
-        #expect(library.templateNames == ["background-refresh", "live-activity-update", "native-json-alert",
-                                          "order-shipped"])
+        #expect(library.templateNames == ["background-refresh", "live-activity-start", "live-activity-update",
+                                          "native-json-alert", "order-shipped"])
     }
 
-    @Test(arguments: ["background-refresh", "live-activity-update", "native-json-alert", "order-shipped"])
+    @Test(arguments: ["background-refresh", "live-activity-start", "live-activity-update", "native-json-alert",
+                     "order-shipped"])
     func exampleTestsPass(_ name: String) throws {
         let template = try library.template(named: name)
         #expect(!template.samples.isEmpty)

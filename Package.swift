@@ -141,6 +141,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "NorqCLITests", dependencies: ["norq"], swiftSettings: strict),
+        .testTarget(
+            name: "NorqCLITests",
+            dependencies: [
+                "norq", "NorqCore", "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
     ]
 )

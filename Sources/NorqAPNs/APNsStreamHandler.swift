@@ -248,7 +248,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private func finish(_ id: Int32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         let status = stream.status ?? 0
-        if status == 200 { warmingUp = false }
+        if (200..<300).contains(status) { warmingUp = false }
         stream.box.complete(.success(APNsWireResponse(status: status, headers: stream.headers, body: stream.body)))
         Metrics.streamsCompleted.increment()
         startStreams()

@@ -67,7 +67,7 @@ struct RenderCommand: AsyncParsableCommand {
             let code = try render()
             if code != 0 { throw ExitCode(code) }
         } catch let error as NorqError {
-            if json { Console.out(["error": Console.json(error)].prettyPrinted() + "\n") }
+            if json { Console.out(JSONValue.object(["error": Console.json(error)]).prettyPrinted() + "\n") }
             throw Console.fail(error)
         }
     }

@@ -36,7 +36,7 @@ struct TestCommand: AsyncParsableCommand {
         do {
             failures = try runTests()
         } catch let error as NorqError {
-            if json { Console.out(["error": Console.json(error)].prettyPrinted() + "\n") }
+            if json { Console.out(JSONValue.object(["error": Console.json(error)]).prettyPrinted() + "\n") }
             throw Console.fail(error)
         }
         if failures > 0 { throw ExitCode(1) }

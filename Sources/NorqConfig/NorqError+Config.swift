@@ -15,6 +15,4 @@ extension NorqError.Code {
     public static let configUnknownProviderType: Self = "config/unknown-provider-type"
     /// A routing entry for a platform names a provider that does not serve that platform.
     public static let configRoutingPlatformMismatch: Self = "config/routing-platform-mismatch"
-    /// Two keys that exclude each other are both present (also: flat and nested routing for one platform).
-    public static let configConflictingKeys: Self = "config/conflicting-keys"
 }

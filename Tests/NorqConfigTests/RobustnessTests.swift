@@ -137,7 +137,7 @@ struct SplitMix64: RandomNumberGenerator {
         let aliasBomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n"
         let thrown = try #require(error { _ = try loader.load(yaml: aliasBomb, file: "f.yaml", baseDirectory: ".") })
         #expect(thrown.code == .configInvalidYAML)
-        #expect(thrown.location == SourceLocation(file: "f.yaml", line: 2, column: 9))
+        #expect(thrown.location == SourceLocation(file: "f.yaml", line: 2, column: 8))
         let deep = try #require(error {
             _ = try loader.load(yaml: String(repeating: "[", count: 10_000), file: "f.yaml", baseDirectory: ".")
         })

@@ -80,6 +80,10 @@ struct RenderContext {
             if value == nil, pipe != .default, strict {
                 throw missing(primaryName(expr.primary), at: expr.location)
             }
+            if let literalArgs = call.literalArgs {
+                value = try pipe.apply(to: value, args: literalArgs, location: call.location)
+                continue
+            }
             var args: [JSONValue?] = []
             args.reserveCapacity(call.args.count)
             for arg in call.args { args.append(resolve(arg)) }
@@ -197,6 +201,15 @@ extension JSONValue {
         case (.double(let a), .int(let b)): return a == Double(b)
         default: return l == r
         }
+    }
+}
+
+extension String {
+    /// `self` without leading and trailing whitespace; no copy when there is none (the common case).
+    func trimmingWhitespace() -> String {
+        guard let first = utf8.first, let last = utf8.last else { return self }
+        if first > 0x20, first < 0x80, last > 0x20, last < 0x80 { return self }
+        return self[...].trimmingWhitespace()
     }
 }
 

@@ -31,6 +31,21 @@ struct PipeCall: Sendable {
     var name: String
     var args: [Primary]
     var location: SourceLocation
+    /// The argument values when every argument is a literal (no per-render allocation).
+    var literalArgs: [JSONValue?]?
+
+    init(pipe: Pipe?, name: String, args: [Primary], location: SourceLocation) {
+        self.pipe = pipe
+        self.name = name
+        self.args = args
+        self.location = location
+        var literals: [JSONValue?] = []
+        for arg in args {
+            guard case .literal(let v) = arg else { self.literalArgs = nil; return }
+            literals.append(v)
+        }
+        self.literalArgs = literals
+    }
 }
 
 /// `primary | pipe arg ... | pipe ...`, compiled.

@@ -233,6 +233,33 @@ struct BodyTests {
         #expect(e?.location?.line == 3)
     }
 
+    @Test func tableDividerAndSpacer() throws {
+        let body = try render("A\n:::divider\nB\n:::spacer\n:::table\n| k | v |\n:::\nC").body
+        #expect(body == "A\n\nB\n\n| k | v |\n\nC")
+    }
+
+    @Test func directivesInsideControlFlowAndLoops() throws {
+        let source = """
+            ::: each links as l
+            ::: if l.primary
+            :::action
+            [Go]({{l.url}})
+            :::
+            :::
+            :::
+            ::: if show
+            :::header
+            Shown {{n}}
+            :::
+            :::
+            """
+        let c = try render(source, ["links": [["url": "https://a"], ["url": "https://b", "primary": true]],
+                                    "show": true, "n": 2])
+        #expect(c.actionURL == "https://b")
+        #expect(c.title == "Shown 2")
+        #expect(c.body == "")
+    }
+
     @Test func commentsAndSpacedDirectives() throws {
         #expect(try render("{{! a comment }}Hi\n::: header\nT\n:::").body == "Hi")
         #expect(try render("::: header\nT\n:::").title == "T")

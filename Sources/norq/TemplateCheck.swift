@@ -17,10 +17,10 @@ struct TemplateCheck {
         } catch {
             return [TemplateCheck(name: "(templates directory)", errors: [error])]
         }
-        return library.templateNames.map { name in
+        return library.templateNames.map { name -> TemplateCheck in
             var check = TemplateCheck(name: name)
             let compiled: CompiledTemplate
-            do {
+            do throws(NorqError) {
                 compiled = try library.compile(name)
             } catch {
                 check.errors.append(error)
@@ -31,7 +31,7 @@ struct TemplateCheck {
                 : compiled.samples.map { ($0.key, $0.value) }
             for (sample, data) in samples {
                 check.samples.append(sample)
-                do {
+                do throws(NorqError) {
                     _ = try compiled.render(data: data)
                 } catch {
                     var error = error

@@ -68,15 +68,15 @@ enum ExitCodes {
     static let help = """
         Exit codes:
           0   success (send: every token delivered)
-          1   error (bad input, configuration or template error, failed test, emulator failure)
-          2   send/render: some tokens were not delivered (rejected, failed or skipped)
+          1   error: bad input, config or template error, failed test
+          2   send/render --to: some tokens not delivered (rejected/failed/skipped)
           64  usage error (unknown option, missing argument)
         """
 }
 
 /// `--config`, shared by the commands that read norq.yaml.
 struct ConfigOptions: ParsableArguments {
-    @Option(name: .long, help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+    @Option(name: [.customShort("c"), .long], help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
     var config: String?
 
     @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")

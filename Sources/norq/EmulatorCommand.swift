@@ -25,9 +25,11 @@ struct EmulatorCommand: AsyncParsableCommand {
 
             Examples:
               norq emulator --config examples/quickstart/norq.yaml --port 2197
-              norq emulator --key examples/keys/AuthKey_DEMO000000.p8 --team TEAM123ABC --key-id DEMO000000
-              norq emulator --config norq.yaml --unregistered <token> --error-rate 0.1 --latency-ms 20
-              norq emulator --config norq.yaml --log-requests     # one JSON line per request received
+              norq emulator --key examples/keys/AuthKey_DEMO000000.p8 \\
+                  --team TEAM123ABC --key-id DEMO000000
+              norq emulator --config norq.yaml --unregistered <token> \\
+                  --error-rate 0.1 --latency-ms 20
+              norq emulator --config norq.yaml --log-requests  # a JSON line per request
 
             \(ExitCodes.help)
             """
@@ -48,7 +50,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The key id of --key (default: from a file name AuthKey_<ID>.p8).")
     var keyId: String?
 
-    @Option(name: .long, help: "Accept the keys and team of this config's APNs providers.")
+    @Option(name: [.customShort("c"), .long], help: "Accept the keys and team of this config's APNs providers.")
     var config: String?
 
     @Option(name: .long, help: "Accept only these bundle ids as apns-topic (repeatable; default any).")
@@ -106,7 +108,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await serve()
-        } catch let error as NorqError {
+        } catch {
             throw Console.fail(error)
         }
     }

@@ -7,14 +7,13 @@ struct NorqCommand: AsyncParsableCommand {
         abstract: "Render, validate, test and send push notifications through Norq for Swift.",
         discussion: """
             Examples:
-              norq validate --config examples/quickstart/norq.yaml
-              norq render order-shipped --config examples/quickstart/norq.yaml --sample default
-              norq render order-shipped --config examples/quickstart/norq.yaml --sample default \\
-                  --to examples/quickstart/recipients.json
-              norq send order-shipped --config examples/quickstart/norq.yaml --sample default \\
-                  --to examples/quickstart/recipients.json --emulator
-              norq test --config examples/quickstart/norq.yaml
-              norq emulator --config examples/quickstart/norq.yaml --port 2197
+              cd examples/quickstart      # has norq.yaml and recipients.json
+              norq validate
+              norq render order-shipped --sample default
+              norq render order-shipped --sample default --to recipients.json
+              norq send order-shipped --sample default --to recipients.json --emulator
+              norq test
+              norq emulator --port 2197
 
             Colours are used only on a terminal (and never with NO_COLOR set); errors go to stderr.
 

@@ -39,10 +39,13 @@ struct RenderCommand: AsyncParsableCommand {
 
             Examples:
               norq render order-shipped --sample default
-              norq render order-shipped --data '{"order": {"id": "A-1"}, "user": {}, "tracking_url": "https://t.example/1"}'
-              norq render order-shipped --config examples/quickstart/norq.yaml --sample default \\
-                  --to examples/quickstart/recipients.json
-              norq render order-shipped --to '[{"token": "<64 hex>", "platform": "ios"}]' --json
+              norq render order-shipped --data order.json
+              norq render order-shipped --sample default \\
+                  --data '{"user": {"first_name": "Ada"}}'     # merged on the sample
+              norq render order-shipped -c examples/quickstart/norq.yaml \\
+                  --sample default --to examples/quickstart/recipients.json
+              norq render order-shipped --to '[{"token": "<hex>", "platform": "ios"}]' \\
+                  --idempotency-key k1 --send-time 1700000000 --json
 
             \(ExitCodes.help)
             """

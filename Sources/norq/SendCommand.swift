@@ -27,9 +27,10 @@ struct SendCommand: AsyncParsableCommand {
             that reaches no Apple server. A progress line is shown on a terminal for more than 100 tokens.
 
             Examples:
-              norq send order-shipped --config examples/quickstart/norq.yaml --sample default \\
-                  --to examples/quickstart/recipients.json --emulator
-              norq send order-shipped --data order.json --to recipients.json --idempotency-key order-A-1-shipped
+              norq send order-shipped -c examples/quickstart/norq.yaml \\
+                  --sample default --to examples/quickstart/recipients.json --emulator
+              norq send order-shipped --data order.json --to recipients.json \\
+                  --idempotency-key order-A-1-shipped --json
 
             \(ExitCodes.help)
             """

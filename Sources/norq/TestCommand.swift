@@ -16,7 +16,7 @@ struct TestCommand: AsyncParsableCommand {
 
             Examples:
               norq test                       # every template
-              norq test order-shipped --config examples/quickstart/norq.yaml
+              norq test order-shipped -c examples/quickstart/norq.yaml
               norq test --templates ./templates --json
 
             \(ExitCodes.help)
@@ -35,7 +35,7 @@ struct TestCommand: AsyncParsableCommand {
         let failures: Int
         do {
             failures = try runTests()
-        } catch let error as NorqError {
+        } catch {
             if json { Console.out(JSONValue.object(["error": Console.json(error)]).prettyPrinted() + "\n") }
             throw Console.fail(error)
         }

@@ -20,13 +20,13 @@ struct ValidateCommand: AsyncParsableCommand {
             Examples:
               norq validate
               norq validate --config examples/quickstart/norq.yaml
-              norq validate --config norq.yaml --json      # for CI
+              norq validate --config norq.yaml --json       # for CI
 
             \(ExitCodes.help)
             """
     )
 
-    @Option(name: .long, help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+    @Option(name: [.customShort("c"), .long], help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
     var config: String?
 
     @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")

@@ -289,6 +289,37 @@ func parseJSON(_ text: String) throws -> Any {
         #expect(summary["failed"] as? Int == 1)
     }
 
+    /// A standalone emulator with an injected 410 for one token: send reports it rejected and exits 2.
+    @Test func standaloneEmulatorFaultsAndExitTwo() throws {
+        let dir = try CLI.temporaryDirectory()
+        let root = CLI.packageRoot.path
+        let emulator = try CLI.start(["emulator", "--key", "examples/keys/AuthKey_DEMO000000.p8", "--team", "TEAM123ABC",
+                                      "--unregistered", token1, "--ca-out", dir.appendingPathComponent("ca.pem").path])
+        defer { _ = emulator.stop() }
+        let banner = try #require(emulator.waitForOutput { $0.contains("Ctrl-C") }, "emulator did not start")
+        #expect(banner.contains("auth: ES256 JWT with kid=DEMO000000 iss=TEAM123ABC"))
+        let endpoint = try #require(banner.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
+        let config = dir.appendingPathComponent("norq.yaml")
+        try Data("""
+            templates: \(root)/templates
+            providers:
+              apns:
+                config:
+                  keyId: DEMO000000
+                  teamId: TEAM123ABC
+                  keyPath: \(root)/examples/keys/AuthKey_DEMO000000.p8
+                  bundleId: com.example.MyApp
+                  endpoint: \(endpoint)
+                  caPath: \(dir.appendingPathComponent("ca.pem").path)
+
+            """.utf8).write(to: config)
+        let result = try CLI.run(["send", "order-shipped", "--config", config.path, "--to", recipientsFile])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stdout.contains("rejected   ios token a1b2c3d4… (user-1) via apns  410 Unregistered (token-invalid)"), "\(result)")
+        #expect(result.stdout.contains("delivered  ios token 0f1e2d3c… (user-2)"), "\(result)")
+        #expect(result.stdout.contains("not all delivered: 2 tokens: 1 delivered, 1 rejected"), "\(result)")
+    }
+
     /// The dry run prints exactly what the emulator then receives (only the JWT differs).
     @Test func dryRunIsByteIdenticalToTheWire() throws {
         let dir = try CLI.temporaryDirectory()

@@ -72,7 +72,9 @@ struct BodyCompiler {
                 }
                 if kind != .comment {
                     tags.append(RawTag(kind: kind, content: content, location: location(startLine, startColumn)))
-                    current.append(Unicode.Scalar(Self.placeholderBase + UInt32(tags.count - 1))!)
+                    if let placeholder = Unicode.Scalar(Self.placeholderBase + UInt32(tags.count - 1)) {
+                        current.append(placeholder)
+                    }
                 }
                 i = closeAt + open
                 continue

@@ -38,7 +38,7 @@ struct FieldSetter: Sendable {
 }
 
 extension RenderContext {
-    func render(_ value: FrontValue, typed: Bool) throws(NorqError) -> JSONValue {
+    mutating func render(_ value: FrontValue, typed: Bool) throws(NorqError) -> JSONValue {
         switch value {
         case .literal(let v): return v
         case .template(let inline):

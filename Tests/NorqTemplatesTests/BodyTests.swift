@@ -164,6 +164,12 @@ struct BodyTests {
         let xs = JSONValue.array(Array(repeating: 1, count: 200))
         let error = caught { _ = try template.render(data: ["xs": xs]) }
         #expect(error?.code == .templateLoopLimit)
+        // inline partials share the budget of the render
+        let viaPartial = try compile("::: each xs as a\nA {{> inner}}\n:::",
+                                     partials: ["inner": "::: each xs as y\n.\n:::"])
+        #expect(caught { _ = try viaPartial.render(data: ["xs": xs]) }?.code == .templateLoopLimit)
+        let small = JSONValue.array(Array(repeating: 1, count: 3))
+        #expect(try viaPartial.render(data: ["xs": small]).body == "A .\n.\n.\nA .\n.\n.\nA .\n.\n.")
     }
 
     @Test func outputLimit() throws {

@@ -37,7 +37,7 @@ enum RenderMode {
 }
 
 extension RenderContext {
-    func render(_ inline: Inline) throws(NorqError) -> String {
+    mutating func render(_ inline: Inline) throws(NorqError) -> String {
         if inline.segments.count == 1 {
             switch inline.segments[0] {
             case .text(let t): return t
@@ -53,15 +53,14 @@ extension RenderContext {
         return out
     }
 
-    func render(_ inline: Inline, into out: inout String) throws(NorqError) {
+    mutating func render(_ inline: Inline, into out: inout String) throws(NorqError) {
         for segment in inline.segments {
             switch segment {
             case .text(let t): out += t
             case .expr(let e): try append(e, to: &out)
             case .partial(let nodes):
-                var copy = self
                 var sink = BodySink(maxBytes: limits.maxOutputBytes)
-                try copy.renderNodes(nodes, mode: .directiveBody, sink: &sink)
+                try renderNodes(nodes, mode: .directiveBody, sink: &sink)  // shares the loop budget
                 out += sink.body
             case .missingPartial(let tag, let location):
                 if strict {
@@ -160,7 +159,7 @@ extension RenderContext {
         }
     }
 
-    private func renderLine(_ line: BodyLine, mode: RenderMode, sink: inout BodySink) throws(NorqError) {
+    private mutating func renderLine(_ line: BodyLine, mode: RenderMode, sink: inout BodySink) throws(NorqError) {
         switch mode {
         case .ignore:
             return

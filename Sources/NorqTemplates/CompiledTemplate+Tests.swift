@@ -1,4 +1,4 @@
-public import NorqCore
+import NorqCore
 
 /// The result of one `tests.yaml` case.
 public struct TemplateTestCaseResult: Sendable, Hashable {

@@ -129,7 +129,7 @@ extension APNsEmulator {
         /// Device tokens whose streams are never answered (the stream stays open).
         public var silentTokens: Set<String>
         /// After this many streams on a connection, send `GOAWAY` with last-stream-id = that stream; streams
-        /// up to it are answered, later ones are refused with `RST_STREAM(REFUSED_STREAM)` (not recorded), and the
+        /// up to it are answered, later ones are not processed (ignored, not recorded: the client re-sends them), and the
         /// connection closes once the answered streams are done.
         public var goAwayAfterStreams: Int?
         /// Close the TCP connection abruptly when this many streams have been received on it; requests not yet

@@ -30,7 +30,7 @@ import Synchronization
 /// - `retryAfterSeconds`: adds `retry-after` to fault answers with 429/503.
 /// - `latency`: delay before each answer.
 /// - `goAwayAfterStreams`: `GOAWAY` (last-stream-id = the Nth stream) after N streams on a connection; later
-///   streams are refused with `RST_STREAM(REFUSED_STREAM)` and not recorded; the connection closes once done.
+///   streams are not processed (ignored, not recorded); the connection closes once done.
 /// - `dropConnectionAfterStreams`: the connection is closed when its Nth stream opens; what was not answered
 ///   by then never is (recorded with status 0).
 /// Also: ``lowerMaxConcurrentStreams(to:)`` sends a new `SETTINGS`, ``restart()`` drops every connection and

@@ -19,6 +19,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     private var streams: [HTTP2StreamID: PendingStream] = [:]
     private var streamCount = 0
     private var goAwayLastStreamID: HTTP2StreamID?
+    private var goAwayPending = false
     private var delayedAnswers = 0
     private var needsFlush = false
     private var closed = false
@@ -55,9 +56,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
         switch frame.payload {
         case .headers(let h):
             if let last = goAwayLastStreamID, frame.streamID > last {
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))),
-                              promise: nil)
-                needsFlush = true
+                // Above the GOAWAY's last-stream-id: not processed (the client retries it elsewhere).
                 return
             }
             if streams[frame.streamID] != nil {
@@ -76,10 +75,10 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
                 return
             }
             if let n = faults.goAwayAfterStreams, streamCount == n, goAwayLastStreamID == nil {
+                // Sent at the end of the read batch: writing it from inside NIOHTTP2Handler's read loop
+                // makes the handler reject it.
                 goAwayLastStreamID = frame.streamID
-                context.write(wrapOutboundOut(HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .goAway(lastStreamID: frame.streamID, errorCode: .noError, opaqueData: nil))), promise: nil)
+                goAwayPending = true
                 needsFlush = true
             }
             if h.endStream { complete(context: context, streamID: frame.streamID) }
@@ -105,6 +104,12 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if goAwayPending, let last = goAwayLastStreamID {
+            goAwayPending = false
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))),
+                promise: nil)
+        }
         if needsFlush {
             needsFlush = false
             context.flush()
@@ -114,7 +119,9 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
+        // NIOHTTP2Handler and NIOSSL close the connection themselves on connection-level errors;
+        // stream-level errors (e.g. a frame for a stream already closed) must not end the connection.
+
     }
 
     private func closeAfterGoAwayIfDone(context: ChannelHandlerContext) {

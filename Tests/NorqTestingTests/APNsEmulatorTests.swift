@@ -20,6 +20,8 @@ struct Fixture {
     let signer = TestSigner()
     let clock = TestClock()
     let emulator: APNsEmulator
+    /// One JWT for the whole test (ES256 signatures are randomised, so signing again makes a new token).
+    let jwt: String
 
     init(bundleIDs: Set<String>? = ["com.example.app"], faults: APNsEmulator.Faults = .init(),
          requireClientCertificate: Bool = false) throws {
@@ -29,11 +31,12 @@ struct Fixture {
             signingPublicKeyPEM: signer.publicKeyPEM, bundleIDs: bundleIDs,
             requireClientCertificate: requireClientCertificate, maxConcurrentStreams: 100,
             now: { clock.now }, faults: faults))
+        jwt = try signer.token(issuedAt: clock.now)
     }
 
     func headers(topic: String = "com.example.app", pushType: String = "alert", extra: [(String, String)] = [],
                  jwt: String? = nil) throws -> [(String, String)] {
-        let bearer = try jwt ?? signer.token(issuedAt: clock.now)
+        let bearer = jwt ?? self.jwt
         return [("authorization", "bearer \(bearer)"), ("apns-topic", topic), ("apns-push-type", pushType)] + extra
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import NorqAPNs
 import NorqConfig
 import NorqCore
+import NorqTemplates
 
 /// `norq validate [--config PATH] [--json]`: loads and validates the configuration, prints each provider
 /// (type, origin, safe summary) and the routing table. Exit 0 when valid; 1 with
@@ -10,11 +11,26 @@ import NorqCore
 struct ValidateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Validate norq.yaml (or norq.config.yaml, or NORQ_* env vars) and show providers and routing."
+        abstract: "Validate norq.yaml (or norq.config.yaml, or NORQ_* env vars) and every template.",
+        discussion: """
+            Loads the configuration and prints each provider (type, origin, a summary without secrets) and the \
+            routing table; then compiles every template of the templates directory and renders it with each of \
+            its samples. Errors go to stderr as `path:line:col: error[code]: message`.
+
+            Examples:
+              norq validate
+              norq validate --config examples/quickstart/norq.yaml
+              norq validate --config norq.yaml --json       # for CI
+
+            \(ExitCodes.help)
+            """
     )
 
-    @Option(name: .long, help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+    @Option(name: [.customShort("c"), .long], help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
     var config: String?
+
+    @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")
+    var templates: String?
 
     @Flag(name: .long, help: "Print the result as JSON on stdout.")
     var json = false
@@ -39,11 +55,24 @@ struct ValidateCommand: AsyncParsableCommand {
             }
             throw ExitCode(1)
         }
+        let directory = ConfigOptions(config: config, templates: templates).templatesDirectory(loaded)
+        let checks = TemplateCheck.run(directory: directory,
+                                       required: templates != nil || loaded.templatesDirectory != nil)
+        for check in checks { for error in check.errors { Console.report(error) } }
+        let valid = checks.allSatisfy { $0.errors.isEmpty }
         if json {
-            print(Self.json(loaded).prettyPrinted())
+            guard case .object(var object) = Self.json(loaded) else { return }
+            object["valid"] = .bool(valid)
+            object["templateChecks"] = .array(checks.map(\.json))
+            print(JSONValue.object(object).prettyPrinted())
         } else {
-            print(Self.text(loaded), terminator: "")
+            var text = Self.text(loaded)
+            if text.hasSuffix("valid\n") { text.removeLast("valid\n".count) }
+            text += TemplateCheck.text(checks, directory: directory, style: .stdout)
+            text += valid ? "valid\n" : "invalid\n"
+            print(text, terminator: "")
         }
+        if !valid { throw ExitCode(1) }
     }
 
     static func json(_ error: NorqError) -> JSONValue {

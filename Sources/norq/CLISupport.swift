@@ -1,0 +1,222 @@
+import ArgumentParser
+import Foundation
+import NorqAPNs
+import NorqConfig
+import NorqCore
+import NorqTemplates
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Colours (ANSI) only when the stream is a terminal and `NO_COLOR` is unset.
+struct Style: Sendable {
+    let enabled: Bool
+
+    static let stdout = Style(enabled: isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
+    static let stderr = Style(enabled: isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
+
+    private func paint(_ text: String, _ code: String) -> String {
+        enabled ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
+    }
+    func bold(_ text: String) -> String { paint(text, "1") }
+    func dim(_ text: String) -> String { paint(text, "2") }
+    func red(_ text: String) -> String { paint(text, "31") }
+    func green(_ text: String) -> String { paint(text, "32") }
+    func yellow(_ text: String) -> String { paint(text, "33") }
+    func cyan(_ text: String) -> String { paint(text, "36") }
+}
+
+/// Output helpers: results on stdout, errors on stderr.
+enum Console {
+    static func out(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    static func err(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Prints `path:line:col: error[code]: message` on stderr.
+    static func report(_ error: NorqError) {
+        let style = Style.stderr
+        var text = ""
+        if let location = error.location { text += style.bold("\(location): ") }
+        text += style.red("error[\(error.code.rawValue)]") + ": " + error.message
+        if let hint = error.hint { text += " (\(hint))" }
+        err(text + "\n")
+    }
+
+    /// Reports the error and returns exit code 1.
+    static func fail(_ error: NorqError) -> ExitCode {
+        report(error)
+        return ExitCode(1)
+    }
+
+    /// A `NorqError` as JSON (`code`, `message`, `hint`, `location`).
+    static func json(_ error: NorqError) -> JSONValue {
+        ValidateCommand.json(error)
+    }
+}
+
+/// The exit codes every command documents.
+enum ExitCodes {
+    static let help = """
+        Exit codes:
+          0   success (send: every token delivered)
+          1   error: bad input, config or template error, failed test
+          2   send/render --to: some tokens not delivered (rejected/failed/skipped)
+          64  usage error (unknown option, missing argument)
+        """
+}
+
+/// `--config`, shared by the commands that read norq.yaml.
+struct ConfigOptions: ParsableArguments {
+    @Option(name: [.customShort("c"), .long], help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+    var config: String?
+
+    @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")
+    var templates: String?
+
+    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+
+    /// Loads the configuration (explicit path or discovery).
+    func loadConfiguration() throws(NorqError) -> NorqConfiguration {
+        let loader = ConfigurationLoader(registry: Self.registry)
+        if let config { return try loader.load(path: config) }
+        return try loader.discover(from: FileManager.default.currentDirectoryPath)
+    }
+
+    /// The configuration when one is found; nil when there is none at all (render without `--to` needs none).
+    func loadConfigurationIfPresent() throws(NorqError) -> NorqConfiguration? {
+        if config != nil { return try loadConfiguration() }
+        guard ConfigurationLoader.find(from: FileManager.default.currentDirectoryPath) != nil else { return nil }
+        return try loadConfiguration()
+    }
+
+    /// The templates directory: `--templates`, else the config's `templates:`, else `templates` beside the
+    /// config file (or in the current directory).
+    func templatesDirectory(_ configuration: NorqConfiguration?) -> String {
+        if let templates { return templates }
+        if let directory = configuration?.templatesDirectory { return directory }
+        if let file = configuration?.file {
+            return (file as NSString).deletingLastPathComponent.isEmpty
+                ? "templates" : (file as NSString).deletingLastPathComponent + "/templates"
+        }
+        return "templates"
+    }
+}
+
+/// `--data`, `--sample`: the data a template is rendered with.
+struct DataOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Template data: a JSON file path or inline JSON.", valueName: "FILE|JSON"))
+    var data: String?
+
+    @Option(name: .long, help: "A named sample from the template's data.samples.yaml (default: the first sample when --data is not given).")
+    var sample: String?
+
+    /// The data to render with: the sample (or the default sample when `--data` is absent) with `--data`
+    /// merged on top.
+    func resolve(for template: CompiledTemplate) throws(NorqError) -> JSONValue {
+        var base: JSONValue?
+        if let sample {
+            guard let found = Self.findSample(sample, in: template) else {
+                let names = template.samples.keys.map { "\"\($0)\"" }.joined(separator: ", ")
+                throw NorqError(.cliUnknownSample, "template \"\(template.name)\" has no sample \"\(sample)\"",
+                                hint: names.isEmpty ? "it has no data.samples.yaml" : "samples: " + names)
+            }
+            base = found
+        } else if data == nil {
+            base = template.defaultSample
+        }
+        guard let data else { return base ?? .object([:]) }
+        let given = try JSONInput.load(data, option: "--data")
+        guard let base else { return given }
+        return Self.merge(base, given)
+    }
+
+    /// Exact name, then case-insensitive, then with spaces/underscores as dashes.
+    static func findSample(_ name: String, in template: CompiledTemplate) -> JSONValue? {
+        if let exact = template.samples[name] { return exact }
+        func slug(_ s: String) -> String {
+            String(s.lowercased().map { $0 == " " || $0 == "_" ? "-" : $0 })
+        }
+        let wanted = slug(name)
+        for (key, value) in template.samples where slug(key) == wanted { return value }
+        return nil
+    }
+
+    /// Deep merge: objects merge key by key, anything else in `top` wins.
+    static func merge(_ base: JSONValue, _ top: JSONValue) -> JSONValue {
+        guard case .object(var result) = base, case .object(let overlay) = top else { return top }
+        for (key, value) in overlay {
+            result[key] = result[key].map { merge($0, value) } ?? value
+        }
+        return .object(result)
+    }
+}
+
+/// `--data` and `--to` values: a path to a JSON file, or inline JSON.
+enum JSONInput {
+    static func load(_ argument: String, option: String) throws(NorqError) -> JSONValue {
+        let trimmed = argument.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+        if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+            return try JSONValue(parsing: argument, file: option)
+        }
+        guard let contents = FileManager.default.contents(atPath: argument) else {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw NorqError(.cliFileNotFound, "\(option): '\(argument)' is a directory, not a JSON file")
+            }
+            throw NorqError(.cliFileNotFound, "\(option): no such file '\(argument)'",
+                            hint: "give a path to a JSON file or inline JSON starting with { or [")
+        }
+        return try JSONValue(parsing: Array(contents), file: argument)
+    }
+
+    /// Recipients from `--to`: a recipient, a list of them, `{"recipients": [...]}`, or a bare list of
+    /// token objects / hex strings (iOS tokens).
+    static func recipients(_ argument: String) throws(NorqError) -> [Recipient] {
+        let json = try load(argument, option: "--to")
+        if case .array(let items) = json, !items.isEmpty,
+           items.allSatisfy({ item in
+               if case .string = item { return true }
+               return item["token"] != nil
+           }) {
+            var tokens: [PushToken] = []
+            for item in items {
+                if case .string(let token) = item {
+                    tokens.append(PushToken(token: token, platform: .ios))
+                } else {
+                    tokens.append(try PushToken(json: item))
+                }
+            }
+            return [Recipient(tokens: tokens)]
+        }
+        let recipients = try Recipient.list(from: json)
+        guard recipients.contains(where: { !$0.tokens.isEmpty || !$0.channels.isEmpty }) else {
+            throw NorqError(.cliMissingRecipients, "--to: the recipient list is empty")
+        }
+        return recipients
+    }
+}
+
+extension JSONValue {
+    /// A string or nil as JSON.
+    static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+}
+
+/// Byte counts as `1,234`.
+func grouped(_ value: Int) -> String {
+    let digits = String(value)
+    var out = ""
+    for (index, character) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 { out.append(",") }
+        out.append(character)
+    }
+    return out
+}

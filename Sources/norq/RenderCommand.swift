@@ -1,0 +1,112 @@
+import ArgumentParser
+import Norq
+import NorqConfig
+import NorqCore
+import NorqTemplates
+
+/// Options shared by `render --to` and `send`: what the router is told about the send.
+struct SendTuningOptions: ParsableArguments {
+    @Option(name: .long, help: "Idempotency key: fixes every token's apns-id (a UUIDv5 of key and token); repeats are deduplicated.")
+    var idempotencyKey: String?
+
+    @Option(name: .long, help: ArgumentHelp("Send time in UNIX epoch seconds (default: now); makes apns-expiration reproducible.", valueName: "EPOCH"))
+    var sendTime: Int64?
+
+    @Option(name: .long, help: "Override every token's environment: sandbox or production.")
+    var environment: String?
+
+    @Flag(name: .long, help: "Render missing variables as empty instead of failing.")
+    var lenient = false
+
+    func routerOptions() throws(NorqError) -> RouterSendOptions {
+        RouterSendOptions(idempotencyKey: idempotencyKey,
+                          environment: try environment.map { value throws(NorqError) in try PushEnvironment.parse(value) },
+                          strict: !lenient, sendTime: sendTime)
+    }
+}
+
+/// `norq render`: the dry run. No network, nothing sent.
+struct RenderCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "render",
+        abstract: "Dry run: show the rendered notification, or with --to the exact HTTP/2 request per token.",
+        discussion: """
+            Without --to, prints the rendered content (title, body, image, action URL, headers, iOS fields, data).
+            With --to, prints per token the request the router would send: method, URL with the environment's \
+            host, every header in send order (authorization redacted as `bearer <redacted ES256 JWT kid=… iss=…>`), \
+            the body pretty-printed with its size against the push type's limit, and the routing decision. \
+            Nothing is sent and no secret is printed.
+
+            Examples:
+              norq render order-shipped --sample default
+              norq render order-shipped --data order.json
+              norq render order-shipped --sample default \\
+                  --data '{"user": {"first_name": "Ada"}}'     # merged on the sample
+              norq render order-shipped -c examples/quickstart/norq.yaml \\
+                  --sample default --to examples/quickstart/recipients.json
+              norq render order-shipped --to '[{"token": "<hex>", "platform": "ios"}]' \\
+                  --idempotency-key k1 --send-time 1700000000 --json
+
+            \(ExitCodes.help)
+            """
+    )
+
+    @Argument(help: "Template name (a folder of the templates directory).")
+    var template: String
+
+    @OptionGroup var configOptions: ConfigOptions
+    @OptionGroup var dataOptions: DataOptions
+
+    @Option(name: .long, help: ArgumentHelp("Recipients: a JSON file path or inline JSON (recipient objects, or a list of token objects).", valueName: "FILE|JSON"))
+    var to: String?
+
+    @OptionGroup var tuning: SendTuningOptions
+
+    @Flag(name: .long, help: "Print one JSON document on stdout.")
+    var json = false
+
+    func run() async throws {
+        do {
+            let code = try render()
+            if code != 0 { throw ExitCode(code) }
+        } catch let error as NorqError {
+            if json { Console.out(JSONValue.object(["error": Console.json(error)]).prettyPrinted() + "\n") }
+            throw Console.fail(error)
+        }
+    }
+
+    func render() throws(NorqError) -> Int32 {
+        let configuration: NorqConfiguration? = to == nil
+            ? try configOptions.loadConfigurationIfPresent()
+            : try configOptions.loadConfiguration()
+        let library = try TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let compiled = try library.template(named: template)
+        let data = try dataOptions.resolve(for: compiled)
+        let options = try tuning.routerOptions()
+
+        guard let to else {
+            guard compiled.enabled else {
+                Console.err("note: template \"\(template)\" is disabled (enabled: false); a send would skip every token\n")
+                return 0
+            }
+            let content = try compiled.render(data: data, options: RenderOptions(strict: options.strict))
+            if json {
+                Console.out(DryRunFormatter.contentJSON(content, template: template).prettyPrinted() + "\n")
+            } else {
+                Console.out(DryRunFormatter.contentText(content, template: template, style: .stdout))
+            }
+            return 0
+        }
+        let recipients = try JSONInput.recipients(to)
+        guard let configuration else { return 1 }
+        let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
+                                            templates: library)
+        let deliveries = try router.prepare(template: template, data: data, to: recipients, options: options)
+        if json {
+            Console.out(DryRunFormatter.deliveriesJSON(deliveries, template: template).prettyPrinted() + "\n")
+        } else {
+            Console.out(DryRunFormatter.deliveriesText(deliveries, template: template, style: .stdout))
+        }
+        return deliveries.allSatisfy { $0.request != nil } ? 0 : 2
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import NorqConfig
+import NorqCore
+import NorqTemplates
+
+/// `norq test [template]`: runs the templates' tests.yaml.
+struct TestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "test",
+        abstract: "Run the templates' tests.yaml and report passed and failed cases.",
+        discussion: """
+            Each case renders a sample (or its own data) and checks assertions on subject/title, body, image, \
+            action_url, push_type, payload_bytes and diagnostics. A template that does not compile counts as a \
+            failure. Exits 1 when any case fails.
+
+            Examples:
+              norq test                       # every template
+              norq test order-shipped -c examples/quickstart/norq.yaml
+              norq test --templates ./templates --json
+
+            \(ExitCodes.help)
+            """
+    )
+
+    @Argument(help: "Only this template (default: all).")
+    var template: String?
+
+    @OptionGroup var configOptions: ConfigOptions
+
+    @Flag(name: .long, help: "Print one JSON document on stdout.")
+    var json = false
+
+    func run() async throws {
+        let failures: Int
+        do {
+            failures = try runTests()
+        } catch {
+            if json { Console.out(JSONValue.object(["error": Console.json(error)]).prettyPrinted() + "\n") }
+            throw Console.fail(error)
+        }
+        if failures > 0 { throw ExitCode(1) }
+    }
+
+    func runTests() throws(NorqError) -> Int {
+        let configuration = try configOptions.loadConfigurationIfPresent()
+        let library = try TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let names: [String]
+        if let template {
+            _ = try library.compile(template)  // unknown template: template/not-found
+            names = [template]
+        } else {
+            names = library.templateNames
+        }
+        let style = Style.stdout
+        var passed = 0, failed = 0
+        var out = ""
+        var documents: [JSONValue] = []
+        for name in names {
+            let compiled: CompiledTemplate
+            do {
+                compiled = try library.compile(name)
+            } catch {
+                failed += 1
+                Console.report(error)
+                out += style.red("FAIL") + " \(name): does not compile\n"
+                documents.append(["template": .string(name), "compiled": false, "error": Console.json(error), "cases": []])
+                continue
+            }
+            let report = compiled.runTests()
+            if report.cases.isEmpty {
+                out += style.dim("  -- \(name): no tests") + "\n"
+            }
+            var cases: [JSONValue] = []
+            for testCase in report.cases {
+                let sample = testCase.sample.map { " [\($0)]" } ?? ""
+                if testCase.passed {
+                    passed += 1
+                    out += style.green("PASS") + " \(name) › \(testCase.name)\(sample)\n"
+                } else {
+                    failed += 1
+                    out += style.red("FAIL") + " \(name) › \(testCase.name)\(sample)\n"
+                    for message in testCase.messages { out += "       \(message)\n" }
+                }
+                cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
+                              "passed": .bool(testCase.passed), "messages": .array(testCase.messages.map(JSONValue.string))])
+            }
+            documents.append(["template": .string(name), "compiled": true, "cases": .array(cases)])
+        }
+        if json {
+            Console.out(JSONValue.object([
+                "passed": .int(Int64(passed)), "failed": .int(Int64(failed)), "templates": .array(documents),
+            ]).prettyPrinted() + "\n")
+        } else {
+            let summary = "\(passed) passed, \(failed) failed (\(names.count) templates)"
+            Console.out(out + (failed == 0 ? style.green(summary) : style.red(summary)) + "\n")
+        }
+        return failed
+    }
+}

@@ -250,7 +250,7 @@ struct APNsEmulatorTests {
             ("POST", "/3/device/\(token64)", try f.headers(), alertBody),
             ("POST", "/3/device/\(otherToken)", try f.headers(), alertBody),
             ("POST", "/3/device/\(token64)", try f.headers(), alertBody),
-        ], timeout: .seconds(2))
+        ], timeout: .seconds(8))
         #expect((try? results[0].get())?.status == 500)
         #expect((try? results[1].get()) == nil)
         #expect((try? results[2].get())?.status == 200)

@@ -90,7 +90,7 @@ start_server() {  # name -> sets PORT, SERVER_PID, CA
 run_h2load() {  # label connections streams count
     "$BENCH" --mode prepare --out "$WORK/request" --endpoint "https://127.0.0.1:$PORT" --ca "$CA" \
         --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" > /dev/null
-    sed "s#^#https://127.0.0.1:$PORT/3/device/#" "$WORK/tokens.txt" | head -n "$4" > "$WORK/uris.txt"
+    head -n "$4" "$WORK/tokens.txt" | sed "s#^#https://127.0.0.1:$PORT/3/device/#" > "$WORK/uris.txt"
     local headers=()
     while IFS= read -r line; do headers+=(-H "$line"); done < "$WORK/request/headers.txt"
     python3 "$TOOLS" h2load --server-pid "$SERVER_PID" --label "$1" -- \

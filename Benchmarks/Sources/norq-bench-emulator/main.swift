@@ -31,8 +31,7 @@ do {
         recordRequests: false, recordBodies: false))
     try await emulator.start()
     try emulator.writeCACertificate(to: caOut)
-    print("listening \(emulator.port)")
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data("listening \(emulator.port)\n".utf8))
     // Runs until the process is signalled (the script sends SIGTERM).
     while true { try await Task.sleep(for: .seconds(3600)) }
 } catch {

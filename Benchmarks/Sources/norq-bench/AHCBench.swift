@@ -21,25 +21,10 @@ struct AHCBench {
         let base = "https://\(host):\(port)/3/device/"
         var headers = HTTPHeaders()
         for header in prepared.headers where header.name != "apns-id" { headers.add(name: header.name, value: header.value) }
-        let body = ByteBuffer(bytes: prepared.body)
         let recorder = LatencyRecorder(capacity: options.count)
-
-        func one(_ index: Int) async -> String {
-            var request = HTTPClientRequest(url: base + BenchTokens.token(index))
-            request.method = .POST
-            request.headers = headers
-            request.headers.add(name: "apns-id", value: UUID().uuidString.lowercased())
-            request.body = .bytes(body)
-            let start = ContinuousClock.now
-            do {
-                let response = try await client.execute(request, timeout: .seconds(60))
-                _ = try await response.body.collect(upTo: 1 << 16)
-                recorder.record(start.duration(to: .now))
-                return response.status.code == 200 ? "delivered" : "status:\(response.status.code)"
-            } catch {
-                return "failed:\(type(of: error))"
-            }
-        }
+        let sender = Sender(client: client, base: base, headers: headers, body: ByteBuffer(bytes: prepared.body),
+                            recorder: recorder)
+        let one: @Sendable (Int) async -> String = { index in await sender.send(index) }
 
         func batch(_ range: Range<Int>) async -> [String: Int] {
             await withTaskGroup(of: String.self) { group in
@@ -78,5 +63,31 @@ struct AHCBench {
         result.add("in_flight", options.inFlight)
         result.addDelivery(count: options.count, elapsed: elapsed, cpu: cpu, latencies: recorder.all, outcomes: counts)
         return result
+    }
+}
+
+/// One plain AsyncHTTPClient request per call.
+struct Sender: Sendable {
+    let client: HTTPClient
+    let base: String
+    let headers: HTTPHeaders
+    let body: ByteBuffer
+    let recorder: LatencyRecorder
+
+    func send(_ index: Int) async -> String {
+        var request = HTTPClientRequest(url: base + BenchTokens.token(index))
+        request.method = .POST
+        request.headers = headers
+        request.headers.add(name: "apns-id", value: UUID().uuidString.lowercased())
+        request.body = .bytes(body)
+        let start = ContinuousClock.now
+        do {
+            let response = try await client.execute(request, timeout: .seconds(60))
+            _ = try await response.body.collect(upTo: 1 << 16)
+            recorder.record(start.duration(to: .now))
+            return response.status.code == 200 ? "delivered" : "status:\(response.status.code)"
+        } catch {
+            return "failed:\(type(of: error))"
+        }
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 enum ProcessStats {
     static func cpuSeconds() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1_000_000 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
@@ -23,7 +23,7 @@ enum ProcessStats {
             }
         }
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
         #if os(Linux)
         return Double(usage.ru_maxrss) / 1024
         #else

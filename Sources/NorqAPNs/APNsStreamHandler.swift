@@ -102,6 +102,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     // MARK: requests
 
     func enqueue(_ box: APNsRequestBox) {
+        if let context { box.armDeadline(on: context.eventLoop) }
         guard !closed, goAwayLastStreamID == nil else {
             connection?.requeue([box])
             return

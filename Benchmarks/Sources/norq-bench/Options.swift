@@ -16,12 +16,13 @@ struct Options: Sendable {
     var label: String?
     var outDir: String?
     var seconds = 3.0
+    var timeout = 60
 
     static let usage = """
     usage: norq-bench [--mode router|ahc|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
                       [--key P8] [--team TEAMID] [--key-id KEYID] [--bundle-id ID] [--templates DIR]
                       [--template NAME] [--count N] [--connections C] [--in-flight M] [--warmup N]
-                      [--label TEXT] [--out DIR] [--seconds S]
+                      [--label TEXT] [--out DIR] [--seconds S] [--timeout S]
       router   N notifications through NotificationRouter (render + routing + JWT + TLS HTTP/2), one JSON line
       ahc      the same requests through a plain AsyncHTTPClient loop, one JSON line
       render   renders/s of the template compiled once (one core), one JSON line per template
@@ -62,6 +63,7 @@ struct Options: Sendable {
             case "--label": options.label = try value(argument)
             case "--out": options.outDir = try value(argument)
             case "--seconds": options.seconds = Double(try value(argument)) ?? 3
+            case "--timeout": options.timeout = try int(argument)
             case "-h", "--help": throw BenchError(usage)
             default: throw BenchError("unknown option \(argument)\n\(usage)")
             }

@@ -77,7 +77,7 @@ struct RouterBench {
         if let ca = options.ca { configuration.additionalTrustRootsPEM = try Self.readFile(ca) }
         configuration.connectionsPerEndpoint = options.connections
         configuration.maxConcurrentStreamsPerConnection = (options.inFlight + options.connections - 1) / options.connections
-        configuration.requestTimeout = .seconds(60)
+        configuration.requestTimeout = .seconds(options.timeout)
         let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
         let apns = try APNsProvider(name: "apns", configuration: configuration, policy: policy,
                                     logger: Self.quietLogger("norq.bench.apns"))

@@ -139,7 +139,7 @@ let fakeKey = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49\n-----END PRIVA
         func with(_ key: String, _ value: String) throws(NorqError) -> APNsConfiguration {
             var entries: [(key: ConfigNode, value: ConfigNode)] = []
             for (k, v) in [("keyId", "DEMO000000"), ("teamId", "TEAM123ABC"), ("bundleId", "b.c"),
-                           ("keyPath", Paths.demoKey), (key, v)] as [(String, String)] {
+                           ("keyPath", Paths.demoKey), (key, value)] as [(String, String)] {
                 entries.append((ConfigNode(.scalar(k, quoted: false)), ConfigNode(.scalar(v, quoted: false))))
             }
             return try APNsConfiguration.parse(ConfigNode(.mapping(entries)), context: Paths.context)

@@ -5,7 +5,8 @@
 # Environment (defaults in brackets):
 #   COUNT [100000]  notifications per run      RUNS [5]  runs per (server, shape, client) for the medians
 #   SHAPES ["1x100 1x1000 4x250"]  connections x streams per connection (router maxInFlight = their product)
-#   SERVERS ["nghttpd emulator"]   PEERS [1] also run the AsyncHTTPClient loop and aioapns (1 run each)
+#   SERVERS ["nghttpd emulator"]   PEERS [1] also run the AsyncHTTPClient loop (on nghttpd, 1 connection)
+#   and aioapns (on the emulator: it needs the apns-id echoed), 1 run each
 #   PEER_COUNT [20000]  notifications per peer run   RENDER [1] run the render micro-benchmark
 #   WORK [/tmp/norq-bench]  scratch directory (certificates, docroot, results.jsonl)
 #   NO_BUILD [0]  skip `swift build -c release --package-path Benchmarks`
@@ -115,19 +116,22 @@ for server in $SERVERS; do
             run_router "$label" "$connections" "$streams" "$COUNT"
             run_h2load "$label" "$connections" "$streams" "$COUNT"
         done
-        if [ "$PEERS" = 1 ] && [ "$server" = nghttpd ]; then
-            if [ "$connections" = 1 ]; then  # AsyncHTTPClient uses one HTTP/2 connection per host
-                python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode ahc --label "$label" \
-                    --endpoint "https://127.0.0.1:$PORT" --ca "$CA" --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" \
-                    --count "$PEER_COUNT" --in-flight "$streams" --warmup 500 | tee -a "$RESULTS"
-            fi
+        if [ "$PEERS" = 1 ] && [ "$server" = nghttpd ] && [ "$connections" = 1 ]; then
+            # A plain AsyncHTTPClient loop (it uses one HTTP/2 connection per host).
+            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode ahc --label "$label" \
+                --endpoint "https://127.0.0.1:$PORT" --ca "$CA" --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" \
+                --count "$PEER_COUNT" --in-flight "$streams" --warmup 500 | tee -a "$RESULTS"
+        fi
+        if [ "$PEERS" = 1 ] && [ "$server" = emulator ]; then
+            # aioapns matches answers by the apns-id response header, which nghttpd does not send: it runs
+            # against the emulator only (pointed at 127.0.0.1 by overriding its host and port class attributes).
             if python3 -c 'import aioapns' 2>/dev/null || pip install -q aioapns >&2; then
                 "$BENCH" --mode prepare --out "$WORK/request" --endpoint "https://127.0.0.1:$PORT" --ca "$CA" \
                     --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" > /dev/null
                 python3 "$TOOLS" aioapns --server-pid "$SERVER_PID" --host 127.0.0.1 --port "$PORT" --ca "$CA" \
                     --key "$KEY" --key-id "$KEY_ID" --team "$TEAM" --topic "$TOPIC" --body "$WORK/request/body.json" \
                     --count "$PEER_COUNT" --connections "$connections" --in-flight "$(( connections * streams ))" \
-                    --warmup 200 --label "$label" | tee -a "$RESULTS"
+                    --warmup 200 --label "$label" 2>> "$WORK/aioapns.log" | tee -a "$RESULTS"
             else
                 echo "aioapns could not be installed (pip install aioapns): skipped" >&2
             fi

@@ -131,7 +131,7 @@ for server in $SERVERS; do
                 python3 "$TOOLS" aioapns --server-pid "$SERVER_PID" --host 127.0.0.1 --port "$PORT" --ca "$CA" \
                     --key "$KEY" --key-id "$KEY_ID" --team "$TEAM" --topic "$TOPIC" --body "$WORK/request/body.json" \
                     --count "$PEER_COUNT" --connections "$connections" --in-flight "$(( connections * streams ))" \
-                    --warmup 200 --label "$label" 2>> "$WORK/aioapns.log" | tee -a "$RESULTS"
+                    --warmup 200 --label "$label" 2>> "$WORK/aioapns.log" | tee -a "$RESULTS" || true
             else
                 echo "aioapns could not be installed (pip install aioapns): skipped" >&2
             fi

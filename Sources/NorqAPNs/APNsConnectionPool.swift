@@ -112,7 +112,7 @@ final class APNsConnectionPool: Sendable {
         }
         if connect { openConnection(after: nil) }
         switch action {
-        case .none: break
+        case .none: box.armDeadline(on: group.next())  // waits for a connection
         case .fail(let error): box.complete(.failure(error))
         case .send(let connection): connection.enqueue(box)
         }

@@ -93,15 +93,15 @@ final class APNsConnectionTransport: APNsTransport {
         outstanding.add(1, ordering: .relaxed)
         defer { outstanding.subtract(1, ordering: .relaxed) }
         let remaining = ContinuousClock.now.duration(to: deadline)
+        let (seconds, attoseconds) = remaining.components
+        let nioDeadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) in
-            let box = APNsRequestBox(request: request, continuation: continuation)
+            let box = APNsRequestBox(request: request, deadline: nioDeadline, continuation: continuation)
             guard remaining > .zero else {
                 box.deadlineExceeded()
                 return
             }
-            let (seconds, attoseconds) = remaining.components
-            let nanos = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-            box.setDeadlineTask(group.next().scheduleTask(in: .nanoseconds(nanos)) { box.deadlineExceeded() })
+            // The deadline timer is armed by the connection's event loop when it takes the request.
             pool.submit(box)
         }
         return try result.get()

@@ -8,6 +8,9 @@ public struct APNsJWTSigner: Sendable {
     public let teamID: String
     let privateKey: P256.Signing.PrivateKey
     private let encodedHeader: String
+    /// The token cache's key, computed once: deriving the public key's bytes is a P-256 point
+    /// conversion, far too slow for every request.
+    let cacheKey: APNsTokenCache.Key
 
     /// - Parameter privateKeyPEM: the `.p8` file's text (PKCS#8 PEM).
     public init(keyID: String, teamID: String, privateKeyPEM: String) throws(NorqError) {
@@ -23,6 +26,8 @@ public struct APNsJWTSigner: Sendable {
         JSONValue.writeString(keyID, into: &header)
         header.append(UInt8(ascii: "}"))
         self.encodedHeader = Base64URL.encode(header)
+        self.cacheKey = APNsTokenCache.Key(teamID: teamID, keyID: keyID,
+                                           publicKey: Array(privateKey.publicKey.rawRepresentation))
     }
 
     /// The public key, to verify tokens (emulators, tests).
@@ -79,9 +84,7 @@ public final class APNsTokenCache: Sendable {
 
     public init() {}
 
-    private func key(_ signer: APNsJWTSigner) -> Key {
-        Key(teamID: signer.teamID, keyID: signer.keyID, publicKey: Array(signer.publicKey.rawRepresentation))
-    }
+    private func key(_ signer: APNsJWTSigner) -> Key { signer.cacheKey }
 
     /// The current token for this signer, minted or renewed when the policy says so.
     public func token(for signer: APNsJWTSigner, policy: JWTRefreshPolicy, now: Int64) -> APNsProviderToken {

@@ -1,5 +1,6 @@
 public import NorqCore
 public import Logging
+import Synchronization
 import NIOCore
 import NIOHPACK
 
@@ -22,6 +23,14 @@ public final class APNsProvider: PushProvider {
     public let channelPolicies = APNsChannelPolicyCache()
     private let topics: [String: String]
     private let keyDisplay: String?
+    private let lastPayload = Mutex<EncodedPayload?>(nil)
+
+    struct EncodedPayload: Sendable {
+        var content: PushContent
+        var pushType: APNsPushType
+        var sendTime: Int64
+        var body: [UInt8]
+    }
 
     /// - Parameters:
     ///   - clock: the wall clock for JWT `iat` and send times (inject one to simulate hours in tests).
@@ -110,7 +119,7 @@ public final class APNsProvider: PushProvider {
         } else {
             requestID = APNsRequestID.random()
         }
-        let body = try APNsPayload.encode(content, pushType: pushType, sendTime: sendTime)
+        let body = try encodedPayload(content, pushType: pushType, sendTime: sendTime)
         guard body.count <= pushType.payloadLimit else {
             throw NorqError(.apnsPayloadTooLarge,
                             "payload is \(body.count) bytes; push type \(pushType) allows at most \(pushType.payloadLimit)")
@@ -134,6 +143,18 @@ public final class APNsProvider: PushProvider {
                                headers: headers, body: body, provider: name, target: .token(token),
                                environment: environment, requestID: requestID, payloadLimit: pushType.payloadLimit,
                                redactions: redactions)
+    }
+
+    /// The payload bytes, reusing the last encoding when the content, push type and send time (seconds) are
+    /// those of the previous call: a send to many tokens renders once and encodes once, not once per token.
+    func encodedPayload(_ content: PushContent, pushType: APNsPushType, sendTime: Int64) throws(NorqError) -> [UInt8] {
+        if let last = lastPayload.withLock({ $0 }), last.sendTime == sendTime, last.pushType == pushType,
+           last.content == content {
+            return last.body
+        }
+        let body = try APNsPayload.encode(content, pushType: pushType, sendTime: sendTime)
+        lastPayload.withLock { $0 = EncodedPayload(content: content, pushType: pushType, sendTime: sendTime, body: body) }
+        return body
     }
 
     /// Hex digits only, an even number of them (Apple says not to assume 64).

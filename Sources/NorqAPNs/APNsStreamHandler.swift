@@ -39,6 +39,10 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var goAwayLastStreamID: Int32?
     private var closed = false
     private var flushPending = false
+    /// Response DATA bytes received since the last connection-level WINDOW_UPDATE. Without a stream
+    /// multiplexer NIOHTTP2Handler does not replenish the connection's receive window, so ~64 KiB of error
+    /// bodies (about 1,500 JSON reasons) would otherwise stall the connection for good.
+    private var unacknowledgedBytes = 0
     private var flushScheduled = false
     private var lastActivity = NIODeadline.now()
     private var pingOutstanding = false
@@ -106,6 +110,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     // MARK: requests
 
     func enqueue(_ box: APNsRequestBox) {
+        if let context { box.armDeadline(on: context.eventLoop) }
         guard !closed, goAwayLastStreamID == nil else {
             connection?.requeue([box])
             return
@@ -188,6 +193,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             streams[id] = stream
             if headers.endStream { finish(id) }
         case .data(let data):
+            unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
             guard streams[id] != nil else { return }
             if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
                 streams[id]?.body.append(contentsOf: buffer.readableBytesView)
@@ -217,6 +223,12 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if unacknowledgedBytes > 0, !closed {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
+                payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            unacknowledgedBytes = 0
+            flushPending = true
+        }
         if flushPending {
             flushPending = false
             context.flush()

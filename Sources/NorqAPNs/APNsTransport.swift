@@ -32,6 +32,8 @@ protocol APNsTransport: Sendable {
 /// A request travelling through the pool: completed exactly once (response, failure or deadline).
 final class APNsRequestBox: Sendable {
     let request: APNsWireRequest
+    /// When `deadlineExceeded()` fires; armed by ``armDeadline(on:)`` on the event loop that takes the request.
+    let deadline: NIODeadline
     /// Times this request was re-queued after GOAWAY / REFUSED_STREAM.
     let requeues = Atomic<Int>(0)
 
@@ -42,12 +44,27 @@ final class APNsRequestBox: Sendable {
         var connection: APNsConnection?
         var streamID: Int32?
         var deadlineTask: Scheduled<Void>?
+        var deadlineArmed = false
     }
     private let state = Mutex(State())
 
-    init(request: APNsWireRequest, continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) {
+    init(request: APNsWireRequest, deadline: NIODeadline,
+         continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) {
         self.request = request
+        self.deadline = deadline
         state.withLock { $0.continuation = continuation }
+    }
+
+    /// Schedules the deadline timer once. Called on the event loop of the connection that takes the request
+    /// (scheduling there needs no cross-thread wake-up), or on any loop while it waits for a connection.
+    func armDeadline(on eventLoop: any EventLoop) {
+        let arm = state.withLock { state -> Bool in
+            if state.done || state.deadlineArmed { return false }
+            state.deadlineArmed = true
+            return true
+        }
+        guard arm else { return }
+        setDeadlineTask(eventLoop.scheduleTask(deadline: deadline) { self.deadlineExceeded() })
     }
 
     var isDone: Bool { state.withLock { $0.done } }

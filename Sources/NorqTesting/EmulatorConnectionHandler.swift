@@ -23,6 +23,10 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     private var delayedAnswers = 0
     private var needsFlush = false
     private var closed = false
+    /// DATA bytes received since the last connection-level WINDOW_UPDATE. NIOHTTP2Handler only replenishes
+    /// the connection window through its stream multiplexer, which this handler does not use: without these
+    /// updates a client stalls after 64 KiB of request bodies on a connection.
+    private var unacknowledgedBytes = 0
 
     // JWT state of this connection.
     private var verifiedTokens: [String: Result<JWTVerifier.Verified, JWTVerifier.Failure>] = [:]
@@ -83,6 +87,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
             }
             if h.endStream { complete(context: context, streamID: frame.streamID) }
         case .data(let d):
+            unacknowledgedBytes += d.data.readableBytes + (d.paddingBytes ?? 0)
             guard var stream = streams[frame.streamID] else { return }
             if case .byteBuffer(var bytes) = d.data {
                 if stream.body == nil {
@@ -104,6 +109,12 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if unacknowledgedBytes > 0, !closed {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
+                payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            unacknowledgedBytes = 0
+            needsFlush = true
+        }
         if goAwayPending, let last = goAwayLastStreamID {
             goAwayPending = false
             context.write(wrapOutboundOut(HTTP2Frame(

@@ -1,0 +1,41 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// A separate package so that the root package's build and CI stay light: build it with
+// `swift build -c release --package-path Benchmarks`.
+let package = Package(
+    name: "norq-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "norq-swift", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "norq-bench",
+            dependencies: [
+                .product(name: "Norq", package: "norq-swift"),
+                .product(name: "NorqCore", package: "norq-swift"),
+                .product(name: "NorqAPNs", package: "norq-swift"),
+                .product(name: "NorqTemplates", package: "norq-swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "norq-bench-emulator",
+            dependencies: [
+                .product(name: "NorqTesting", package: "norq-swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+    ]
+)

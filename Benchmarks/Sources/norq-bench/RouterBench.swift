@@ -1,0 +1,161 @@
+import Foundation
+import Logging
+import Norq
+import NorqAPNs
+import NorqCore
+import NorqTemplates
+import Synchronization
+
+/// Per-request latencies (nanoseconds), appended from many tasks.
+final class LatencyRecorder: Sendable {
+    private let samples: Mutex<[Int64]>
+    init(capacity: Int) {
+        var array: [Int64] = []
+        array.reserveCapacity(capacity)
+        samples = Mutex(array)
+    }
+    func record(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        samples.withLock { $0.append(nanoseconds) }
+    }
+    func reset() { samples.withLock { $0.removeAll(keepingCapacity: true) } }
+    var all: [Int64] { samples.withLock { $0 } }
+}
+
+/// Wraps the real APNs provider to time each `deliver` (request written to response received).
+struct TimedProvider: PushProvider {
+    let inner: APNsProvider
+    let recorder: LatencyRecorder
+    var name: String { inner.name }
+    var typeName: String { inner.typeName }
+    var platforms: Set<Platform> { inner.platforms }
+    var policy: DeliveryPolicy { inner.policy }
+
+    func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
+        try inner.prepare(content, for: token, options: options)
+    }
+
+    func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
+        let start = ContinuousClock.now
+        defer { recorder.record(start.duration(to: .now)) }
+        return try await inner.deliver(request, deadline: deadline)
+    }
+
+    func shutdown() async { await inner.shutdown() }
+}
+
+/// `--mode router`: N notifications through `NotificationRouter` in one bulk send (the template is compiled
+/// once and rendered once per send; every token is routed, prepared with its own apns-id and JWT header,
+/// and delivered over TLS HTTP/2 with at most `--in-flight` requests outstanding).
+struct RouterBench {
+    let options: Options
+
+    static func quietLogger(_ label: String) -> Logger {
+        var logger = Logger(label: label)
+        logger.logLevel = .warning
+        return logger
+    }
+
+    static func readFile(_ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { throw BenchError("cannot read \(path)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func jwtHeader(options: Options) throws -> String {
+        let signer = try APNsJWTSigner(keyID: options.keyID, teamID: options.team, privateKeyPEM: try readFile(options.key))
+        return "bearer " + signer.sign(issuedAt: Int64(Date().timeIntervalSince1970))
+    }
+
+    func makeRouter(recorder: LatencyRecorder) throws -> (NotificationRouter, JSONValue) {
+        let (host, port) = options.hostAndPort
+        var configuration = APNsConfiguration(
+            authentication: .token(keyID: options.keyID, teamID: options.team,
+                                   privateKeyPEM: try Self.readFile(options.key), keySource: options.key),
+            bundleID: options.bundleID, production: false)
+        configuration.sandboxEndpoint = APNsEndpoint(host: host, port: port)
+        if let ca = options.ca { configuration.additionalTrustRootsPEM = try Self.readFile(ca) }
+        configuration.connectionsPerEndpoint = options.connections
+        configuration.maxConcurrentStreamsPerConnection = (options.inFlight + options.connections - 1) / options.connections
+        configuration.requestTimeout = .seconds(options.timeout)
+        let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
+        let apns = try APNsProvider(name: "apns", configuration: configuration, policy: policy,
+                                    logger: Self.quietLogger("norq.bench.apns"))
+        let library = try TemplateLibrary(directory: options.templates)
+        let data = try library.template(named: options.template).defaultSample
+        let router = try NotificationRouter(providers: [TimedProvider(inner: apns, recorder: recorder)],
+                                            defaultProvider: "apns", templates: library,
+                                            logger: Self.quietLogger("norq.bench.router"))
+        return (router, data)
+    }
+
+    static func recipients(_ range: Range<Int>) -> [Recipient] {
+        range.map { Recipient(tokens: [PushToken(token: BenchTokens.token($0), platform: .ios)]) }
+    }
+
+    /// One streaming send; returns outcome counts by kind (and by error code for the others).
+    func send(_ router: NotificationRouter, data: JSONValue, to recipients: [Recipient]) async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        let stream = try router.sendStreaming(template: options.template, data: data, to: recipients)
+        for await outcome in stream {
+            switch outcome.result {
+            case .delivered: counts["delivered", default: 0] += 1
+            case .rejected(let rejected): counts["rejected:\(rejected.status):\(rejected.reason ?? "")", default: 0] += 1
+            case .failed(let error): counts["failed:\(error.code.rawValue)", default: 0] += 1
+            default: counts[outcome.result.kind, default: 0] += 1
+            }
+        }
+        return counts
+    }
+
+    func run() async throws -> RunResult {
+        let recorder = LatencyRecorder(capacity: options.count + options.warmup)
+        let (router, data) = try makeRouter(recorder: recorder)
+        if options.warmup > 0 {
+            let warm = try await send(router, data: data, to: Self.recipients(0..<min(options.warmup, options.count)))
+            guard warm["delivered"] == min(options.warmup, options.count) else {
+                await router.shutdown(gracePeriod: .seconds(1))
+                throw BenchError("warm-up did not deliver everything: \(warm)")
+            }
+        }
+        let recipients = Self.recipients(0..<options.count)
+        recorder.reset()
+        let cpuStart = ProcessStats.cpuSeconds()
+        let start = ContinuousClock.now
+        let counts = try await send(router, data: data, to: recipients)
+        let elapsed = start.duration(to: .now)
+        let cpu = ProcessStats.cpuSeconds() - cpuStart
+        await router.shutdown(gracePeriod: .seconds(5))
+        var result = RunResult()
+        result.add("client", "norq-router")
+        if let label = options.label { result.add("label", label) }
+        result.add("endpoint", options.endpoint)
+        result.add("connections", options.connections)
+        result.add("in_flight", options.inFlight)
+        result.addDelivery(count: options.count, elapsed: elapsed, cpu: cpu, latencies: recorder.all, outcomes: counts)
+        return result
+    }
+
+    /// The exact request the router would send to the first benchmark token (for h2load and the AHC loop).
+    func prepared() throws -> PreparedRequest {
+        let (router, data) = try makeRouter(recorder: LatencyRecorder(capacity: 0))
+        let deliveries = try router.prepare(template: options.template, data: data, to: Self.recipients(0..<1))
+        guard let request = deliveries.first?.request else {
+            throw BenchError("the router prepared no request: \(String(describing: deliveries.first?.plan))")
+        }
+        return request
+    }
+
+    /// `--mode prepare`: writes body.json (the payload), headers.txt (`name: value` lines, the JWT included)
+    /// and path.txt into `--out`.
+    func writePrepared() async throws {
+        guard let directory = options.outDir else { throw BenchError("--mode prepare needs --out DIR") }
+        let request = try prepared()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(request.body).write(to: URL(fileURLWithPath: directory + "/body.json"))
+        let headers = request.headers.map { "\($0.name): \($0.value)\n" }.joined()
+        try Data(headers.utf8).write(to: URL(fileURLWithPath: directory + "/headers.txt"))
+        try Data((request.path + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/path.txt"))
+        print("{\"body_bytes\":\(request.body.count),\"headers\":\(request.headers.count)}")
+    }
+}

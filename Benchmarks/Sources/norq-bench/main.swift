@@ -1,0 +1,31 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// norq-bench: see Options.usage and Benchmarks/README.md.
+do {
+    let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+    switch options.mode {
+    case "router": print(try await RouterBench(options: options).run().json)
+    case "ahc": print(try await AHCBench(options: options).run().json)
+    case "render": for line in try RenderBench(options: options).run() { print(line.json) }
+    case "prepare": try await RouterBench(options: options).writePrepared()
+    case "tokens":
+        var out = ""
+        out.reserveCapacity(options.count * 65)
+        for index in 0..<options.count { out += BenchTokens.token(index); out += "\n" }
+        print(out, terminator: "")
+    case "jwt": print(try RouterBench.jwtHeader(options: options))
+    default: throw BenchError("unknown mode \(options.mode)\n\(Options.usage)")
+    }
+} catch {
+    FileHandleErr.write("norq-bench: \(error)\n")
+    exit(1)
+}
+
+enum FileHandleErr {
+    static func write(_ text: String) {
+        var text = text
+        text.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+}

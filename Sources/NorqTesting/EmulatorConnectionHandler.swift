@@ -20,6 +20,8 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     private var streamCount = 0
     private var goAwayLastStreamID: HTTP2StreamID?
     private var goAwayPending = false
+    /// DATA bytes received since the last connection-level WINDOW_UPDATE.
+    private var unacknowledgedBytes = 0
     private var delayedAnswers = 0
     private var needsFlush = false
     private var closed = false
@@ -83,6 +85,9 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
             }
             if h.endStream { complete(context: context, streamID: frame.streamID) }
         case .data(let d):
+            // Without a stream multiplexer nobody replenishes the connection-level receive window: count what
+            // the client sent (answered, ignored or not) and hand it back at the end of the read batch.
+            unacknowledgedBytes += d.data.readableBytes + (d.paddingBytes ?? 0)
             guard var stream = streams[frame.streamID] else { return }
             if case .byteBuffer(var bytes) = d.data {
                 if stream.body == nil {
@@ -104,6 +109,12 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if unacknowledgedBytes >= 16_384, !closed {
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            unacknowledgedBytes = 0
+            needsFlush = true
+        }
         if goAwayPending, let last = goAwayLastStreamID {
             goAwayPending = false
             context.write(wrapOutboundOut(HTTP2Frame(

@@ -42,6 +42,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var flushScheduled = false
     private var lastActivity = NIODeadline.now()
     private var pingOutstanding = false
+    /// DATA bytes received since the last connection-level WINDOW_UPDATE.
+    private var unacknowledgedBytes = 0
     private let settingsPromise: EventLoopPromise<Void>
     private var settingsSeen = false
 
@@ -188,6 +190,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             streams[id] = stream
             if headers.endStream { finish(id) }
         case .data(let data):
+            // No stream multiplexer replenishes the connection-level receive window: count every DATA byte
+            // and hand it back at the end of the read batch, or error bodies stall the connection after 64 KB.
+            unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
             guard streams[id] != nil else { return }
             if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
                 streams[id]?.body.append(contentsOf: buffer.readableBytesView)
@@ -217,6 +222,12 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if unacknowledgedBytes >= 16_384, !closed {
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            unacknowledgedBytes = 0
+            flushPending = true
+        }
         if flushPending {
             flushPending = false
             context.flush()

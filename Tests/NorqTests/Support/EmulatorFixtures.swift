@@ -6,7 +6,7 @@ import NorqTesting
 import Synchronization
 
 /// One set of APNs token credentials (a team and its key).
-struct APNsCredentials {
+struct APNsCredentials: Sendable {
     let teamID: String
     let keyID: String
     let key = P256.Signing.PrivateKey()
@@ -67,9 +67,9 @@ enum EmulatorFixtures {
     }
 
     private static func decode(_ part: Substring) -> JSONValue? {
-        var text = part.replacing("-", with: "+").replacing("_", with: "/")
+        var text = String(part).replacing("-", with: "+").replacing("_", with: "/")
         while text.count % 4 != 0 { text += "=" }
-        guard let bytes = base64Decode(String(text)) else { return nil }
+        guard let bytes = base64Decode(text) else { return nil }
         return try? JSONValue(parsing: bytes)
     }
 

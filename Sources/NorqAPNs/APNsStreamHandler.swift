@@ -295,9 +295,13 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         guard pingInterval > .zero else { return }
         context.eventLoop.assumeIsolated().scheduleTask(in: pingInterval) {
             guard let context = self.context, !self.closed else { return }
-            if NIODeadline.now() - self.lastActivity >= self.pingInterval {
+            // Not before the server's SETTINGS: a slow TLS handshake is the connect timeout's business.
+            if self.settingsSeen, NIODeadline.now() - self.lastActivity >= self.pingInterval {
                 if self.pingOutstanding {
                     self.logger.notice("APNs connection did not answer PING; replacing it")
+                    // Hand the connection back now: closing TLS waits (up to 5 s) for a close_notify that a
+                    // dead peer never sends, and until channelInactive the pool would keep using it.
+                    self.connectionClosed(reason: "connection did not answer PING")
                     context.close(promise: nil)
                     return
                 }

@@ -68,9 +68,9 @@ import Testing
     }
 
     @Test func idleConnectionAnsweringPingsIsKept() async throws {
-        let s = try await E2E.setup(configureProvider: { $0.pingInterval = .milliseconds(50) })
+        let s = try await E2E.setup(configureProvider: { $0.pingInterval = .milliseconds(200) })
         #expect(try await E2E.send(s.provider, PushContent(title: "before")).status == 200)
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(900))
         #expect(try await E2E.send(s.provider, PushContent(title: "after")).status == 200)
         #expect(s.emulator.connectionCount == 1)
         await E2E.close(s)

@@ -145,14 +145,16 @@ struct RouterEndToEndFaultTests {
         try? await production.shutdown()
     }
 
-    @Test("10,000 tokens under 10% injected 503s and GOAWAYs: one outcome per token, none lost, none twice",
+    @Test("a burst (10,000 tokens with NORQ_BURST_TOKENS=10000) under 10% injected 503s and GOAWAYs: one outcome per token, none lost, none twice",
           .timeLimit(.minutes(3)))
     func burstUnderFaults() async throws {
+        // 10,000 tokens take ~35 s of both cores in a debug build and starve the other suites' 5 s deadlines
+        // when everything runs in parallel, so the default run uses 2,500 tokens (still three GOAWAYs);
+        // NORQ_BURST_TOKENS=10000 runs the full burst (which also crosses the 64 KB connection window).
         let env = ProcessInfo.processInfo.environment
-        let count = Int(env["BURST"] ?? "") ?? 10_000
+        let count = Int(env["NORQ_BURST_TOKENS"] ?? "") ?? 2_500
         let emulator = try await EmulatorFixtures.emulator(
-            [Self.teamA], faults: .init(errorRate: Double(env["RATE"] ?? "") ?? 0.1, seed: 42,
-                                        goAwayAfterStreams: Int(env["GOAWAY"] ?? "") ?? 3_000)) {
+            [Self.teamA], faults: .init(errorRate: 0.1, seed: 42, goAwayAfterStreams: max(count * 3 / 10, 600))) {
                 $0.recordBodies = false
             }
         let provider = try EmulatorFixtures.provider(
@@ -197,7 +199,7 @@ struct RouterEndToEndFaultTests {
         }
         let faulted = emulator.requests.filter { $0.status == 503 }.count
         #expect(faulted > count / 20)
-        #expect(emulator.connectionCount >= 4, "GOAWAY after 3,000 streams should have forced new connections")
+        #expect(emulator.connectionCount >= 4, "GOAWAYs should have forced new connections")
         await router.shutdown(gracePeriod: .seconds(1))
         try? await emulator.shutdown()
     }

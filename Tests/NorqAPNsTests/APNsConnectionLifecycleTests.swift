@@ -33,7 +33,7 @@ import Testing
         // PING can tell (two ping intervals); the pool must then stop using it at once, even though closing
         // TLS waits for a close_notify the dead peer never sends.
         proxy.stallOpenTunnels()
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: .seconds(2))
         #expect(await E2E.outcome(s.provider, PushContent(title: "after"), token: Fixtures.iosToken(),
                                   timeout: .seconds(3)) == "200")
         #expect(s.emulator.connectionCount == 2 && proxy.connectCount == 2)

@@ -25,7 +25,7 @@ import Testing
         try await proxy.start()
         let s = try await E2E.setup(configureProvider: {
             $0.proxy = APNsEndpoint(host: "127.0.0.1", port: proxy.port)
-            $0.pingInterval = .milliseconds(150)
+            $0.pingInterval = .milliseconds(300)
         })
         #expect(try await E2E.send(s.provider, PushContent(title: "before")).status == 200)
         #expect(s.emulator.openConnectionCount == 1)
@@ -33,9 +33,9 @@ import Testing
         // PING can tell (two ping intervals); the pool must then stop using it at once, even though closing
         // TLS waits for a close_notify the dead peer never sends.
         proxy.stallOpenTunnels()
-        try await Task.sleep(for: .seconds(2))
+        try await Task.sleep(for: .milliseconds(2_500))
         #expect(await E2E.outcome(s.provider, PushContent(title: "after"), token: Fixtures.iosToken(),
-                                  timeout: .seconds(3)) == "200")
+                                  timeout: .seconds(5)) == "200")
         #expect(s.emulator.connectionCount == 2 && proxy.connectCount == 2)
         await E2E.close(s)
         try? await proxy.shutdown()
@@ -68,9 +68,9 @@ import Testing
     }
 
     @Test func idleConnectionAnsweringPingsIsKept() async throws {
-        let s = try await E2E.setup(configureProvider: { $0.pingInterval = .milliseconds(200) })
+        let s = try await E2E.setup(configureProvider: { $0.pingInterval = .seconds(1) })
         #expect(try await E2E.send(s.provider, PushContent(title: "before")).status == 200)
-        try await Task.sleep(for: .milliseconds(900))
+        try await Task.sleep(for: .milliseconds(2_500))
         #expect(try await E2E.send(s.provider, PushContent(title: "after")).status == 200)
         #expect(s.emulator.connectionCount == 1)
         await E2E.close(s)

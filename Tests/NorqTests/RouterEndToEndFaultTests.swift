@@ -154,7 +154,7 @@ struct RouterEndToEndFaultTests {
         let env = ProcessInfo.processInfo.environment
         let count = Int(env["NORQ_BURST_TOKENS"] ?? "") ?? 2_500
         let emulator = try await EmulatorFixtures.emulator(
-            [Self.teamA], faults: .init(errorRate: 0.1, seed: 42, goAwayAfterStreams: max(count * 3 / 10, 600))) {
+            [Self.teamA], faults: .init(errorRate: 0.1, seed: 42, goAwayAfterStreams: max(count * 3 / 10, 750))) {
                 $0.recordBodies = false
             }
         let provider = try EmulatorFixtures.provider(
@@ -164,7 +164,7 @@ struct RouterEndToEndFaultTests {
         let tokens = (0..<count).map { ios(Self.token($0)) }
         let key = "burst-1"
         let report = try await router.send(content: PushContent(title: "burst"), to: recipients(tokens),
-                                           options: RouterSendOptions(idempotencyKey: key))
+                                           options: RouterSendOptions(idempotencyKey: key, deadline: .seconds(150)))
 
         // Exactly one outcome per token, in order, all delivered with their stable apns-id.
         #expect(report.outcomes.count == count)

@@ -17,7 +17,8 @@ public struct RouterSendOptions: Sendable, Hashable {
     public var idempotencyKey: String?
     /// Bound on all attempts of one token, from the moment the token's first attempt starts.
     public var deadline: Duration
-    /// Overrides every token's environment.
+    /// The environment of tokens that name none (overrides the provider's default); a token's own
+    /// `environment` still wins, since a token only works in the environment it was issued for.
     public var environment: PushEnvironment?
     public var priority: Int?
     public var expiration: PushExpiration?

@@ -193,6 +193,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             streams[id] = stream
             if headers.endStream { finish(id) }
         case .data(let data):
+            // No stream multiplexer replenishes the connection-level receive window: count every DATA byte
+            // and hand it back at the end of the read batch, or error bodies stall the connection after 64 KB.
             unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
             guard streams[id] != nil else { return }
             if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
@@ -223,9 +225,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if unacknowledgedBytes > 0, !closed {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+        if unacknowledgedBytes >= 16_384, !closed {
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
             unacknowledgedBytes = 0
             flushPending = true
         }
@@ -296,9 +298,13 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         guard pingInterval > .zero else { return }
         context.eventLoop.assumeIsolated().scheduleTask(in: pingInterval) {
             guard let context = self.context, !self.closed else { return }
-            if NIODeadline.now() - self.lastActivity >= self.pingInterval {
+            // Not before the server's SETTINGS: a slow TLS handshake is the connect timeout's business.
+            if self.settingsSeen, NIODeadline.now() - self.lastActivity >= self.pingInterval {
                 if self.pingOutstanding {
                     self.logger.notice("APNs connection did not answer PING; replacing it")
+                    // Hand the connection back now: closing TLS waits (up to 5 s) for a close_notify that a
+                    // dead peer never sends, and until channelInactive the pool would keep using it.
+                    self.connectionClosed(reason: "connection did not answer PING")
                     context.close(promise: nil)
                     return
                 }

@@ -10,6 +10,8 @@ public final class ConnectProxy: Sendable {
         var port = 0
         var connectCount = 0
         var targets: [String] = []
+        var tunnels = 0
+        var stalledBelow = 0
     }
     private let state = Mutex(State())
     private let host: String
@@ -50,6 +52,23 @@ public final class ConnectProxy: Sendable {
             $0.connectCount += 1
             $0.targets.append(target)
         }
+    }
+
+    /// Makes every tunnel open now silently drop the bytes it reads, in both directions, without closing:
+    /// the peers see a dead connection (no answers, no PING acks). Tunnels opened later work normally.
+    public func stallOpenTunnels() {
+        state.withLock { $0.stalledBelow = $0.tunnels }
+    }
+
+    func openTunnel() -> Int {
+        state.withLock { s in
+            defer { s.tunnels += 1 }
+            return s.tunnels
+        }
+    }
+
+    func isStalled(_ tunnel: Int) -> Bool {
+        state.withLock { tunnel < $0.stalledBelow }
     }
 
     /// Stops listening (open tunnels close when either side closes).
@@ -94,6 +113,8 @@ final class ConnectRequestHandler: ChannelInboundHandler, RemovableChannelHandle
         var host = String(parts[1][..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let target = String(parts[1])
+        let tunnel = proxy.openTunnel()
+        let proxy = self.proxy
         connecting = true
         let downstream = context.channel
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -101,7 +122,7 @@ final class ConnectRequestHandler: ChannelInboundHandler, RemovableChannelHandle
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { upstream in
                 upstream.eventLoop.makeCompletedFuture {
-                    try upstream.pipeline.syncOperations.addHandler(TunnelHandler(peer: downstream))
+                    try upstream.pipeline.syncOperations.addHandler(TunnelHandler(peer: downstream, proxy: proxy, tunnel: tunnel))
                 }
             }
             .connect(host: host, port: port)
@@ -119,7 +140,7 @@ final class ConnectRequestHandler: ChannelInboundHandler, RemovableChannelHandle
                     if let leftover, leftover.readableBytes > 0 { upstream.writeAndFlush(leftover, promise: nil) }
                     let pipeline = context.pipeline
                     do {
-                        try pipeline.syncOperations.addHandler(TunnelHandler(peer: upstream))
+                        try pipeline.syncOperations.addHandler(TunnelHandler(peer: upstream, proxy: handler.proxy, tunnel: tunnel))
                         pipeline.syncOperations.removeHandler(handler, promise: nil)
                     } catch {
                         context.close(promise: nil)
@@ -141,12 +162,17 @@ final class TunnelHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let peer: any Channel
+    private let proxy: ConnectProxy
+    private let tunnel: Int
 
-    init(peer: any Channel) {
+    init(peer: any Channel, proxy: ConnectProxy, tunnel: Int) {
         self.peer = peer
+        self.proxy = proxy
+        self.tunnel = tunnel
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if proxy.isStalled(tunnel) { return }
         peer.write(unwrapInboundIn(data), promise: nil)
     }
 

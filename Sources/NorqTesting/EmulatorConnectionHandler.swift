@@ -27,6 +27,9 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     /// the connection window through its stream multiplexer, which this handler does not use: without these
     /// updates a client stalls after 64 KiB of request bodies on a connection.
     private var unacknowledgedBytes = 0
+    /// Whether the large connection window was granted (after the client's first frame).
+    private var connectionWindowOpened = false
+    private var sawFrame = false
 
     // JWT state of this connection.
     private var verifiedTokens: [String: Result<JWTVerifier.Verified, JWTVerifier.Failure>] = [:]
@@ -56,6 +59,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if closed { return }
+        sawFrame = true
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let h):
@@ -87,6 +91,8 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
             }
             if h.endStream { complete(context: context, streamID: frame.streamID) }
         case .data(let d):
+            // Without a stream multiplexer nobody replenishes the connection-level receive window: count what
+            // the client sent (answered, ignored or not) and hand it back at the end of the read batch.
             unacknowledgedBytes += d.data.readableBytes + (d.paddingBytes ?? 0)
             guard var stream = streams[frame.streamID] else { return }
             if case .byteBuffer(var bytes) = d.data {
@@ -109,9 +115,17 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if unacknowledgedBytes > 0, !closed {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+        if !connectionWindowOpened, sawFrame, !closed {
+            // NIOHTTP2Handler drops DATA for streams above a GOAWAY's last-stream-id before this handler sees
+            // them, yet they use up the connection window, which then never comes back: a client with streams
+            // still to finish below the last id would stall. A 1 GiB connection window (as APNs-sized servers
+            // advertise) makes that loss harmless; everything this handler reads is still handed back.
+            connectionWindowOpened = true
+            unacknowledgedBytes += 1 << 30
+        }
+        if unacknowledgedBytes >= 16_384, !closed {
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
             unacknowledgedBytes = 0
             needsFlush = true
         }

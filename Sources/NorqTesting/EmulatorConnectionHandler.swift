@@ -123,7 +123,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
             connectionWindowOpened = true
             unacknowledgedBytes += 1 << 30
         }
-        if unacknowledgedBytes >= 16_384, !closed {
+        if unacknowledgedBytes > 0, !closed {
             context.write(wrapOutboundOut(HTTP2Frame(
                 streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
             unacknowledgedBytes = 0

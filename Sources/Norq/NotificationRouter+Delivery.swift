@@ -7,11 +7,16 @@ extension NotificationRouter {
     func deliver(target: DeliveryTarget, recipientID: String?, provider: any PushProvider, content: PushContent,
                  plan: SendPlan) async -> PushOutcome {
         let requestID = RequestID.make(idempotencyKey: plan.key, token: target.identity)
-        var log = logger
-        log[metadataKey: "norq.provider"] = "\(provider.name)"
-        log[metadataKey: "norq.token"] = "\(target.redacted)"
-        log[metadataKey: "apns.id"] = "\(requestID)"
-        if let template = plan.templateName { log[metadataKey: "norq.template"] = "\(template)" }
+        // The per-request logger (metadata: provider, redacted token, apns-id, template) is built only on the
+        // paths that log: building it for every token cost a metadata dictionary and four strings each.
+        func requestLogger() -> Logger {
+            var log = logger
+            log[metadataKey: "norq.provider"] = "\(provider.name)"
+            log[metadataKey: "norq.token"] = "\(target.redacted)"
+            log[metadataKey: "apns.id"] = "\(requestID)"
+            if let template = plan.templateName { log[metadataKey: "norq.template"] = "\(template)" }
+            return log
+        }
 
         func outcome(_ result: PushOutcome.Result, attempts: Int) -> PushOutcome {
             PushOutcome(target: target, recipientID: recipientID, provider: provider.name, attempts: attempts,
@@ -23,7 +28,7 @@ extension NotificationRouter {
             switch await deduplication.reserve(dedupKey) {
             case .completed(let first):
                 metrics.count("deduplicated", provider: provider.name)
-                log.debug("duplicate of an earlier send with the same idempotency key", metadata: ["norq.first": "\(first.kind)"])
+                requestLogger().debug("duplicate of an earlier send with the same idempotency key", metadata: ["norq.first": "\(first.kind)"])
                 return outcome(.duplicate(of: first), attempts: 0)
             case .inFlight:
                 let skip = PushOutcome.Skipped(code: .duplicateInFlight,
@@ -39,13 +44,13 @@ extension NotificationRouter {
         do {
             request = try prepareRequest(content, target: target, provider: provider, plan: plan, requestID: requestID)
         } catch {
-            log.notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
+            requestLogger().notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
             if let dedupKey { await deduplication.release(dedupKey) }
             countFinal(.failed(error), provider: provider.name)
             return outcome(.failed(error), attempts: 0)
         }
 
-        let (result, attempts, lastResponse) = await attempt(request, provider: provider, plan: plan, log: log)
+        let (result, attempts, lastResponse) = await attempt(request, provider: provider, plan: plan, log: requestLogger)
         if let dedupKey {
             if Self.isDefinitive(result) {
                 await deduplication.record(dedupKey, result: result)
@@ -57,7 +62,7 @@ extension NotificationRouter {
         if let lastResponse, case .token(let token) = target,
            let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: provider.name,
                                               environment: request.environment, recipientID: recipientID) {
-            log.info("device token is invalid", metadata: ["apns.reason": "\(event.reason)"])
+            requestLogger().info("device token is invalid", metadata: ["apns.reason": "\(event.reason)"])
             publish(event)
         }
         return outcome(result, attempts: attempts)
@@ -65,7 +70,7 @@ extension NotificationRouter {
 
     /// Sends `request` until it is delivered, the policy gives up or the deadline passes.
     func attempt(_ request: PreparedRequest, provider: any PushProvider, plan: SendPlan,
-                 log: Logger) async -> (PushOutcome.Result, attempts: Int, lastResponse: DeliveryResponse?) {
+                 log: () -> Logger) async -> (PushOutcome.Result, attempts: Int, lastResponse: DeliveryResponse?) {
         let policy = provider.policy.retry
         let deadline = clock.now().advanced(by: plan.options.deadline)
         var attempts = 0
@@ -85,7 +90,7 @@ extension NotificationRouter {
                 metrics.inFlightChanged(by: -1)
                 metrics.recordLatency(started.duration(to: clock.now()), provider: provider.name)
                 if response.classification == .delivered || (200..<300).contains(response.status) {
-                    log.trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
+                    if logger.logLevel <= .trace { log().trace("delivered", metadata: ["norq.attempts": "\(attempts)"]) }
                     let delivered = PushOutcome.Delivered(status: response.status,
                                                           messageID: response.messageID ?? request.requestID,
                                                           uniqueID: response.uniqueID)
@@ -101,7 +106,7 @@ extension NotificationRouter {
             let remaining = clock.now().duration(to: deadline)
             let decision = policy.decision(afterAttempt: attempts, failure: failure, remaining: remaining,
                                            randomUnit: clock.random())
-            var failureLog = log
+            var failureLog = log()
             if let reason = lastResponse?.reason { failureLog[metadataKey: "apns.reason"] = "\(reason)" }
             if let status = lastResponse?.status { failureLog[metadataKey: "norq.status"] = "\(status)" }
             if let lastError { failureLog[metadataKey: "norq.error"] = "\(lastError.code)" }

@@ -224,31 +224,34 @@ extension NotificationRouter {
         }
     }
 
+    /// Delivers the targets routed to `provider` with a fixed set of at most `policy.maxInFlight` workers,
+    /// each pulling the next target from one shared cursor (no task per target).
     func walk(provider: any PushProvider, content: PushContent, plan: SendPlan, recipients: [Recipient],
               emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
         let limit = max(1, provider.policy.maxInFlight)
+        let cursor = TargetCursor(recipients)
+        let workers = min(limit, cursor.count)
+        guard workers > 0 else { return }
         await withTaskGroup(of: Void.self) { group in
-            var running = 0
-            await Self.forEachTarget(recipients) { position, target, recipientID in
-                guard case .provider(let chosen, _) = self.route(target), chosen.name == provider.name else { return }
-                if running >= limit {
-                    _ = await group.next()
-                    running -= 1
-                }
-                if Task.isCancelled || self.isStopped {
-                    let error = Task.isCancelled
-                        ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
-                        : NorqError(.providerShutDown, "the router shut down before this token was delivered")
-                    self.countFinal(.failed(error), provider: provider.name)
-                    emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
-                                               result: .failed(error)))
-                    return
-                }
-                running += 1
+            for _ in 0..<workers {
                 group.addTask {
-                    let outcome = await self.deliver(target: target, recipientID: recipientID, provider: provider,
-                                                     content: content, plan: plan)
-                    emit(position, outcome)
+                    while let (position, target, recipientID) = cursor.next() {
+                        guard case .provider(let chosen, _) = self.route(target), chosen.name == provider.name else {
+                            continue
+                        }
+                        if Task.isCancelled || self.isStopped {
+                            let error = Task.isCancelled
+                                ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
+                                : NorqError(.providerShutDown, "the router shut down before this token was delivered")
+                            self.countFinal(.failed(error), provider: provider.name)
+                            emit(position, PushOutcome(target: target, recipientID: recipientID,
+                                                       provider: provider.name, result: .failed(error)))
+                            continue
+                        }
+                        let outcome = await self.deliver(target: target, recipientID: recipientID,
+                                                         provider: provider, content: content, plan: plan)
+                        emit(position, outcome)
+                    }
                 }
             }
         }

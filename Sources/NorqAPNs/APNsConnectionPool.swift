@@ -22,12 +22,28 @@ final class APNsConnection: Sendable {
 
     var eventLoop: any EventLoop { channel.eventLoop }
 
+    /// Requests handed over from other threads, taken by the event loop in batches: one `execute` per batch
+    /// (scheduled by whoever finds the inbox empty), not one per request.
+    private let inbox = Mutex<[APNsRequestBox]>([])
+
     func enqueue(_ box: APNsRequestBox) {
         let handler = self.handler
         if eventLoop.inEventLoop {
             handler.value.enqueue(box)
-        } else {
-            eventLoop.execute { handler.value.enqueue(box) }
+            return
+        }
+        let first = inbox.withLock { inbox in
+            inbox.append(box)
+            return inbox.count == 1
+        }
+        guard first else { return }
+        eventLoop.execute {
+            let batch = self.inbox.withLock { inbox in
+                let batch = inbox
+                inbox.removeAll(keepingCapacity: true)
+                return batch
+            }
+            handler.value.enqueue(batch)
         }
     }
 

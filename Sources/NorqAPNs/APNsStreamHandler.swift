@@ -110,12 +110,20 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     // MARK: requests
 
     func enqueue(_ box: APNsRequestBox) {
-        if let context { box.armDeadline(on: context.eventLoop) }
+        enqueue(CollectionOfOne(box))
+    }
+
+    /// Takes a batch of requests: arms their deadlines, opens what the stream limit allows, one flush.
+    func enqueue(_ boxes: some Collection<APNsRequestBox>) {
+        guard !boxes.isEmpty else { return }
+        if let context {
+            for box in boxes { box.armDeadline(on: context.eventLoop) }
+        }
         guard !closed, goAwayLastStreamID == nil else {
-            connection?.requeue([box])
+            connection?.requeue(Array(boxes))
             return
         }
-        queue.append(box)
+        queue.append(contentsOf: boxes)
         startStreams()
         scheduleFlush()
     }

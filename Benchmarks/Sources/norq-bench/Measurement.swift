@@ -14,6 +14,15 @@ enum ProcessStats {
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
+    /// Current resident set size in MB (`VmRSS` of /proc/self/status; 0 where unavailable).
+    static func currentRSSMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            if let kb = Double(String(line.filter { $0.isNumber })) { return kb / 1024 }
+        }
+        return 0
+    }
+
     /// Peak resident set size in MB: `VmHWM` of /proc/self/status, else `ru_maxrss`.
     static func peakRSSMegabytes() -> Double {
         if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {

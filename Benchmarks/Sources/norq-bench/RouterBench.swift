@@ -120,6 +120,9 @@ struct RouterBench {
         }
         let recipients = Self.recipients(0..<options.count)
         recorder.reset()
+        // What the process holds before the send (the recipients, the warmed-up router and connection): the
+        // router's own peak is roughly peak_rss_mb minus this.
+        let rssBeforeSend = ProcessStats.currentRSSMegabytes()
         let cpuStart = ProcessStats.cpuSeconds()
         let start = ContinuousClock.now
         let counts = try await send(router, data: data, to: recipients)
@@ -133,6 +136,7 @@ struct RouterBench {
         result.add("connections", options.connections)
         result.add("in_flight", options.inFlight)
         result.addDelivery(count: options.count, elapsed: elapsed, cpu: cpu, latencies: recorder.all, outcomes: counts)
+        result.add("rss_before_send_mb", rssBeforeSend, digits: 1)
         return result
     }
 

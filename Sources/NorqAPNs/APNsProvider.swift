@@ -203,7 +203,11 @@ public final class APNsProvider: PushProvider {
         }
         let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body,
                                    logID: request.target.redacted)
-        let response = try await transport.send(wire, deadline: deadline)
+        // Every request has its own deadline (`timeout`, default 10 s) inside the caller's overall one: a stream
+        // that never answers is cancelled and reported as `provider/deadline-exceeded`, which the router retries
+        // with the same apns-id while its send deadline allows.
+        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        let response = try await transport.send(wire, deadline: requestDeadline)
         let result = Self.interpret(response)
         if result.reason == "ExpiredProviderToken", let signer, let usedJWT {
             tokenCache.reportExpired(usedJWT, signer: signer)

@@ -273,6 +273,21 @@ import Testing
         await Self.close(s)
     }
 
+    @Test func configuredRequestTimeoutBoundsEachRequestInsideALongerCallerDeadline() async throws {
+        let silent = Self.token(98)
+        let s = try await Self.setup(configureEmulator: { $0.faults = .init(silentTokens: [silent]) },
+                                     configureProvider: { $0.requestTimeout = .milliseconds(300) })
+        #expect(try await Self.send(s.provider, PushContent(title: "warm")).status == 200)
+        let started = ContinuousClock.now
+        // The caller allows 30 s; the provider's own per-request timeout (300 ms) ends the silent stream.
+        let outcome = await Self.outcome(s.provider, PushContent(title: "s"), token: Fixtures.iosToken(silent),
+                                         timeout: .seconds(30))
+        #expect(outcome == "provider/deadline-exceeded")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(try await Self.send(s.provider, PushContent(title: "after")).status == 200)
+        await Self.close(s)
+    }
+
     @Test func loweredStreamLimit() async throws {
         let s = try await Self.setup { $0.maxConcurrentStreams = 50 }
         #expect(try await Self.send(s.provider, PushContent(title: "warm")).status == 200)

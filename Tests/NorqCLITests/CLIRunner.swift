@@ -83,7 +83,8 @@ enum CLI {
         }
     }
 
-    static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Running {
+    /// A `norq` process in the package root with piped output, no stdin and no colours (not started).
+    static func makeProcess(_ arguments: [String], environment: [String: String]) -> (Process, Pipe, Pipe) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -96,6 +97,11 @@ enum CLI {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
+        return (process, out, err)
+    }
+
+    static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Running {
+        let (process, out, err) = makeProcess(arguments, environment: environment)
         let running = Running(process: process, out: Collector(out), err: Collector(err))
         try process.run()
         return running
@@ -103,18 +109,7 @@ enum CLI {
 
     /// Runs `norq arguments...` in the package root; kills it after `timeout` seconds.
     static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
-        var env = ProcessInfo.processInfo.environment
-        env["NO_COLOR"] = "1"
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let (process, out, err) = makeProcess(arguments, environment: environment)
         let outBytes = DataBox(), errBytes = DataBox()
         let group = DispatchGroup()
         try process.run()

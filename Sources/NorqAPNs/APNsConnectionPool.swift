@@ -258,6 +258,11 @@ final class APNsConnectionPool: Sendable {
                 // skipped for speed. Responses are parsed leniently (only :status and known headers are read).
                 connectionConfiguration.headerBlockValidation = .disabled
                 connectionConfiguration.contentLengthValidation = .disabled
+                // Streams this client resets (a request timeout) may still get their answer; NIOHTTP2 ignores
+                // frames only for the streams it remembers resetting (32 by default) and treats the others as a
+                // connection error that fails every request in flight. Remember as many as can be open.
+                connectionConfiguration.maximumRecentlyResetStreams = max(
+                    32, 2 * settings.maxStreamsPerConnection)
                 connectionConfiguration.initialSettings = [
                     HTTP2Setting(parameter: .enablePush, value: 0),
                     HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),

@@ -102,6 +102,12 @@ public final class APNsEmulator: Sendable {
                         HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                     ]
                     connection.maximumConnectionGlitches = 1_000_000
+                    // NIOHTTP2 remembers only this many streams it closed without their end (by RST_STREAM or
+                    // by a GOAWAY's last-stream-id); a DATA frame for a forgotten one is a connection error
+                    // that also drops the rest of the read batch, i.e. other streams' DATA below the GOAWAY.
+                    // The default (32) is far below the hundreds of streams a burst leaves above a GOAWAY.
+                    connection.maximumRecentlyResetStreams = max(32,
+                                                                 2 * maxStreams)
                     var stream = NIOHTTP2Handler.StreamConfiguration()
                     stream.streamResetFrameRateLimit.maximumCount = 1_000_000
                     stream.streamErrorRateLimit.maximumCount = 1_000_000

@@ -9,15 +9,18 @@ import Foundation
 #endif
 
 /// What one send needs besides the recipients: the content rendered once, and the idempotency key.
-struct SendPlan: Sendable {
+///
+/// A class, not a struct: every in-flight request's async frames refer to it, and a reference there costs 8 bytes
+/// where a copy of the content and options cost over 1 KB per frame (over 10 KB per in-flight request).
+final class SendPlan: Sendable {
     /// nil when the template is disabled: every target is skipped.
-    var content: PushContent?
-    var templateName: String?
-    var options: RouterSendOptions
+    let content: PushContent?
+    let templateName: String?
+    let options: RouterSendOptions
     /// The caller's key, or a generated UUID.
-    var key: String
+    let key: String
     /// Whether `key` came from the caller (only then is the dedup store consulted).
-    var callerKey: Bool
+    let callerKey: Bool
 
     init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
         self.content = content
@@ -104,7 +107,7 @@ extension NotificationRouter {
                     result.append(PreparedDelivery(target: target, recipientID: recipient.id, provider: provider,
                                                    routing: how, plan: .noRequest(outcome)))
                 case .provider(let provider, let how):
-                    guard let content = plan.content else {
+                    guard plan.content != nil else {
                         result.append(PreparedDelivery(target: target, recipientID: recipient.id,
                                                        provider: provider.name, routing: how,
                                                        plan: .noRequest(.skipped(Self.disabledSkip(plan)))))
@@ -113,7 +116,7 @@ extension NotificationRouter {
                     let requestID = RequestID.make(idempotencyKey: plan.key, token: target.identity)
                     let entry: PreparedDelivery.Plan
                     do {
-                        entry = .request(try prepareRequest(content, target: target, provider: provider, plan: plan,
+                        entry = .request(try prepareRequest(target: target, provider: provider, plan: plan,
                                                             requestID: requestID))
                     } catch {
                         entry = .noRequest(.failed(error))
@@ -196,7 +199,7 @@ extension NotificationRouter {
     /// routing did not deliver. Nothing is materialised per target beyond the requests in flight.
     func execute(_ plan: SendPlan, _ recipients: [Recipient],
                  emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
-        guard let content = plan.content else {
+        guard plan.content != nil else {
             let skip = Self.disabledSkip(plan)
             await Self.forEachTarget(recipients) { position, target, recipientID in
                 self.metrics.count("skipped", provider: nil, reason: skip.code.rawValue)
@@ -217,8 +220,7 @@ extension NotificationRouter {
             for name in providerNames {
                 guard let provider = providers[name] else { continue }
                 group.addTask {
-                    await self.walk(provider: provider, content: content, plan: plan, recipients: recipients,
-                                    emit: emit)
+                    await self.walk(provider: provider, plan: plan, recipients: recipients, emit: emit)
                 }
             }
         }
@@ -226,7 +228,7 @@ extension NotificationRouter {
 
     /// Delivers the targets routed to `provider` with a fixed set of at most `policy.maxInFlight` workers,
     /// each pulling the next target from one shared cursor (no task per target).
-    func walk(provider: any PushProvider, content: PushContent, plan: SendPlan, recipients: [Recipient],
+    func walk(provider: any PushProvider, plan: SendPlan, recipients: [Recipient],
               emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
         let limit = max(1, provider.policy.maxInFlight)
         let cursor = TargetCursor(recipients)
@@ -249,7 +251,7 @@ extension NotificationRouter {
                             continue
                         }
                         let outcome = await self.deliver(target: target, recipientID: recipientID,
-                                                         provider: provider, content: content, plan: plan)
+                                                         provider: provider, plan: plan)
                         emit(position, outcome)
                     }
                 }
@@ -267,8 +269,11 @@ extension NotificationRouter {
                            collapseID: collapseID, sendTime: plan.options.sendTime)
     }
 
-    func prepareRequest(_ content: PushContent, target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,
+    func prepareRequest(target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,
                         requestID: String) throws(NorqError) -> PreparedRequest {
+        guard let content = plan.content else {
+            throw NorqError(.templateDisabled, "template \"\(plan.templateName ?? "?")\" is disabled (enabled: false)")
+        }
         let options = sendOptions(content, plan: plan, requestID: requestID)
         switch target {
         case .token(let token):

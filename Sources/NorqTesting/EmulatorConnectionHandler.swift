@@ -256,7 +256,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
         if let r = shared.rules.checkHeaders(
             apnsID: f.apnsID, pushType: f.pushType, topic: f.topic, priority: f.priority,
             expiration: f.expiration, collapseID: f.collapseID, body: body,
-            bodyIsJSONObject: { JSONSyntax.isObject(body) })
+            bodyIsJSONObject: { stream.body?.withUnsafeReadableBytes { JSONSyntax.isObject($0) } ?? false })
         {
             return .rejected(r)
         }

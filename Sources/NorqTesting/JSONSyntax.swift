@@ -1,6 +1,7 @@
 /// A small allocation-free JSON syntax checker (RFC 8259) used on the hot path instead of Foundation.
 enum JSONSyntax {
-    /// True when `bytes` is exactly one JSON object (surrounding whitespace allowed).
+    /// True when `bytes` is exactly one JSON object (surrounding whitespace allowed). Pass contiguous bytes
+    /// (`UnsafeRawBufferPointer`, `[UInt8]`) on hot paths: every index into a `ByteBufferView` is checked.
     static func isObject<C: RandomAccessCollection>(_ bytes: C) -> Bool where C.Element == UInt8, C.Index == Int {
         var parser = Parser(bytes: bytes)
         parser.skipWhitespace()
@@ -77,6 +78,13 @@ enum JSONSyntax {
 
         mutating func string() -> Bool {
             guard consume(UInt8(ascii: "\"")) else { return false }
+            // Fast path over plain characters; escapes, the closing quote and control bytes go the long way.
+            let end = bytes.endIndex
+            while index < end {
+                let c = bytes[index]
+                if c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { break }
+                index += 1
+            }
             while let c = peek() {
                 index += 1
                 switch c {

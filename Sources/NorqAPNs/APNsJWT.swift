@@ -80,43 +80,66 @@ public final class APNsTokenCache: Sendable {
         var renewals: Int
     }
 
-    private let entries = Mutex<[Key: Entry]>([:])
+    /// The token state of one (team, key). A provider looks its slot up once and then reads it without hashing
+    /// the key on every request.
+    final class Slot: Sendable {
+        private let entry = Mutex<Entry?>(nil)
+
+        /// The current token, minted or renewed when the policy says so.
+        func token(signer: APNsJWTSigner, policy: JWTRefreshPolicy, now: Int64) -> APNsProviderToken {
+            entry.withLock { entry in
+                let existing = entry
+                switch policy.decide(issuedAt: existing?.token.issuedAt, now: now,
+                                     reportedExpired: existing?.reportedExpired ?? false) {
+                case .reuse:
+                    if let existing { return existing.token }
+                    fallthrough
+                case .renew:
+                    let jwt = signer.sign(issuedAt: now)
+                    let token = APNsProviderToken(jwt: jwt, headerValue: "bearer " + jwt, issuedAt: now)
+                    entry = Entry(token: token, reportedExpired: false, renewals: (existing?.renewals ?? -1) + 1)
+                    return token
+                }
+            }
+        }
+
+        func reportExpired(_ jwt: String) {
+            entry.withLock { entry in
+                if entry?.token.jwt == jwt { entry?.reportedExpired = true }
+            }
+        }
+
+        var renewals: Int { entry.withLock { $0?.renewals ?? 0 } }
+    }
+
+    private let slots = Mutex<[Key: Slot]>([:])
 
     public init() {}
 
-    private func key(_ signer: APNsJWTSigner) -> Key { signer.cacheKey }
+    /// The slot of this signer's (team, key), created on first use.
+    func slot(for signer: APNsJWTSigner) -> Slot {
+        let key = signer.cacheKey
+        return slots.withLock { slots in
+            if let slot = slots[key] { return slot }
+            let slot = Slot()
+            slots[key] = slot
+            return slot
+        }
+    }
 
     /// The current token for this signer, minted or renewed when the policy says so.
     public func token(for signer: APNsJWTSigner, policy: JWTRefreshPolicy, now: Int64) -> APNsProviderToken {
-        let key = key(signer)
-        return entries.withLock { entries in
-            let existing = entries[key]
-            switch policy.decide(issuedAt: existing?.token.issuedAt, now: now,
-                                 reportedExpired: existing?.reportedExpired ?? false) {
-            case .reuse:
-                if let existing { return existing.token }
-                fallthrough
-            case .renew:
-                let jwt = signer.sign(issuedAt: now)
-                let token = APNsProviderToken(jwt: jwt, headerValue: "bearer " + jwt, issuedAt: now)
-                entries[key] = Entry(token: token, reportedExpired: false, renewals: (existing?.renewals ?? -1) + 1)
-                return token
-            }
-        }
+        slot(for: signer).token(signer: signer, policy: policy, now: now)
     }
 
     /// APNs answered `ExpiredProviderToken` for `jwt`: renew at the next request, once, if it is still current.
     public func reportExpired(_ jwt: String, signer: APNsJWTSigner) {
-        let key = key(signer)
-        entries.withLock { entries in
-            if entries[key]?.token.jwt == jwt { entries[key]?.reportedExpired = true }
-        }
+        slot(for: signer).reportExpired(jwt)
     }
 
     /// How many times the token of this signer was renewed (not counting the first), for tests and metrics.
     public func renewals(for signer: APNsJWTSigner) -> Int {
-        let key = key(signer)
-        return entries.withLock { $0[key]?.renewals ?? 0 }
+        slot(for: signer).renewals
     }
 }
 

@@ -165,8 +165,8 @@ extension APNsProvider {
         let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logID: logID)
         let response = Self.interpret(try await transport.send(wire, deadline: .now + (timeout ?? configuration.requestTimeout)))
         if response.status == status { return response }
-        if response.reason == "ExpiredProviderToken", let signer, let usedJWT {
-            tokenCache.reportExpired(usedJWT, signer: signer)
+        if response.reason == "ExpiredProviderToken", let tokenSlot, let usedJWT {
+            tokenSlot.reportExpired(usedJWT)
         }
         let code = APNsResponseTable.code(status: response.status, reason: response.reason) ?? .apnsUnexpectedChannelResponse
         let answered = response.header("apns-request-id").map { ", apns-request-id \($0)" } ?? ""

@@ -17,6 +17,8 @@ public final class APNsProvider: PushProvider {
     let clock: APNsClock
     let signer: APNsJWTSigner?
     let tokenCache: APNsTokenCache
+    /// This provider's entry in `tokenCache` (token auth), looked up once.
+    let tokenSlot: APNsTokenCache.Slot?
     let refreshPolicy: JWTRefreshPolicy
     let transport: any APNsTransport
     /// Storage policies of broadcast channels this provider created or read (see `prepare(_:forChannel:options:)`).
@@ -54,9 +56,11 @@ public final class APNsProvider: PushProvider {
         case .token(let keyID, let teamID, let pem, _):
             let signer = try APNsJWTSigner(keyID: keyID, teamID: teamID, privateKeyPEM: pem)
             self.signer = signer
+            self.tokenSlot = tokenCache.slot(for: signer)
             self.keyDisplay = "bearer <redacted ES256 JWT kid=\(keyID) iss=\(teamID)>"
         case .certificate:
             self.signer = nil
+            self.tokenSlot = nil
             self.keyDisplay = nil
         }
         var topics: [String: String] = [:]
@@ -72,8 +76,8 @@ public final class APNsProvider: PushProvider {
 
     /// The current `authorization` value (token auth), minting or renewing the shared JWT when due.
     func currentToken() -> APNsProviderToken? {
-        guard let signer else { return nil }
-        return tokenCache.token(for: signer, policy: refreshPolicy, now: clock.epochSeconds())
+        guard let signer, let tokenSlot else { return nil }
+        return tokenSlot.token(signer: signer, policy: refreshPolicy, now: clock.epochSeconds())
     }
 
     // MARK: prepare
@@ -209,8 +213,8 @@ public final class APNsProvider: PushProvider {
         let requestDeadline = min(deadline, .now + configuration.requestTimeout)
         let response = try await transport.send(wire, deadline: requestDeadline)
         let result = Self.interpret(response)
-        if result.reason == "ExpiredProviderToken", let signer, let usedJWT {
-            tokenCache.reportExpired(usedJWT, signer: signer)
+        if result.reason == "ExpiredProviderToken", let tokenSlot, let usedJWT {
+            tokenSlot.reportExpired(usedJWT)
             logger.notice("APNs reported ExpiredProviderToken; the provider token is renewed for the retry")
         }
         return result

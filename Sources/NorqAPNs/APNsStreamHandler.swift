@@ -44,6 +44,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var unacknowledgedBytes = 0
     private var lastActivity = NIODeadline.now()
     private var pingOutstanding = false
+    /// Whether the deadline sweep is scheduled (it runs while requests are queued or in flight).
+    private var sweepScheduled = false
     private let settingsPromise: EventLoopPromise<Void>
     private var settingsSeen = false
 
@@ -114,15 +116,13 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     /// Takes a batch of requests: arms their deadlines, opens what the stream limit allows, one flush.
     func enqueue(_ boxes: some Collection<APNsRequestBox>) {
         guard !boxes.isEmpty else { return }
-        if let context {
-            for box in boxes { box.armDeadline(on: context.eventLoop) }
-        }
         guard !closed, goAwayLastStreamID == nil else {
             connection?.requeue(Array(boxes))
             return
         }
         queue.append(contentsOf: boxes)
         startStreams()
+        scheduleSweep()
     }
 
     func cancelStream(_ id: Int32) {
@@ -166,6 +166,55 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             context.flush()
             Metrics.streamsOpened.increment()
         }
+    }
+
+    // MARK: deadlines
+
+    /// Every request's deadline, checked by one timer per connection rather than one timer per request (a
+    /// timer each cost a heap insertion and a cancellation per request on the event loop). Expired queued
+    /// requests are dropped, expired streams reset with CANCEL.
+    private static let sweepInterval = TimeAmount.milliseconds(10)
+
+    private func scheduleSweep() {
+        guard !sweepScheduled, !closed, load > 0, let context else { return }
+        sweepScheduled = true
+        context.eventLoop.assumeIsolated().scheduleTask(in: Self.sweepInterval) {
+            self.sweepScheduled = false
+            self.sweepDeadlines()
+            self.scheduleSweep()
+        }
+    }
+
+    private func sweepDeadlines() {
+        guard let context, !closed else { return }
+        let now = NIODeadline.now()
+        if queue.contains(where: { $0.deadline <= now }) {
+            var kept = CircularBuffer<APNsRequestBox>(initialCapacity: queue.count)
+            for box in queue {
+                if box.deadline <= now {
+                    box.completeAsExpired()
+                } else {
+                    kept.append(box)  // one completed meanwhile is skipped when its turn comes
+                }
+            }
+            queue = kept
+        }
+        var expired: [Int32] = []
+        for (id, stream) in streams where stream.box.deadline <= now {
+            expired.append(id)
+        }
+        guard !expired.isEmpty else { return }
+        for id in expired {
+            guard let stream = streams.removeValue(forKey: id) else { continue }
+            stream.box.unassign()
+            stream.box.completeAsExpired()
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: HTTP2StreamID(id), payload: .rstStream(.cancel))),
+                          promise: nil)
+            Metrics.streamsCancelled.increment()
+        }
+        context.flush()
+        startStreams()
+        drainIfDone()
     }
 
     // MARK: inbound

@@ -55,8 +55,8 @@ final class APNsRequestBox: Sendable {
         state.withLock { $0.continuation = continuation }
     }
 
-    /// Schedules the deadline timer once. Called on the event loop of the connection that takes the request
-    /// (scheduling there needs no cross-thread wake-up), or on any loop while it waits for a connection.
+    /// Schedules the deadline timer once, for a request that waits for a connection. (A connection's stream
+    /// handler enforces the deadlines of the requests it holds itself, with one periodic sweep.)
     func armDeadline(on eventLoop: any EventLoop) {
         let arm = state.withLock { state -> Bool in
             if state.done || state.deadlineArmed { return false }
@@ -95,6 +95,12 @@ final class APNsRequestBox: Sendable {
         }
     }
 
+    /// Fails with `provider/deadline-exceeded` (the caller cancels the stream); false when already complete.
+    @discardableResult
+    func completeAsExpired() -> Bool {
+        complete(.failure(NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(request.logID))")))
+    }
+
     /// Completes once; returns false when it had completed already.
     @discardableResult
     func complete(_ result: Result<APNsWireResponse, NorqError>) -> Bool {
@@ -114,7 +120,7 @@ final class APNsRequestBox: Sendable {
     /// The deadline passed: fail with `provider/deadline-exceeded` and cancel the stream if one is open.
     func deadlineExceeded() {
         let location = state.withLock { ($0.connection, $0.streamID) }
-        if complete(.failure(NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(request.logID))"))) {
+        if completeAsExpired() {
             if let connection = location.0, let streamID = location.1 {
                 connection.cancelStream(streamID)
             }

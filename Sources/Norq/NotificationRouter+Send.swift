@@ -21,6 +21,9 @@ final class SendPlan: Sendable {
     let key: String
     /// Whether `key` came from the caller (only then is the dedup store consulted).
     let callerKey: Bool
+    /// Unique in the process: tells providers that every request of this send carries the same content.
+    let contentID: UInt64
+    private static let nextContentID = Atomic<UInt64>(1)
 
     init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
         self.content = content
@@ -28,6 +31,7 @@ final class SendPlan: Sendable {
         self.options = options
         self.key = options.idempotencyKey ?? RequestID.random()
         self.callerKey = options.idempotencyKey != nil
+        self.contentID = Self.nextContentID.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 }
 
@@ -266,7 +270,7 @@ extension NotificationRouter {
         }
         return SendOptions(idempotencyKey: plan.key, requestID: requestID, environment: plan.options.environment,
                            priority: plan.options.priority, expiration: plan.options.expiration,
-                           collapseID: collapseID, sendTime: plan.options.sendTime)
+                           collapseID: collapseID, sendTime: plan.options.sendTime, contentID: plan.contentID)
     }
 
     func prepareRequest(target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,

@@ -28,6 +28,7 @@ public final class APNsProvider: PushProvider {
     private let lastPayload = Mutex<EncodedPayload?>(nil)
 
     struct EncodedPayload: Sendable {
+        var contentID: UInt64?
         var content: PushContent
         var pushType: APNsPushType
         var sendTime: Int64
@@ -123,7 +124,7 @@ public final class APNsProvider: PushProvider {
         } else {
             requestID = APNsRequestID.random()
         }
-        let body = try encodedPayload(content, pushType: pushType, sendTime: sendTime)
+        let body = try encodedPayload(content, pushType: pushType, sendTime: sendTime, contentID: options.contentID)
         guard body.count <= pushType.payloadLimit else {
             throw NorqError(.apnsPayloadTooLarge,
                             "payload is \(body.count) bytes; push type \(pushType) allows at most \(pushType.payloadLimit)")
@@ -151,13 +152,19 @@ public final class APNsProvider: PushProvider {
 
     /// The payload bytes, reusing the last encoding when the content, push type and send time (seconds) are
     /// those of the previous call: a send to many tokens renders once and encodes once, not once per token.
-    func encodedPayload(_ content: PushContent, pushType: APNsPushType, sendTime: Int64) throws(NorqError) -> [UInt8] {
-        if let last = lastPayload.withLock({ $0 }), last.sendTime == sendTime, last.pushType == pushType,
-           last.content == content {
-            return last.body
+    /// The same `contentID` (see ``SendOptions/contentID``) vouches for the same content without comparing it.
+    func encodedPayload(_ content: PushContent, pushType: APNsPushType, sendTime: Int64,
+                        contentID: UInt64? = nil) throws(NorqError) -> [UInt8] {
+        let reused: [UInt8]? = lastPayload.withLock { last in
+            guard let last, last.sendTime == sendTime, last.pushType == pushType else { return nil }
+            if let contentID, last.contentID == contentID { return last.body }
+            return last.content == content ? last.body : nil
         }
+        if let reused { return reused }
         let body = try APNsPayload.encode(content, pushType: pushType, sendTime: sendTime)
-        lastPayload.withLock { $0 = EncodedPayload(content: content, pushType: pushType, sendTime: sendTime, body: body) }
+        lastPayload.withLock {
+            $0 = EncodedPayload(contentID: contentID, content: content, pushType: pushType, sendTime: sendTime, body: body)
+        }
         return body
     }
 

@@ -15,10 +15,14 @@ public struct SendOptions: Sendable, Hashable {
     /// Send time in UNIX epoch seconds (for relative expirations and Live Activity timestamps);
     /// the provider uses the wall clock when nil.
     public var sendTime: Int64?
+    /// Identifies the content: calls that pass the same `contentID` pass the same content, so a provider may
+    /// reuse what it derived from it (the encoded payload) without comparing the content again. The router
+    /// sets one per send (it renders once per send); nil makes no such promise.
+    public var contentID: UInt64?
 
     public init(idempotencyKey: String? = nil, requestID: String? = nil, environment: PushEnvironment? = nil,
                 priority: Int? = nil, expiration: PushExpiration? = nil, collapseID: String? = nil,
-                sendTime: Int64? = nil) {
+                sendTime: Int64? = nil, contentID: UInt64? = nil) {
         self.idempotencyKey = idempotencyKey
         self.requestID = requestID
         self.environment = environment
@@ -26,6 +30,7 @@ public struct SendOptions: Sendable, Hashable {
         self.expiration = expiration
         self.collapseID = collapseID
         self.sendTime = sendTime
+        self.contentID = contentID
     }
 }
 

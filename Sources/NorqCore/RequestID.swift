@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 
 /// Stable per-token request ids (APNs `apns-id`): a name-based UUID version 5 (RFC 9562) of the
 /// idempotency key and the device token, so that every retry of one token carries the same id and a

@@ -115,3 +115,25 @@ import Testing
 
     struct NotAPNs: ProviderConfiguration { var summary: [(key: String, value: String)] { [] } }
 }
+
+@Suite("APNs payload reuse across the requests of one send")
+struct APNsPayloadReuseTests {
+    @Test("the same contentID reuses the encoding; another contentID or changed content without one re-encodes")
+    func contentIDReuse() throws {
+        let provider = try Fixtures.provider()
+        let first = PushContent(title: "first")
+        let second = PushContent(title: "second")
+        func body(_ content: PushContent, contentID: UInt64?) throws -> String {
+            let request = try provider.prepare(content, for: Fixtures.iosToken(),
+                                               options: SendOptions(sendTime: 1_800_000_000, contentID: contentID))
+            return String(decoding: request.body, as: UTF8.self)
+        }
+        #expect(try body(first, contentID: 7).contains("first"))
+        #expect(try body(first, contentID: 7).contains("first"))
+        // A new send (new contentID) with new content is encoded afresh.
+        #expect(try body(second, contentID: 8).contains("second"))
+        // Without a contentID the content itself is compared.
+        #expect(try body(first, contentID: nil).contains("first"))
+        #expect(try body(second, contentID: nil).contains("second"))
+    }
+}

@@ -221,10 +221,19 @@ def summary(path):
                   f"CPU {cpu:.3f} s/10k ({'met' if cpu <= 0.25 else 'NOT met'}); "
                   f"peak RSS {rss:.1f} MB" + (f" ({'met' if rss <= 64 else 'NOT met'}, 1000 in flight)"
                                               if inflight == 1000 else ""))
+    for (label, client), rs in sorted(groups.items()):
+        if client == "norq-router-streamed-input" and label.startswith("nghttpd"):
+            rss = med(rs, "peak_rss_mb")
+            inflight = rs[0].get("in_flight")
+            print(f"- {label}, recipients as an async sequence: peak RSS {rss:.1f} MB"
+                  + (f" ({'met' if rss <= 64 else 'NOT met'}, 1000 in flight)" if inflight == 1000 else "")
+                  + f", {med(rs, 'notifications_per_s'):,.0f}/s, CPU {med(rs, 'cpu_s_per_10k'):.3f} s/10k")
     for r in rows:
         if r.get("client") == "render":
-            ok = "met" if r["renders_per_s"] >= 200000 else "NOT met"
-            print(f"- render {r['template']}: {r['renders_per_s']:,} renders/s ({ok} for >= 200,000)")
+            # The target is for templates/order-shipped; the bench template (five items) is shown for scale.
+            target = r["template"].endswith("templates/order-shipped")
+            ok = (" (met for >= 200,000)" if r["renders_per_s"] >= 200000 else " (NOT met for >= 200,000)") if target else ""
+            print(f"- render {r['template']}: {r['renders_per_s']:,} renders/s{ok}")
     for r in rows:
         if "error" in r:
             print(f"- ERROR from {r.get('client')} {r.get('label', '')}: {r['error'][:300]}")

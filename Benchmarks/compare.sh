@@ -8,6 +8,7 @@
 #   SERVERS ["nghttpd emulator"]   PEERS [1] also run the AsyncHTTPClient loop (on nghttpd, 1 connection)
 #   and aioapns (on the emulator: it needs the apns-id echoed), 1 run each
 #   PEER_COUNT [20000]  notifications per peer run   RENDER [1] run the render micro-benchmark
+#   STREAMED [1]  also one router run per shape with the recipients as an async sequence (--input stream)
 #   WORK [/tmp/norq-bench]  scratch directory (certificates, docroot, results.jsonl)
 #   NO_BUILD [0]  skip `swift build -c release --package-path Benchmarks`
 set -euo pipefail
@@ -16,7 +17,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 COUNT="${COUNT:-100000}"; RUNS="${RUNS:-5}"; SHAPES="${SHAPES:-1x100 1x1000 4x250}"
 SERVERS="${SERVERS:-nghttpd emulator}"; PEERS="${PEERS:-1}"; PEER_COUNT="${PEER_COUNT:-20000}"
-RENDER="${RENDER:-1}"; WORK="${WORK:-/tmp/norq-bench}"; NO_BUILD="${NO_BUILD:-0}"
+RENDER="${RENDER:-1}"; STREAMED="${STREAMED:-1}"; WORK="${WORK:-/tmp/norq-bench}"; NO_BUILD="${NO_BUILD:-0}"
 WARMUP="${WARMUP:-2000}"
 KEY="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000; TOPIC=com.example.MyApp
 TOOLS="$ROOT/Benchmarks/bench_tools.py"
@@ -99,8 +100,8 @@ run_h2load() {  # label connections streams count
         | tee -a "$RESULTS"
 }
 
-run_router() {  # label connections streams count
-    python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode router --label "$1" \
+run_router() {  # label connections streams count [input]
+    python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode router --input "${5:-array}" --label "$1" \
         --endpoint "https://127.0.0.1:$PORT" --ca "$CA" --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" \
         --count "$4" --connections "$2" --in-flight "$(( $2 * $3 ))" --warmup "$WARMUP" | tee -a "$RESULTS"
 }
@@ -116,6 +117,7 @@ for server in $SERVERS; do
             run_router "$label" "$connections" "$streams" "$COUNT"
             run_h2load "$label" "$connections" "$streams" "$COUNT"
         done
+        if [ "$STREAMED" = 1 ]; then run_router "$label" "$connections" "$streams" "$COUNT" stream; fi
         if [ "$PEERS" = 1 ] && [ "$server" = nghttpd ] && [ "$connections" = 1 ]; then
             # A plain AsyncHTTPClient loop (it uses one HTTP/2 connection per host).
             python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode ahc --label "$label" \

@@ -82,6 +82,34 @@ extension NotificationRouter {
         try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
     }
 
+    /// Like `sendStreaming(template:...)`, for recipients that arrive as an async sequence (a database cursor,
+    /// a file read line by line). They are read in chunks (`recipientChunkSize`: 16 times the largest
+    /// in-flight bound, at least 1,024) and each chunk is delivered before the next is read, so a send to
+    /// millions of recipients holds one chunk and the requests in flight, never the whole list.
+    /// Ending the iteration early cancels the send: the chunk being delivered ends with `send-cancelled`
+    /// outcomes for its remaining targets, and recipients not read yet get no outcome.
+    public func sendStreaming<Recipients: AsyncSequence & Sendable>(
+        template: String, data: JSONValue, to recipients: Recipients, options: RouterSendOptions = RouterSendOptions()
+    ) throws(NorqError) -> AsyncStream<PushOutcome> where Recipients.Element == Recipient, Recipients.Failure == Never {
+        let content = try render(template: template, data: data, strict: options.strict)
+        return try stream(SendPlan(content: content, templateName: template, options: options), recipients)
+    }
+
+    /// Like `sendStreaming(content:...)`, for recipients that arrive as an async sequence (read in chunks, see
+    /// `sendStreaming(template:data:to:options:)` with an async sequence).
+    public func sendStreaming<Recipients: AsyncSequence & Sendable>(
+        content: PushContent, to recipients: Recipients, options: RouterSendOptions = RouterSendOptions()
+    ) throws(NorqError) -> AsyncStream<PushOutcome> where Recipients.Element == Recipient, Recipients.Failure == Never {
+        try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
+    }
+
+    /// How many recipients a send from an async sequence reads at a time: 16 times the largest provider
+    /// in-flight bound (so the tail of a chunk, when fewer requests are in flight, is a small part of it),
+    /// at least 1,024.
+    public var recipientChunkSize: Int {
+        max(1_024, 16 * (providers.values.map(\.policy.maxInFlight).max() ?? 0))
+    }
+
     // MARK: - Dry run
 
     /// The dry run: renders and routes like a send and returns, per target, the exact request that would
@@ -182,6 +210,36 @@ extension NotificationRouter {
         let collector = OutcomeCollector(count: Self.targetCount(recipients))
         await execute(plan, recipients) { position, outcome in collector.set(position, outcome) }
         return collector.report
+    }
+
+    func stream<Recipients: AsyncSequence & Sendable>(_ plan: SendPlan, _ recipients: Recipients) throws(NorqError)
+        -> AsyncStream<PushOutcome> where Recipients.Element == Recipient, Recipients.Failure == Never
+    {
+        try beginSend()
+        let (stream, continuation) = AsyncStream.makeStream(of: PushOutcome.self)
+        let chunkSize = recipientChunkSize
+        let task = Task {
+            var chunk: [Recipient] = []
+            chunk.reserveCapacity(chunkSize)
+            for await recipient in recipients {
+                chunk.append(recipient)
+                guard chunk.count == chunkSize else { continue }
+                await self.execute(plan, chunk) { _, outcome in continuation.yield(outcome) }
+                chunk.removeAll(keepingCapacity: true)
+                // Cancelled, or the router is shutting down: the chunk's remaining targets got their failure
+                // outcomes; the rest of the sequence is not read.
+                if Task.isCancelled || self.isStopped { break }
+            }
+            if !chunk.isEmpty, !Task.isCancelled, !self.isStopped {
+                await self.execute(plan, chunk) { _, outcome in continuation.yield(outcome) }
+            }
+            continuation.finish()
+            self.endSend()
+        }
+        continuation.onTermination = { reason in
+            if case .cancelled = reason { task.cancel() }
+        }
+        return stream
     }
 
     func stream(_ plan: SendPlan, _ recipients: [Recipient]) throws(NorqError) -> AsyncStream<PushOutcome> {

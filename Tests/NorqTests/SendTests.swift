@@ -1,3 +1,4 @@
+import Synchronization
 import Norq
 import NorqCore
 import Testing
@@ -119,6 +120,42 @@ struct SendTests {
         #expect(seen.count == 300)
     }
 
+    @Test("recipients from an async sequence: read one chunk at a time, one outcome per token")
+    func streamingInput() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 7)
+        let r = try NotificationRouter(providers: [apns])
+        #expect(r.recipientChunkSize == 1_024)
+        let total = 2_500
+        let source = CountingRecipients(count: total)
+        var seen: Set<DeliveryTarget> = []
+        var readAtFirstOutcome: Int?
+        for await outcome in try r.sendStreaming(content: PushContent(title: "t"), to: source) {
+            if readAtFirstOutcome == nil { readAtFirstOutcome = source.read }
+            #expect(outcome.result.kind == "delivered")
+            #expect(seen.insert(outcome.target).inserted)
+        }
+        #expect(seen.count == total)
+        #expect(Set(apns.requests.map(\.path)).count == total)
+        // Only the first chunk (plus the one element that does not fit yet) was read before outcomes flowed.
+        #expect((readAtFirstOutcome ?? .max) <= r.recipientChunkSize + 1)
+        #expect(source.read == total)
+    }
+
+    @Test("recipients from an async sequence: cancelling stops reading it")
+    func streamingInputCancelled() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 4)
+        let r = try NotificationRouter(providers: [apns])
+        let source = CountingRecipients(count: 100_000)
+        var outcomes = 0
+        for await _ in try r.sendStreaming(content: PushContent(title: "t"), to: source) {
+            outcomes += 1
+            if outcomes == 10 { break }
+        }
+        // Give the send task a moment to see the cancellation; it must not read the whole sequence.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(source.read <= 2 * r.recipientChunkSize)
+    }
+
     @Test("fan-out is bounded by the provider's maxInFlight and every token gets one outcome")
     func boundedFanOut() async throws {
         let apns = FakeProvider(name: "apns", maxInFlight: 8) { _, _ throws(NorqError) in
@@ -159,4 +196,30 @@ struct SendTests {
         }
         #expect(cancelled.count == 4)
     }
+}
+
+/// An async sequence of one-token recipients that counts how many were read.
+final class CountingRecipients: AsyncSequence, Sendable {
+    typealias Element = Recipient
+    typealias Failure = Never
+    let count: Int
+    private let counter = Mutex(0)
+    init(count: Int) { self.count = count }
+    var read: Int { counter.withLock { $0 } }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        typealias Failure = Never
+        let source: CountingRecipients
+        mutating func next() async -> Recipient? {
+            let index = source.counter.withLock { n -> Int? in
+                guard n < source.count else { return nil }
+                n += 1
+                return n - 1
+            }
+            guard let index else { return nil }
+            return Recipient(id: "r\(index)", tokens: [ios(hexToken(index))])
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
 }

@@ -17,12 +17,15 @@ struct Options: Sendable {
     var outDir: String?
     var seconds = 3.0
     var timeout = 60
+    /// Router mode: `array` hands the router a `[Recipient]`; `stream` an async sequence that makes each
+    /// recipient when the router reads it (`sendStreaming(...to: some AsyncSequence)`).
+    var input = "array"
 
     static let usage = """
     usage: norq-bench [--mode router|ahc|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
                       [--key P8] [--team TEAMID] [--key-id KEYID] [--bundle-id ID] [--templates DIR]
                       [--template NAME] [--count N] [--connections C] [--in-flight M] [--warmup N]
-                      [--label TEXT] [--out DIR] [--seconds S] [--timeout S]
+                      [--label TEXT] [--out DIR] [--seconds S] [--timeout S] [--input array|stream]
       router   N notifications through NotificationRouter (render + routing + JWT + TLS HTTP/2), one JSON line
       ahc      the same requests through a plain AsyncHTTPClient loop, one JSON line
       render   renders/s of the template compiled once (one core), one JSON line per template
@@ -64,6 +67,9 @@ struct Options: Sendable {
             case "--out": options.outDir = try value(argument)
             case "--seconds": options.seconds = Double(try value(argument)) ?? 3
             case "--timeout": options.timeout = try int(argument)
+            case "--input":
+                options.input = try value(argument)
+                guard ["array", "stream"].contains(options.input) else { throw BenchError("--input is array or stream") }
             case "-h", "--help": throw BenchError(usage)
             default: throw BenchError("unknown option \(argument)\n\(usage)")
             }

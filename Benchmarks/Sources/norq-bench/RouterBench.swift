@@ -95,8 +95,11 @@ struct RouterBench {
 
     /// One streaming send; returns outcome counts by kind (and by error code for the others).
     func send(_ router: NotificationRouter, data: JSONValue, to recipients: [Recipient]) async throws -> [String: Int] {
+        try await count(router.sendStreaming(template: options.template, data: data, to: recipients))
+    }
+
+    func count(_ stream: AsyncStream<PushOutcome>) async -> [String: Int] {
         var counts: [String: Int] = [:]
-        let stream = try router.sendStreaming(template: options.template, data: data, to: recipients)
         for await outcome in stream {
             switch outcome.result {
             case .delivered: counts["delivered", default: 0] += 1
@@ -118,19 +121,22 @@ struct RouterBench {
                 throw BenchError("warm-up did not deliver everything: \(warm)")
             }
         }
-        let recipients = Self.recipients(0..<options.count)
+        let recipients = options.input == "array" ? Self.recipients(0..<options.count) : []
         recorder.reset()
         // What the process holds before the send (the recipients, the warmed-up router and connection): the
         // router's own peak is roughly peak_rss_mb minus this.
         let rssBeforeSend = ProcessStats.currentRSSMegabytes()
         let cpuStart = ProcessStats.cpuSeconds()
         let start = ContinuousClock.now
-        let counts = try await send(router, data: data, to: recipients)
+        let counts = options.input == "array"
+            ? try await send(router, data: data, to: recipients)
+            : await count(try router.sendStreaming(template: options.template, data: data,
+                                                   to: LazyRecipients(count: options.count)))
         let elapsed = start.duration(to: .now)
         let cpu = ProcessStats.cpuSeconds() - cpuStart
         await router.shutdown(gracePeriod: .seconds(5))
         var result = RunResult()
-        result.add("client", "norq-router")
+        result.add("client", options.input == "array" ? "norq-router" : "norq-router-streamed-input")
         if let label = options.label { result.add("label", label) }
         result.add("endpoint", options.endpoint)
         result.add("connections", options.connections)
@@ -162,4 +168,25 @@ struct RouterBench {
         try Data((request.path + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/path.txt"))
         print("{\"body_bytes\":\(request.body.count),\"headers\":\(request.headers.count)}")
     }
+}
+
+/// The benchmark's recipients as an async sequence, each made when the router reads it (nothing is held
+/// beyond the router's current chunk).
+struct LazyRecipients: AsyncSequence, Sendable {
+    typealias Element = Recipient
+    typealias Failure = Never
+    let count: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        typealias Failure = Never
+        let count: Int
+        var index = 0
+        mutating func next() async -> Recipient? {
+            guard index < count else { return nil }
+            defer { index += 1 }
+            return Recipient(tokens: [PushToken(token: BenchTokens.token(index), platform: .ios)])
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
 }

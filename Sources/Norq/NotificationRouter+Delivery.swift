@@ -8,9 +8,7 @@ extension NotificationRouter {
     /// Memory note: with 1,000 requests in flight there are 1,000 suspended copies of this function's async frame
     /// (and of `attempt`'s). Only what must live across an `await` is kept here; logging, preparing and
     /// finishing run in synchronous helpers, whose locals live on the thread's stack instead of in every frame.
-    func deliver(target: DeliveryTarget, recipientID: String?, provider: any PushProvider,
-                 plan: SendPlan) async -> PushOutcome {
-        let job = DeliveryJob(target: target, recipientID: recipientID, provider: provider, plan: plan)
+    func deliver(_ job: DeliveryJob) async -> PushOutcome {
         if let dedupKey = job.dedupKey, let early = await reserve(dedupKey, job: job) {
             return early
         }
@@ -94,7 +92,9 @@ extension NotificationRouter {
         return log
     }
 
-    /// Sends `request` until it is delivered, the policy gives up or the deadline passes.
+    /// Sends `request` until it is delivered, the policy gives up or the deadline passes. Inlined into
+    /// `deliver`: one async frame per request in flight instead of two.
+    @inline(__always)
     func attempt(_ request: PreparedRequest, job: DeliveryJob) async
         -> (PushOutcome.Result, attempts: Int, lastResponse: DeliveryResponse?)
     {

@@ -299,26 +299,39 @@ extension NotificationRouter {
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
                 group.addTask {
-                    while let (position, target, recipientID) = cursor.next() {
-                        guard case .provider(let chosen, _) = self.route(target), chosen.name == provider.name else {
-                            continue
-                        }
-                        if Task.isCancelled || self.isStopped {
-                            let error = Task.isCancelled
-                                ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
-                                : NorqError(.providerShutDown, "the router shut down before this token was delivered")
-                            self.countFinal(.failed(error), provider: provider.name)
-                            emit(position, PushOutcome(target: target, recipientID: recipientID,
-                                                       provider: provider.name, result: .failed(error)))
-                            continue
-                        }
-                        let outcome = await self.deliver(target: target, recipientID: recipientID,
-                                                         provider: provider, plan: plan)
-                        emit(position, outcome)
-                    }
+                    await self.work(cursor: cursor, provider: provider, plan: plan, emit: emit)
                 }
             }
         }
+    }
+
+    /// One worker of `walk`: takes targets from the cursor until none is left and delivers those routed to
+    /// `provider`, one at a time.
+    private func work(cursor: TargetCursor, provider: any PushProvider, plan: SendPlan,
+                      emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+        while let (position, target, recipientID) = cursor.next() {
+            guard let job = job(for: target, recipientID: recipientID, position: position, provider: provider,
+                                plan: plan, emit: emit) else { continue }
+            emit(position, await deliver(job))
+        }
+    }
+
+    /// The delivery job for a target routed to `provider`; nil for targets routed elsewhere and, after a
+    /// cancellation or shutdown, for targets answered here with that failure.
+    @inline(never)
+    private func job(for target: DeliveryTarget, recipientID: String?, position: Int, provider: any PushProvider,
+                     plan: SendPlan, emit: @Sendable (Int, PushOutcome) -> Void) -> DeliveryJob? {
+        guard case .provider(let chosen, _) = route(target), chosen.name == provider.name else { return nil }
+        if Task.isCancelled || isStopped {
+            let error = Task.isCancelled
+                ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
+                : NorqError(.providerShutDown, "the router shut down before this token was delivered")
+            countFinal(.failed(error), provider: provider.name)
+            emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
+                                       result: .failed(error)))
+            return nil
+        }
+        return DeliveryJob(target: target, recipientID: recipientID, provider: provider, plan: plan)
     }
 
     func sendOptions(_ content: PushContent, plan: SendPlan, requestID: String) -> SendOptions {

@@ -183,6 +183,20 @@ public final class APNsProvider: PushProvider {
     // MARK: deliver
 
     public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
+        // The async frame keeps only the wire request and the token used: a thousand requests in flight are a
+        // thousand suspended frames. Building the headers and reading the answer are synchronous helpers.
+        let (wire, usedJWT) = wireRequest(for: request)
+        // Every request has its own deadline (`timeout`, default 10 s) inside the caller's overall one: a stream
+        // that never answers is cancelled and reported as `provider/deadline-exceeded`, which the router retries
+        // with the same apns-id while its send deadline allows.
+        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        return received(try await transport.send(wire, deadline: requestDeadline), usedJWT: usedJWT)
+    }
+
+    /// The HPACK headers of `request` (pseudo-headers first, the current provider token stamped in) and the JWT
+    /// used, if any.
+    @inline(never)
+    func wireRequest(for request: PreparedRequest) -> (APNsWireRequest, usedJWT: String?) {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
         var usedJWT: String?
@@ -214,11 +228,12 @@ public final class APNsProvider: PushProvider {
         }
         let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body,
                                    logID: request.target.redacted)
-        // Every request has its own deadline (`timeout`, default 10 s) inside the caller's overall one: a stream
-        // that never answers is cancelled and reported as `provider/deadline-exceeded`, which the router retries
-        // with the same apns-id while its send deadline allows.
-        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
-        let response = try await transport.send(wire, deadline: requestDeadline)
+        return (wire, usedJWT)
+    }
+
+    /// Classifies an answer; an `ExpiredProviderToken` marks the token used for renewal before the retry.
+    @inline(never)
+    func received(_ response: APNsWireResponse, usedJWT: String?) -> DeliveryResponse {
         let result = Self.interpret(response)
         if result.reason == "ExpiredProviderToken", let tokenSlot, let usedJWT {
             tokenSlot.reportExpired(usedJWT)

@@ -91,7 +91,7 @@ public final class NotificationRouter: Service {
         self.templates = templates
         self.deduplication = deduplication
         self.logger = logger
-        self.metrics = RouterMetrics(factory: metricsFactory)
+        self.metrics = RouterMetrics(factory: metricsFactory, providers: names)
         self.clock = clock
         self.shutdownGracePeriod = shutdownGracePeriod
         self.onInvalidToken = onInvalidToken

@@ -22,12 +22,26 @@ final class RouterMetrics: Sendable {
     private let counters = Mutex<[String: Counter]>([:])
     private let timers = Mutex<[String: Timer]>([:])
     private let inFlight: Meter
+    /// The per-token counters without a reason, made up front for every known provider: the hot path then
+    /// finds them with two dictionary reads, without building a key or taking a lock.
+    private let plain: [String: [String: Counter]]
+    static let plainNames = ["sent", "delivered", "retried", "deduplicated"]
 
-    init(factory: (any MetricsFactory)?, prefix: String = "norq") {
+    init(factory: (any MetricsFactory)?, prefix: String = "norq", providers: [String] = []) {
         let factory = factory ?? MetricsSystem.factory
         self.factory = factory
         self.prefix = prefix
         self.inFlight = Meter(label: "\(prefix)_in_flight", dimensions: [], factory: factory)
+        var plain: [String: [String: Counter]] = [:]
+        for provider in providers {
+            var counters: [String: Counter] = [:]
+            for name in Self.plainNames {
+                counters[name] = Counter(label: "\(prefix)_\(name)_total", dimensions: [("provider", provider)],
+                                         factory: factory)
+            }
+            plain[provider] = counters
+        }
+        self.plain = plain
     }
 
     static func reasonLabel(_ reason: String?) -> String {
@@ -36,6 +50,10 @@ final class RouterMetrics: Sendable {
     }
 
     func count(_ name: String, provider: String?, reason: String? = nil) {
+        if reason == nil, let provider, let counter = plain[provider]?[name] {
+            counter.increment()
+            return
+        }
         var dimensions: [(String, String)] = [("provider", provider ?? "none")]
         if let reason { dimensions.append(("reason", Self.reasonLabel(reason))) }
         let key = name + "|" + dimensions.map { $0.0 + "=" + $0.1 }.joined(separator: ",")

@@ -24,9 +24,13 @@ final class LatencyRecorder: Sendable {
 }
 
 /// Wraps the real APNs provider to time each `deliver` (request written to response received).
-struct TimedProvider: PushProvider {
+final class TimedProvider: PushProvider {
     let inner: APNsProvider
     let recorder: LatencyRecorder
+    init(inner: APNsProvider, recorder: LatencyRecorder) {
+        self.inner = inner
+        self.recorder = recorder
+    }
     var name: String { inner.name }
     var typeName: String { inner.typeName }
     var platforms: Set<Platform> { inner.platforms }

@@ -104,14 +104,16 @@ struct RouterBench {
 
     func count(_ stream: AsyncStream<PushOutcome>) async -> [String: Int] {
         var counts: [String: Int] = [:]
+        var delivered = 0  // counted apart: a dictionary update per outcome cost the harness 3% of the client CPU
         for await outcome in stream {
             switch outcome.result {
-            case .delivered: counts["delivered", default: 0] += 1
+            case .delivered: delivered += 1
             case .rejected(let rejected): counts["rejected:\(rejected.status):\(rejected.reason ?? "")", default: 0] += 1
             case .failed(let error): counts["failed:\(error.code.rawValue)", default: 0] += 1
             default: counts[outcome.result.kind, default: 0] += 1
             }
         }
+        if delivered > 0 { counts["delivered", default: 0] += delivered }
         return counts
     }
 

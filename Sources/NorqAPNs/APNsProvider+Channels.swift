@@ -162,7 +162,7 @@ extension APNsProvider {
             usedJWT = current.jwt
         }
         let logID = request.header("apns-channel-id").map { "channel:" + String($0.prefix(8)) } ?? "channels"
-        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logID: logID)
+        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil, logLabel: logID)
         let response = Self.interpret(try await transport.send(wire, deadline: .now + (timeout ?? configuration.requestTimeout)))
         if response.status == status { return response }
         if response.reason == "ExpiredProviderToken", let tokenSlot, let usedJWT {

@@ -226,8 +226,14 @@ public final class APNsProvider: PushProvider {
             hpack.add(name: "authorization", value: current.headerValue)
             usedJWT = current.jwt
         }
-        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body,
-                                   logID: request.target.redacted)
+        let wire: APNsWireRequest
+        switch request.target {
+        case .token(let token):
+            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: token.token)
+        case .channel:
+            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil,
+                                   logLabel: request.target.redacted)
+        }
         return (wire, usedJWT)
     }
 

@@ -8,8 +8,21 @@ struct APNsWireRequest: Sendable {
     var endpoint: APNsEndpoint
     var headers: HPACKHeaders
     var body: [UInt8]
-    /// Log-safe target (first 8 characters of the token).
-    var logID: String
+    /// The device token, named (redacted) in error messages only when one is made; nil for other requests.
+    var logToken: String?
+    /// What error messages name when there is no device token (a channel).
+    var logLabel = ""
+
+    init(endpoint: APNsEndpoint, headers: HPACKHeaders, body: [UInt8], logToken: String?, logLabel: String = "") {
+        self.endpoint = endpoint
+        self.headers = headers
+        self.body = body
+        self.logToken = logToken
+        self.logLabel = logLabel
+    }
+
+    /// Log-safe name of the target (first 8 characters of the token).
+    var logID: String { logToken.map(PushToken.redact) ?? logLabel }
 }
 
 /// One response as received.

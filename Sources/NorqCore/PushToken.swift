@@ -30,8 +30,14 @@ public struct PushToken: Sendable, Hashable {
     }
 
     /// The first 8 characters, for logs. A whole device token is never logged.
-    public var redacted: String {
-        token.count <= 8 ? String(repeating: "*", count: token.count) : String(token.prefix(8)) + "…"
+    public var redacted: String { Self.redact(token) }
+
+    /// A token shortened for logs and messages: its first 8 characters and an ellipsis (stars when shorter).
+    public static func redact(_ token: String) -> String {
+        // Counts at most nine characters (a full `count` walks every grapheme of the token).
+        let head = token.prefix(9)
+        let shown = head.count
+        return shown <= 8 ? String(repeating: "*", count: shown) : String(head.prefix(8)) + "…"
     }
 
     /// Builds a token from loose JSON, validating platform, environment and web keys.

@@ -13,10 +13,15 @@ public enum RequestID {
 
     /// The request id of one (idempotency key, target) pair: UUIDv5 over `key`, a NUL byte and `token`.
     public static func make(idempotencyKey key: String, token: String) -> String {
-        var name: [UInt8] = Array(key.utf8)
-        name.append(0)
-        name.append(contentsOf: token.utf8)
-        return uuidV5(namespace: namespace, name: name)
+        // Hashed piece by piece: no name array is built (this runs once per token of every send).
+        var hasher = Insecure.SHA1()
+        hasher.update(data: namespace)
+        var key = key
+        key.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        withUnsafeBytes(of: UInt8(0)) { hasher.update(bufferPointer: $0) }
+        var token = token
+        token.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        return formatV5(hasher.finalize())
     }
 
     /// UUID version 5 (SHA-1, name-based) of `name` in `namespace` (16 bytes), formatted lowercase.
@@ -24,10 +29,20 @@ public enum RequestID {
         var hasher = Insecure.SHA1()
         hasher.update(data: namespace)
         hasher.update(data: name)
-        var bytes = Array(hasher.finalize().prefix(16))
-        bytes[6] = (bytes[6] & 0x0f) | 0x50 // version 5
-        bytes[8] = (bytes[8] & 0x3f) | 0x80 // RFC 4122 variant
-        return format(bytes)
+        return formatV5(hasher.finalize())
+    }
+
+    /// The first 16 bytes of a SHA-1 digest with the version-5 and RFC 4122 variant bits, formatted.
+    static func formatV5(_ digest: Insecure.SHA1Digest) -> String {
+        digest.withUnsafeBytes { raw in
+            format(count: 16) { index in
+                switch index {
+                case 6: (raw[6] & 0x0f) | 0x50 // version 5
+                case 8: (raw[8] & 0x3f) | 0x80 // RFC 4122 variant
+                default: raw[index]
+                }
+            }
+        }
     }
 
     /// A random UUID version 4, formatted lowercase (the generated idempotency key when a caller gives none).
@@ -46,14 +61,28 @@ public enum RequestID {
 
     /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` from 16 bytes.
     public static func format(_ bytes: [UInt8]) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(36)
-        for (index, byte) in bytes.prefix(16).enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        format(count: min(16, bytes.count)) { bytes[$0] }
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Formats `count` (at most 16) bytes given by `byte(index)` as a UUID string, written in place.
+    static func format(count: Int, _ byte: (Int) -> UInt8) -> String {
+        let length = count * 2 + (count > 10 ? 4 : count > 8 ? 3 : count > 6 ? 2 : count > 4 ? 1 : 0)
+        return String(unsafeUninitializedCapacity: length) { out in
+            let digits = hexDigits.utf8Start
+            var position = 0
+            for index in 0..<count {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                let value = byte(index)
+                out[position] = digits[Int(value >> 4)]
+                out[position + 1] = digits[Int(value & 0x0f)]
+                position += 2
+            }
+            return position
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -78,6 +78,7 @@ let package = Package(
             name: "Norq",
             dependencies: [
                 "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

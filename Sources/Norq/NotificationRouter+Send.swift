@@ -71,14 +71,14 @@ extension NotificationRouter {
     /// returns (its errors are thrown here). Ending the iteration early cancels the rest of the send
     /// (remaining tokens are not delivered).
     public func sendStreaming(template: String, data: JSONValue, to recipients: [Recipient],
-                              options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> AsyncStream<PushOutcome> {
+                              options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> PushOutcomeStream {
         let content = try render(template: template, data: data, strict: options.strict)
         return try stream(SendPlan(content: content, templateName: template, options: options), recipients)
     }
 
     /// Like `send(content:...)`, but yields each outcome as it completes.
     public func sendStreaming(content: PushContent, to recipients: [Recipient],
-                              options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> AsyncStream<PushOutcome> {
+                              options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> PushOutcomeStream {
         try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
     }
 
@@ -90,7 +90,7 @@ extension NotificationRouter {
     /// outcomes for its remaining targets, and recipients not read yet get no outcome.
     public func sendStreaming<Recipients: AsyncSequence & Sendable>(
         template: String, data: JSONValue, to recipients: Recipients, options: RouterSendOptions = RouterSendOptions()
-    ) throws(NorqError) -> AsyncStream<PushOutcome> where Recipients.Element == Recipient, Recipients.Failure == Never {
+    ) throws(NorqError) -> PushOutcomeStream where Recipients.Element == Recipient, Recipients.Failure == Never {
         let content = try render(template: template, data: data, strict: options.strict)
         return try stream(SendPlan(content: content, templateName: template, options: options), recipients)
     }
@@ -99,7 +99,7 @@ extension NotificationRouter {
     /// `sendStreaming(template:data:to:options:)` with an async sequence).
     public func sendStreaming<Recipients: AsyncSequence & Sendable>(
         content: PushContent, to recipients: Recipients, options: RouterSendOptions = RouterSendOptions()
-    ) throws(NorqError) -> AsyncStream<PushOutcome> where Recipients.Element == Recipient, Recipients.Failure == Never {
+    ) throws(NorqError) -> PushOutcomeStream where Recipients.Element == Recipient, Recipients.Failure == Never {
         try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
     }
 
@@ -213,10 +213,11 @@ extension NotificationRouter {
     }
 
     func stream<Recipients: AsyncSequence & Sendable>(_ plan: SendPlan, _ recipients: Recipients) throws(NorqError)
-        -> AsyncStream<PushOutcome> where Recipients.Element == Recipient, Recipients.Failure == Never
+        -> PushOutcomeStream where Recipients.Element == Recipient, Recipients.Failure == Never
     {
         try beginSend()
-        let (stream, continuation) = AsyncStream.makeStream(of: PushOutcome.self)
+        let outcomes = PushOutcomeStream(capacity: outcomeBufferSize)
+        let storage = outcomes.storage
         let chunkSize = recipientChunkSize
         let task = Task {
             var chunk: [Recipient] = []
@@ -224,49 +225,52 @@ extension NotificationRouter {
             for await recipient in recipients {
                 chunk.append(recipient)
                 guard chunk.count == chunkSize else { continue }
-                await self.execute(plan, chunk) { _, outcome in continuation.yield(outcome) }
+                await self.execute(plan, chunk) { _, outcome in await storage.send(outcome) }
                 chunk.removeAll(keepingCapacity: true)
                 // Cancelled, or the router is shutting down: the chunk's remaining targets got their failure
                 // outcomes; the rest of the sequence is not read.
                 if Task.isCancelled || self.isStopped { break }
             }
             if !chunk.isEmpty, !Task.isCancelled, !self.isStopped {
-                await self.execute(plan, chunk) { _, outcome in continuation.yield(outcome) }
+                await self.execute(plan, chunk) { _, outcome in await storage.send(outcome) }
             }
-            continuation.finish()
+            storage.finish()
             self.endSend()
         }
-        continuation.onTermination = { reason in
-            if case .cancelled = reason { task.cancel() }
-        }
-        return stream
+        storage.setOnTermination { task.cancel() }
+        return outcomes
     }
 
-    func stream(_ plan: SendPlan, _ recipients: [Recipient]) throws(NorqError) -> AsyncStream<PushOutcome> {
+    func stream(_ plan: SendPlan, _ recipients: [Recipient]) throws(NorqError) -> PushOutcomeStream {
         try beginSend()
-        let (stream, continuation) = AsyncStream.makeStream(of: PushOutcome.self)
+        let outcomes = PushOutcomeStream(capacity: outcomeBufferSize)
+        let storage = outcomes.storage
         let task = Task {
-            await self.execute(plan, recipients) { _, outcome in continuation.yield(outcome) }
-            continuation.finish()
+            await self.execute(plan, recipients) { _, outcome in await storage.send(outcome) }
+            storage.finish()
             self.endSend()
         }
-        continuation.onTermination = { reason in
-            if case .cancelled = reason { task.cancel() }
-        }
-        return stream
+        storage.setOnTermination { task.cancel() }
+        return outcomes
+    }
+
+    /// How many outcomes a streaming send buffers for a consumer that falls behind before it waits for it:
+    /// twice the largest provider in-flight bound, at least 1,024.
+    public var outcomeBufferSize: Int {
+        max(1_024, 2 * (providers.values.map(\.policy.maxInFlight).max() ?? 0))
     }
 
     /// The fan-out: one walker per provider instance, each going through all targets lazily and delivering
     /// those routed to it with at most `policy.maxInFlight` in flight; one more walker reports the targets
     /// routing did not deliver. Nothing is materialised per target beyond the requests in flight.
     func execute(_ plan: SendPlan, _ recipients: [Recipient],
-                 emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+                 emit: @escaping @Sendable (Int, PushOutcome) async -> Void) async {
         guard plan.content != nil else {
             let skip = Self.disabledSkip(plan)
             await Self.forEachTarget(recipients) { position, target, recipientID in
                 self.metrics.count("skipped", provider: nil, reason: skip.code.rawValue)
-                emit(position, PushOutcome(target: target, recipientID: recipientID,
-                                           provider: self.route(target).providerName, result: .skipped(skip)))
+                await emit(position, PushOutcome(target: target, recipientID: recipientID,
+                                                 provider: self.route(target).providerName, result: .skipped(skip)))
             }
             return
         }
@@ -275,7 +279,7 @@ extension NotificationRouter {
                 await Self.forEachTarget(recipients) { position, target, recipientID in
                     guard case .outcome(let result, let provider, _) = self.route(target) else { return }
                     self.countFinal(result, provider: provider)
-                    emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider,
+                    await emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider,
                                                result: result))
                 }
             }
@@ -291,7 +295,7 @@ extension NotificationRouter {
     /// Delivers the targets routed to `provider` with a fixed set of at most `policy.maxInFlight` workers,
     /// each pulling the next target from one shared cursor (no task per target).
     func walk(provider: any PushProvider, plan: SendPlan, recipients: [Recipient],
-              emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+              emit: @escaping @Sendable (Int, PushOutcome) async -> Void) async {
         let limit = max(1, provider.policy.maxInFlight)
         let cursor = TargetCursor(recipients)
         let workers = min(limit, cursor.count)
@@ -308,30 +312,41 @@ extension NotificationRouter {
     /// One worker of `walk`: takes targets from the cursor until none is left and delivers those routed to
     /// `provider`, one at a time.
     private func work(cursor: TargetCursor, provider: any PushProvider, plan: SendPlan,
-                      emit: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+                      emit: @escaping @Sendable (Int, PushOutcome) async -> Void) async {
         while let (position, target, recipientID) = cursor.next() {
-            guard let job = job(for: target, recipientID: recipientID, position: position, provider: provider,
-                                plan: plan, emit: emit) else { continue }
-            emit(position, await deliver(job))
+            switch job(for: target, recipientID: recipientID, provider: provider, plan: plan) {
+            case .elsewhere:
+                continue
+            case .answered(let outcome):
+                await emit(position, outcome)
+            case .deliver(let job):
+                await emit(position, await deliver(job))
+            }
         }
     }
 
-    /// The delivery job for a target routed to `provider`; nil for targets routed elsewhere and, after a
-    /// cancellation or shutdown, for targets answered here with that failure.
+    private enum WorkItem {
+        /// Routed to another provider.
+        case elsewhere
+        /// Not sent: the send was cancelled or the router is shutting down.
+        case answered(PushOutcome)
+        case deliver(DeliveryJob)
+    }
+
+    /// The delivery job for a target routed to `provider`; after a cancellation or shutdown, that failure.
     @inline(never)
-    private func job(for target: DeliveryTarget, recipientID: String?, position: Int, provider: any PushProvider,
-                     plan: SendPlan, emit: @Sendable (Int, PushOutcome) -> Void) -> DeliveryJob? {
-        guard case .provider(let chosen, _) = route(target), chosen.name == provider.name else { return nil }
+    private func job(for target: DeliveryTarget, recipientID: String?, provider: any PushProvider,
+                     plan: SendPlan) -> WorkItem {
+        guard case .provider(let chosen, _) = route(target), chosen.name == provider.name else { return .elsewhere }
         if Task.isCancelled || isStopped {
             let error = Task.isCancelled
                 ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
                 : NorqError(.providerShutDown, "the router shut down before this token was delivered")
             countFinal(.failed(error), provider: provider.name)
-            emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
-                                       result: .failed(error)))
-            return nil
+            return .answered(PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
+                                         result: .failed(error)))
         }
-        return DeliveryJob(target: target, recipientID: recipientID, provider: provider, plan: plan)
+        return .deliver(DeliveryJob(target: target, recipientID: recipientID, provider: provider, plan: plan))
     }
 
     func sendOptions(_ content: PushContent, plan: SendPlan, requestID: String) -> SendOptions {

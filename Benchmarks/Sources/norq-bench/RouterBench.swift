@@ -102,7 +102,7 @@ struct RouterBench {
         try await count(router.sendStreaming(template: options.template, data: data, to: recipients))
     }
 
-    func count(_ stream: AsyncStream<PushOutcome>) async -> [String: Int] {
+    func count(_ stream: PushOutcomeStream) async -> [String: Int] {
         var counts: [String: Int] = [:]
         var delivered = 0  // counted apart: a dictionary update per outcome cost the harness 3% of the client CPU
         for await outcome in stream {

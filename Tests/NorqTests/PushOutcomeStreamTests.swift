@@ -1,0 +1,84 @@
+import Norq
+import NorqCore
+import Synchronization
+import Testing
+
+@Suite("Streaming outcomes: back-pressure and termination")
+struct PushOutcomeStreamTests {
+    @Test("a consumer that falls behind makes the send wait instead of buffering every outcome")
+    func backPressure() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 4)
+        let r = try NotificationRouter(providers: [apns])
+        let buffer = r.outcomeBufferSize
+        let total = buffer * 4
+        let tokens = (0..<total).map { ios(hexToken($0)) }
+        let stream = try r.sendStreaming(content: PushContent(title: "t"), to: recipients(tokens))
+        // Nobody reads yet: the send stops after the buffer is full plus what the workers hold.
+        var sentWhileIdle = 0
+        for _ in 0..<200 {
+            try await Task.sleep(for: .milliseconds(5))
+            let now = apns.requests.count
+            if now == sentWhileIdle, now > 0 { break }
+            sentWhileIdle = now
+        }
+        #expect(sentWhileIdle >= buffer)
+        #expect(sentWhileIdle <= buffer + 4 + 1)
+        // Reading everything lets the rest through: exactly one outcome per token.
+        var seen: Set<DeliveryTarget> = []
+        for await outcome in stream {
+            #expect(seen.insert(outcome.target).inserted)
+        }
+        #expect(seen.count == total)
+        #expect(apns.requests.count == total)
+    }
+
+    @Test("leaving the loop early cancels the rest of the send")
+    func earlyExitCancels() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 2)
+        let r = try NotificationRouter(providers: [apns])
+        let tokens = (0..<50_000).map { ios(hexToken($0)) }
+        var read = 0
+        for await _ in try r.sendStreaming(content: PushContent(title: "t"), to: recipients(tokens)) {
+            read += 1
+            if read == 5 { break }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let sent = apns.requests.count
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(apns.requests.count == sent, "the send went on after the consumer left")
+        #expect(sent < 50_000)
+    }
+
+    @Test("dropping the stream unread cancels the send")
+    func droppedUnread() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 2)
+        let r = try NotificationRouter(providers: [apns])
+        let tokens = (0..<50_000).map { ios(hexToken($0)) }
+        _ = try r.sendStreaming(content: PushContent(title: "t"), to: recipients(tokens))
+        try await Task.sleep(for: .milliseconds(200))
+        let sent = apns.requests.count
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(apns.requests.count == sent)
+        #expect(sent < 50_000)
+    }
+
+    @Test("cancelling the consuming task ends the iteration and the send")
+    func consumerCancelled() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 1) { _, _ throws(NorqError) in
+            try? await Task.sleep(for: .milliseconds(20))
+            return FakeProvider.ok()
+        }
+        let r = try NotificationRouter(providers: [apns])
+        let tokens = (0..<1_000).map { ios(hexToken($0)) }
+        let stream = try r.sendStreaming(content: PushContent(title: "t"), to: recipients(tokens))
+        let consumer = Task {
+            var count = 0
+            for await _ in stream { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        consumer.cancel()
+        let count = await consumer.value
+        #expect(count < 1_000)
+    }
+}

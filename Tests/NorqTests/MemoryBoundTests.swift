@@ -57,4 +57,37 @@ struct MemoryBoundTests {
         await router.shutdown(gracePeriod: .seconds(5))
         try? await emulator.shutdown()
     }
+
+    @Test(.enabled(if: enabled, "set NORQ_MEMORY_TEST=1 to run the 1,000,000-token streamed-input measurement"),
+          .timeLimit(.minutes(10)))
+    func millionTokensFromAnAsyncSequence() async throws {
+        let count = Int(ProcessInfo.processInfo.environment["NORQ_MEMORY_STREAM_TOKENS"] ?? "") ?? 1_000_000
+        let credentials = APNsCredentials(teamID: "TEAMMEMORY", keyID: "KEYMEMORY2")
+        let emulator = try await EmulatorFixtures.emulator([credentials]) {
+            $0.recordRequests = false
+            $0.recordBodies = false
+        }
+        let provider = try EmulatorFixtures.provider("apns", credentials, sandbox: emulator, maxInFlight: 1_000)
+        let router = try NotificationRouter(providers: [provider])
+        let before = Self.status("VmHWM") ?? 0
+        let clock = ContinuousClock()
+        let started = clock.now
+        // The recipients are made as the router reads them: the process never holds the list.
+        let source = CountingRecipients(count: count)
+        var delivered = 0
+        var other: [String: Int] = [:]
+        for await outcome in try router.sendStreaming(content: PushContent(title: "memory", body: "bound"), to: source) {
+            if outcome.result.kind == "delivered" { delivered += 1 } else { other[outcome.failureCode ?? outcome.result.kind, default: 0] += 1 }
+        }
+        let elapsed = started.duration(to: clock.now)
+        let peak = Self.status("VmHWM") ?? 0
+        print("""
+            norq memory (streamed input): \(count) tokens, maxInFlight 1000, chunk \(router.recipientChunkSize), \
+            delivered \(delivered), other \(other), \(elapsed); VmHWM before \(before) kB, after \(peak) kB \
+            (emulator in the same process)
+            """)
+        #expect(delivered == count, "\(other)")
+        await router.shutdown(gracePeriod: .seconds(5))
+        try? await emulator.shutdown()
+    }
 }

@@ -14,12 +14,15 @@ struct PushOutcomeStreamTests {
         let tokens = (0..<total).map { ios(hexToken($0)) }
         let stream = try r.sendStreaming(content: PushContent(title: "t"), to: recipients(tokens))
         // Nobody reads yet: the send stops after the buffer is full plus what the workers hold.
+        // Waits until the count has not moved for 100 ms (at most 5 s).
         var sentWhileIdle = 0
-        for _ in 0..<200 {
+        var unchanged = 0
+        for _ in 0..<1_000 {
             try await Task.sleep(for: .milliseconds(5))
             let now = apns.requests.count
-            if now == sentWhileIdle, now > 0 { break }
+            unchanged = (now == sentWhileIdle && now > 0) ? unchanged + 1 : 0
             sentWhileIdle = now
+            if unchanged >= 20 { break }
         }
         #expect(sentWhileIdle >= buffer)
         #expect(sentWhileIdle <= buffer + 4 + 1)

@@ -22,17 +22,22 @@ struct MemoryBoundTests {
         return nil
     }
 
-    @Test(.enabled(if: enabled, "set NORQ_MEMORY_TEST=1 to run the 200,000-token memory measurement"),
-          .timeLimit(.minutes(10)))
-    func twoHundredThousandTokensWithBoundedMemory() async throws {
-        let count = Int(ProcessInfo.processInfo.environment["NORQ_MEMORY_TOKENS"] ?? "") ?? 200_000
-        let credentials = APNsCredentials(teamID: "TEAMMEMORY", keyID: "KEYMEMORY1")
+    /// An emulator that records nothing and a router with one APNs provider, 1,000 in flight.
+    static func setUp(keyID: String) async throws -> (APNsEmulator, NotificationRouter) {
+        let credentials = APNsCredentials(teamID: "TEAMMEMORY", keyID: keyID)
         let emulator = try await EmulatorFixtures.emulator([credentials]) {
             $0.recordRequests = false
             $0.recordBodies = false
         }
         let provider = try EmulatorFixtures.provider("apns", credentials, sandbox: emulator, maxInFlight: 1_000)
-        let router = try NotificationRouter(providers: [provider])
+        return (emulator, try NotificationRouter(providers: [provider]))
+    }
+
+    @Test(.enabled(if: enabled, "set NORQ_MEMORY_TEST=1 to run the 200,000-token memory measurement"),
+          .timeLimit(.minutes(10)))
+    func twoHundredThousandTokensWithBoundedMemory() async throws {
+        let count = Int(ProcessInfo.processInfo.environment["NORQ_MEMORY_TOKENS"] ?? "") ?? 200_000
+        let (emulator, router) = try await Self.setUp(keyID: "KEYMEMORY1")
         let baseline = Self.status("VmHWM") ?? 0
         // The input itself: 200,000 PushTokens (the caller's array, not the router's).
         let tokens = (0..<count).map { PushToken(token: hexToken(0x10000000 + $0), platform: .ios) }
@@ -62,13 +67,7 @@ struct MemoryBoundTests {
           .timeLimit(.minutes(10)))
     func millionTokensFromAnAsyncSequence() async throws {
         let count = Int(ProcessInfo.processInfo.environment["NORQ_MEMORY_STREAM_TOKENS"] ?? "") ?? 1_000_000
-        let credentials = APNsCredentials(teamID: "TEAMMEMORY", keyID: "KEYMEMORY2")
-        let emulator = try await EmulatorFixtures.emulator([credentials]) {
-            $0.recordRequests = false
-            $0.recordBodies = false
-        }
-        let provider = try EmulatorFixtures.provider("apns", credentials, sandbox: emulator, maxInFlight: 1_000)
-        let router = try NotificationRouter(providers: [provider])
+        let (emulator, router) = try await Self.setUp(keyID: "KEYMEMORY2")
         let before = Self.status("VmHWM") ?? 0
         let clock = ContinuousClock()
         let started = clock.now

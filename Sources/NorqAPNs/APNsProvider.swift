@@ -24,7 +24,8 @@ public final class APNsProvider: PushProvider {
     /// Storage policies of broadcast channels this provider created or read (see `prepare(_:forChannel:options:)`).
     public let channelPolicies = APNsChannelPolicyCache()
     private let topics: [String: String]
-    private let keyDisplay: String?
+    /// `["authorization": <redacted JWT description>]`, made once (token auth).
+    private let tokenRedactions: [String: String]?
     private let lastPayload = Mutex<EncodedPayload?>(nil)
 
     struct EncodedPayload: Sendable {
@@ -58,11 +59,11 @@ public final class APNsProvider: PushProvider {
             let signer = try APNsJWTSigner(keyID: keyID, teamID: teamID, privateKeyPEM: pem)
             self.signer = signer
             self.tokenSlot = tokenCache.slot(for: signer)
-            self.keyDisplay = "bearer <redacted ES256 JWT kid=\(keyID) iss=\(teamID)>"
+            self.tokenRedactions = ["authorization": "bearer <redacted ES256 JWT kid=\(keyID) iss=\(teamID)>"]
         case .certificate:
             self.signer = nil
             self.tokenSlot = nil
-            self.keyDisplay = nil
+            self.tokenRedactions = nil
         }
         var topics: [String: String] = [:]
         for type in APNsPushType.all { topics[type.rawValue] = type.topic(bundleID: configuration.bundleID) }
@@ -134,14 +135,14 @@ public final class APNsProvider: PushProvider {
         headers.reserveCapacity(7)
         headers.append(HTTPHeader("apns-topic", topics[pushType.rawValue] ?? pushType.topic(bundleID: configuration.bundleID)))
         headers.append(HTTPHeader("apns-push-type", pushType.rawValue))
-        headers.append(HTTPHeader("apns-priority", String(priority)))
+        headers.append(HTTPHeader("apns-priority", priority == 10 ? "10" : priority == 5 ? "5" : String(priority)))
         if let expiration { headers.append(HTTPHeader("apns-expiration", String(expiration))) }
         if let collapseID { headers.append(HTTPHeader("apns-collapse-id", collapseID)) }
         headers.append(HTTPHeader("apns-id", requestID))
         var redactions: [String: String] = [:]
-        if let token = currentToken(), let keyDisplay {
+        if let token = currentToken(), let tokenRedactions {
             headers.append(HTTPHeader("authorization", token.headerValue))
-            redactions["authorization"] = keyDisplay
+            redactions = tokenRedactions  // shared storage: no dictionary built per request
         }
         let endpoint = endpoint(for: environment)
         return PreparedRequest(method: "POST", authority: endpoint.authority, path: "/3/device/" + token.token,

@@ -159,8 +159,10 @@ public final class APNsEmulator: Sendable {
     public var faults: Faults { shared.state.withLock { $0.faults } }
 
     /// Lowers (or raises) `SETTINGS_MAX_CONCURRENT_STREAMS`: sends a `SETTINGS` frame on every open connection
-    /// and uses the value for new ones.
-    public func lowerMaxConcurrentStreams(to limit: Int) {
+    /// and uses the value for new ones. Returns once the frame is written on every connection, so that any
+    /// request sent afterwards is answered after it (the write is queued on each connection's event loop, and a
+    /// request arriving in the same loop tick could otherwise be answered first).
+    public func lowerMaxConcurrentStreams(to limit: Int) async {
         let channels = shared.state.withLock { s -> [any Channel] in
             s.maxConcurrentStreams = limit
             return Array(s.channels.values)
@@ -169,7 +171,8 @@ public final class APNsEmulator: Sendable {
             let frame = HTTP2Frame(
                 streamID: .rootStream,
                 payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: limit)])))
-            channel.writeAndFlush(frame, promise: nil)
+            // A connection closing meanwhile is no error here.
+            try? await channel.writeAndFlush(frame).get()
         }
     }
 

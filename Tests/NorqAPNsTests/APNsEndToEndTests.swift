@@ -291,7 +291,7 @@ import Testing
     @Test func loweredStreamLimit() async throws {
         let s = try await Self.setup { $0.maxConcurrentStreams = 50 }
         #expect(try await Self.send(s.provider, PushContent(title: "warm")).status == 200)
-        s.emulator.lowerMaxConcurrentStreams(to: 2)
+        await s.emulator.lowerMaxConcurrentStreams(to: 2)
         try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<30 { group.addTask { try await Self.send(s.provider, PushContent(title: "\(i)")).status } }
             for try await status in group { #expect(status == 200) }

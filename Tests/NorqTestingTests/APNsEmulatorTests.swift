@@ -312,7 +312,7 @@ struct APNsEmulatorTests {
         let client = try await TestH2Client.connect(to: f.emulator)
         #expect(try await client.send(path: "/3/device/\(token64)", headers: f.headers(), body: alertBody).status == 200)
         #expect(client.settingsSeen.withLockedValue { $0 } == [100])
-        f.emulator.lowerMaxConcurrentStreams(to: 2)
+        await f.emulator.lowerMaxConcurrentStreams(to: 2)
         // A round trip after the SETTINGS frame guarantees it was read.
         #expect(try await client.send(path: "/3/device/\(token64)", headers: f.headers(), body: alertBody).status == 200)
         #expect(client.settingsSeen.withLockedValue { $0 } == [100, 2])

@@ -139,35 +139,12 @@ extension APNsProvider {
                             timeout: Duration?) async throws(NorqError) -> DeliveryResponse {
         let environment = request.environment ?? configuration.defaultEnvironment
         let endpoint = configuration.managementEndpoint(for: environment)
-        var hpack = HPACKHeaders()
-        hpack.add(name: ":method", value: request.method)
-        hpack.add(name: ":scheme", value: request.scheme)
-        hpack.add(name: ":path", value: request.path, indexing: .nonIndexable)
-        hpack.add(name: ":authority", value: endpoint.authority)
-        let current = currentToken()
-        var usedJWT: String?
-        for header in request.headers {
-            switch header.name {
-            case "authorization":
-                usedJWT = current?.jwt
-                hpack.add(name: "authorization", value: current?.headerValue ?? header.value)
-            case "apns-request-id", "apns-channel-id":
-                hpack.add(name: header.name, value: header.value, indexing: .neverIndexed)
-            default:
-                hpack.add(name: header.name, value: header.value)
-            }
-        }
-        if usedJWT == nil, let current {
-            hpack.add(name: "authorization", value: current.headerValue)
-            usedJWT = current.jwt
-        }
+        let (hpack, usedJWT) = hpackHeaders(for: request, authority: endpoint.authority)
         let logID = request.header("apns-channel-id").map { "channel:" + String($0.prefix(8)) } ?? "channels"
         let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil, logLabel: logID)
-        let response = Self.interpret(try await transport.send(wire, deadline: .now + (timeout ?? configuration.requestTimeout)))
+        let deadline = ContinuousClock.now + (timeout ?? configuration.requestTimeout)
+        let response = received(try await transport.send(wire, deadline: deadline), usedJWT: usedJWT)
         if response.status == status { return response }
-        if response.reason == "ExpiredProviderToken", let tokenSlot, let usedJWT {
-            tokenSlot.reportExpired(usedJWT)
-        }
         let code = APNsResponseTable.code(status: response.status, reason: response.reason) ?? .apnsUnexpectedChannelResponse
         let answered = response.header("apns-request-id").map { ", apns-request-id \($0)" } ?? ""
         throw NorqError(code, "APNs refused the channel \(operation) in \(environment): \(response.status) \(response.reason ?? "without a reason")\(answered)")

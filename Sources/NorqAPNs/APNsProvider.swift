@@ -194,19 +194,33 @@ public final class APNsProvider: PushProvider {
         return received(try await transport.send(wire, deadline: requestDeadline), usedJWT: usedJWT)
     }
 
-    /// The HPACK headers of `request` (pseudo-headers first, the current provider token stamped in) and the JWT
-    /// used, if any.
+    /// The wire form of a push request to its delivery endpoint, and the JWT it carries, if any.
     @inline(never)
     func wireRequest(for request: PreparedRequest) -> (APNsWireRequest, usedJWT: String?) {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
+        let (hpack, usedJWT) = hpackHeaders(for: request, authority: endpoint.authority)
+        let wire: APNsWireRequest
+        switch request.target {
+        case .token(let token):
+            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: token.token)
+        case .channel:
+            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil,
+                                   logLabel: request.target.redacted)
+        }
+        return (wire, usedJWT)
+    }
+
+    /// The HPACK headers of `request` (pseudo-headers first, the current provider token stamped in) and the JWT
+    /// used, if any. Per-request values (ids, expiration, collapse id) stay out of the HPACK dynamic table.
+    func hpackHeaders(for request: PreparedRequest, authority: String) -> (HPACKHeaders, usedJWT: String?) {
         var usedJWT: String?
         var hpack = HPACKHeaders()
         hpack.reserveCapacity(request.headers.count + 5)
         hpack.add(name: ":method", value: request.method)
         hpack.add(name: ":scheme", value: request.scheme)
         hpack.add(name: ":path", value: request.path, indexing: .nonIndexable)
-        hpack.add(name: ":authority", value: endpoint.authority)
+        hpack.add(name: ":authority", value: authority)
         let current = currentToken()
         for header in request.headers {
             switch header.name {
@@ -215,7 +229,7 @@ public final class APNsProvider: PushProvider {
                 let value = current?.headerValue ?? header.value
                 usedJWT = current?.jwt
                 hpack.add(name: "authorization", value: value)
-            case "apns-id", "apns-request-id":
+            case "apns-id", "apns-request-id", "apns-channel-id":
                 hpack.add(name: header.name, value: header.value, indexing: .neverIndexed)
             case "apns-expiration", "apns-collapse-id":
                 hpack.add(name: header.name, value: header.value, indexing: .nonIndexable)
@@ -227,15 +241,7 @@ public final class APNsProvider: PushProvider {
             hpack.add(name: "authorization", value: current.headerValue)
             usedJWT = current.jwt
         }
-        let wire: APNsWireRequest
-        switch request.target {
-        case .token(let token):
-            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: token.token)
-        case .channel:
-            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil,
-                                   logLabel: request.target.redacted)
-        }
-        return (wire, usedJWT)
+        return (hpack, usedJWT)
     }
 
     /// Classifies an answer; an `ExpiredProviderToken` marks the token used for renewal before the retry.

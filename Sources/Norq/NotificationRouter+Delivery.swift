@@ -2,78 +2,14 @@ import Logging
 import NorqCore
 
 extension NotificationRouter {
-    /// Delivers one routed target: dedup reservation, prepare, attempts under the provider's retry policy,
-    /// record, invalid-token event, metrics and logs. Always returns exactly one outcome.
-    ///
-    /// Memory note: with 1,000 requests in flight there are 1,000 suspended copies of this function's async frame
-    /// (and of `attempt`'s). Only what must live across an `await` is kept here; logging, preparing and
-    /// finishing run in synchronous helpers, whose locals live on the thread's stack instead of in every frame.
-    func deliver(_ job: DeliveryJob) async -> PushOutcome {
-        if let dedupKey = job.dedupKey, let early = await reserve(dedupKey, job: job) {
-            return early
-        }
-        let request: PreparedRequest
-        switch prepare(job) {
-        case .success(let prepared):
-            request = prepared
-        case .failure(let failure):
-            if let dedupKey = job.dedupKey { await deduplication.release(dedupKey) }
-            return failure.outcome
-        }
-        let (result, attempts, lastResponse) = await attempt(request, job: job)
-        if let dedupKey = job.dedupKey {
-            if Self.isDefinitive(result) {
-                await deduplication.record(dedupKey, result: result)
-            } else {
-                await deduplication.release(dedupKey)
-            }
-        }
-        return finish(job, request: request, result: result, attempts: attempts, lastResponse: lastResponse)
-    }
-
-    /// Asks the dedup store; returns the outcome when this target must not be sent (a duplicate or in flight).
-    private func reserve(_ key: DeduplicationKey, job: DeliveryJob) async -> PushOutcome? {
-        switch await deduplication.reserve(key) {
-        case .completed(let first):
-            metrics.count("deduplicated", provider: job.provider.name)
-            requestLogger(job).debug("duplicate of an earlier send with the same idempotency key",
-                                     metadata: ["norq.first": "\(first.kind)"])
-            return job.outcome(.duplicate(of: first), attempts: 0)
-        case .inFlight:
-            let skip = PushOutcome.Skipped(code: .duplicateInFlight,
-                                           reason: "another send with the same idempotency key is delivering this token")
-            metrics.count("deduplicated", provider: job.provider.name)
-            return job.outcome(.skipped(skip), attempts: 0)
-        case .reserved:
-            return nil
-        }
-    }
-
-    /// A prepare failure, carried as an `Error` so that `prepare` can return a `Result`.
-    private struct PrepareFailure: Error {
-        var outcome: PushOutcome
-    }
-
-    @inline(never)
-    private func prepare(_ job: DeliveryJob) -> Result<PreparedRequest, PrepareFailure> {
-        do {
-            return .success(try prepareRequest(target: job.target, provider: job.provider, plan: job.plan,
-                                               requestID: job.requestID))
-        } catch {
-            requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
-            countFinal(.failed(error), provider: job.provider.name)
-            return .failure(PrepareFailure(outcome: job.outcome(.failed(error), attempts: 0)))
-        }
-    }
-
     /// Metrics, the invalid-token event and the outcome of a finished delivery.
-    @inline(never)
-    private func finish(_ job: DeliveryJob, request: PreparedRequest, result: PushOutcome.Result, attempts: Int,
-                        lastResponse: DeliveryResponse?) -> PushOutcome {
+    func finish(_ prepared: PreparedJob, result: PushOutcome.Result, attempts: Int,
+                lastResponse: DeliveryResponse?) -> PushOutcome {
+        let job = prepared.job
         countFinal(result, provider: job.provider.name)
         if let lastResponse, case .token(let token) = job.target,
            let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: job.provider.name,
-                                              environment: request.environment, recipientID: job.recipientID) {
+                                              environment: prepared.request.environment, recipientID: job.recipientID) {
             requestLogger(job).info("device token is invalid", metadata: ["apns.reason": "\(event.reason)"])
             publish(event)
         }
@@ -92,54 +28,17 @@ extension NotificationRouter {
         return log
     }
 
-    /// Sends `request` until it is delivered, the policy gives up or the deadline passes. Inlined into
-    /// `deliver`: one async frame per request in flight instead of two.
-    @inline(__always)
-    func attempt(_ request: PreparedRequest, job: DeliveryJob) async
-        -> (PushOutcome.Result, attempts: Int, lastResponse: DeliveryResponse?)
-    {
-        let provider = job.provider
-        let deadline = clock.now().advanced(by: job.plan.options.deadline)
-        var attempts = 0
-        while true {
-            if isStopped && attempts > 0 {
-                return (.failed(NorqError(.providerShutDown, "the router shut down before a retry")), attempts, nil)
-            }
-            attempts += 1
-            metrics.count("sent", provider: provider.name)
-            metrics.inFlightChanged(by: 1)
-            let started = clock.now()
-            let answer: Result<DeliveryResponse, NorqError>
-            do {
-                answer = .success(try await provider.deliver(request, deadline: deadline))
-            } catch {
-                answer = .failure(error)
-            }
-            metrics.inFlightChanged(by: -1)
-            switch afterAttempt(answer, request: request, job: job, attempts: attempts, started: started,
-                                deadline: deadline) {
-            case .done(let result, let lastResponse):
-                return (result, attempts, lastResponse)
-            case .retry(let delay, let lastResponse, let lastError):
-                do {
-                    try await clock.sleep(delay)
-                } catch {
-                    return (Self.finalResult(lastResponse, lastError, request: request), attempts, lastResponse)
-                }
-            }
-        }
-    }
-
-    private enum AttemptStep {
+    enum AttemptStep {
         case done(PushOutcome.Result, lastResponse: DeliveryResponse?)
         case retry(after: Duration, lastResponse: DeliveryResponse?, lastError: NorqError?)
     }
 
-    /// Classifies one attempt's answer and asks the retry policy what comes next (synchronous: see `deliver`).
-    @inline(never)
-    private func afterAttempt(_ answer: Result<DeliveryResponse, NorqError>, request: PreparedRequest,
-                              job: DeliveryJob, attempts: Int, started: ContinuousClock.Instant,
-                              deadline: ContinuousClock.Instant) -> AttemptStep {
+    /// Classifies one attempt's answer and asks the retry policy what comes next.
+    func afterAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob, attempts: Int,
+                      started: ContinuousClock.Instant) -> AttemptStep {
+        let job = prepared.job
+        let request = prepared.request
+        let deadline = prepared.deadline
         let provider = job.provider
         let failure: DeliveryFailure
         var lastResponse: DeliveryResponse?
@@ -211,32 +110,5 @@ extension NotificationRouter {
         case .skipped(let skipped): metrics.count("skipped", provider: provider, reason: skipped.code.rawValue)
         case .duplicate: metrics.count("deduplicated", provider: provider)
         }
-    }
-}
-
-/// One routed target on its way: what `deliver` and `attempt` share, by reference (one allocation per target
-/// instead of the same values copied into several async frames).
-final class DeliveryJob: Sendable {
-    let target: DeliveryTarget
-    let recipientID: String?
-    let provider: any PushProvider
-    let plan: SendPlan
-    /// The stable per-target request id (UUIDv5 of the idempotency key and the target).
-    let requestID: String
-    /// Set when the caller gave an idempotency key: only then is the dedup store consulted.
-    let dedupKey: DeduplicationKey?
-
-    init(target: DeliveryTarget, recipientID: String?, provider: any PushProvider, plan: SendPlan) {
-        self.target = target
-        self.recipientID = recipientID
-        self.provider = provider
-        self.plan = plan
-        self.requestID = RequestID.make(idempotencyKey: plan.key, token: target.identity)
-        self.dedupKey = plan.callerKey ? DeduplicationKey(idempotencyKey: plan.key, target: target.identity) : nil
-    }
-
-    func outcome(_ result: PushOutcome.Result, attempts: Int) -> PushOutcome {
-        PushOutcome(target: target, recipientID: recipientID, provider: provider.name, attempts: attempts,
-                    result: result)
     }
 }

@@ -35,14 +35,6 @@ final class SendPlan: Sendable {
     }
 }
 
-/// Collects streamed outcomes into report order.
-final class OutcomeCollector: Sendable {
-    private let slots: Mutex<[PushOutcome?]>
-    init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
-    func set(_ position: Int, _ outcome: PushOutcome) { slots.withLock { $0[position] = outcome } }
-    var report: SendReport { SendReport(outcomes: slots.withLock { $0.compactMap { $0 } }) }
-}
-
 extension NotificationRouter {
     // MARK: - Sending
 
@@ -208,7 +200,7 @@ extension NotificationRouter {
         try beginSend()
         defer { endSend() }
         let collector = OutcomeCollector(count: Self.targetCount(recipients))
-        await execute(plan, recipients) { position, outcome in collector.set(position, outcome) }
+        await execute(plan, recipients, sink: collector)
         return collector.report
     }
 
@@ -225,14 +217,14 @@ extension NotificationRouter {
             for await recipient in recipients {
                 chunk.append(recipient)
                 guard chunk.count == chunkSize else { continue }
-                await self.execute(plan, chunk) { _, outcome in await storage.send(outcome) }
+                await self.execute(plan, chunk, sink: storage)
                 chunk.removeAll(keepingCapacity: true)
                 // Cancelled, or the router is shutting down: the chunk's remaining targets got their failure
                 // outcomes; the rest of the sequence is not read.
                 if Task.isCancelled || self.isStopped { break }
             }
             if !chunk.isEmpty, !Task.isCancelled, !self.isStopped {
-                await self.execute(plan, chunk) { _, outcome in await storage.send(outcome) }
+                await self.execute(plan, chunk, sink: storage)
             }
             storage.finish()
             self.endSend()
@@ -246,7 +238,7 @@ extension NotificationRouter {
         let outcomes = PushOutcomeStream(capacity: outcomeBufferSize)
         let storage = outcomes.storage
         let task = Task {
-            await self.execute(plan, recipients) { _, outcome in await storage.send(outcome) }
+            await self.execute(plan, recipients, sink: storage)
             storage.finish()
             self.endSend()
         }
@@ -260,17 +252,17 @@ extension NotificationRouter {
         max(1_024, 2 * (providers.values.map(\.policy.maxInFlight).max() ?? 0))
     }
 
-    /// The fan-out: one walker per provider instance, each going through all targets lazily and delivering
-    /// those routed to it with at most `policy.maxInFlight` in flight; one more walker reports the targets
-    /// routing did not deliver. Nothing is materialised per target beyond the requests in flight.
-    func execute(_ plan: SendPlan, _ recipients: [Recipient],
-                 emit: @escaping @Sendable (Int, PushOutcome) async -> Void) async {
+    /// The fan-out: one `DeliveryPump` per provider instance, each going through all targets lazily and
+    /// delivering those routed to it with at most `policy.maxInFlight` in flight; one more walker reports the
+    /// targets routing did not deliver. Nothing is materialised per target beyond the requests in flight.
+    func execute(_ plan: SendPlan, _ recipients: [Recipient], sink: some OutcomeSink) async {
         guard plan.content != nil else {
             let skip = Self.disabledSkip(plan)
             await Self.forEachTarget(recipients) { position, target, recipientID in
                 self.metrics.count("skipped", provider: nil, reason: skip.code.rawValue)
-                await emit(position, PushOutcome(target: target, recipientID: recipientID,
-                                                 provider: self.route(target).providerName, result: .skipped(skip)))
+                await sink.emitWaiting(position, PushOutcome(target: target, recipientID: recipientID,
+                                                             provider: self.route(target).providerName,
+                                                             result: .skipped(skip)))
             }
             return
         }
@@ -279,74 +271,19 @@ extension NotificationRouter {
                 await Self.forEachTarget(recipients) { position, target, recipientID in
                     guard case .outcome(let result, let provider, _) = self.route(target) else { return }
                     self.countFinal(result, provider: provider)
-                    await emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider,
-                                               result: result))
+                    await sink.emitWaiting(position, PushOutcome(target: target, recipientID: recipientID,
+                                                                 provider: provider, result: result))
                 }
             }
             for name in providerNames {
                 guard let provider = providers[name] else { continue }
                 group.addTask {
-                    await self.walk(provider: provider, plan: plan, recipients: recipients, emit: emit)
+                    let pump = DeliveryPump(router: self, provider: provider, plan: plan,
+                                            cursor: TargetCursor(recipients), sink: sink)
+                    await pump.run()
                 }
             }
         }
-    }
-
-    /// Delivers the targets routed to `provider` with a fixed set of at most `policy.maxInFlight` workers,
-    /// each pulling the next target from one shared cursor (no task per target).
-    func walk(provider: any PushProvider, plan: SendPlan, recipients: [Recipient],
-              emit: @escaping @Sendable (Int, PushOutcome) async -> Void) async {
-        let limit = max(1, provider.policy.maxInFlight)
-        let cursor = TargetCursor(recipients)
-        let workers = min(limit, cursor.count)
-        guard workers > 0 else { return }
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<workers {
-                group.addTask {
-                    await self.work(cursor: cursor, provider: provider, plan: plan, emit: emit)
-                }
-            }
-        }
-    }
-
-    /// One worker of `walk`: takes targets from the cursor until none is left and delivers those routed to
-    /// `provider`, one at a time.
-    private func work(cursor: TargetCursor, provider: any PushProvider, plan: SendPlan,
-                      emit: @escaping @Sendable (Int, PushOutcome) async -> Void) async {
-        while let (position, target, recipientID) = cursor.next() {
-            switch job(for: target, recipientID: recipientID, provider: provider, plan: plan) {
-            case .elsewhere:
-                continue
-            case .answered(let outcome):
-                await emit(position, outcome)
-            case .deliver(let job):
-                await emit(position, await deliver(job))
-            }
-        }
-    }
-
-    private enum WorkItem {
-        /// Routed to another provider.
-        case elsewhere
-        /// Not sent: the send was cancelled or the router is shutting down.
-        case answered(PushOutcome)
-        case deliver(DeliveryJob)
-    }
-
-    /// The delivery job for a target routed to `provider`; after a cancellation or shutdown, that failure.
-    @inline(never)
-    private func job(for target: DeliveryTarget, recipientID: String?, provider: any PushProvider,
-                     plan: SendPlan) -> WorkItem {
-        guard case .provider(let chosen, _) = route(target), chosen.name == provider.name else { return .elsewhere }
-        if Task.isCancelled || isStopped {
-            let error = Task.isCancelled
-                ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
-                : NorqError(.providerShutDown, "the router shut down before this token was delivered")
-            countFinal(.failed(error), provider: provider.name)
-            return .answered(PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
-                                         result: .failed(error)))
-        }
-        return .deliver(DeliveryJob(target: target, recipientID: recipientID, provider: provider, plan: plan))
     }
 
     func sendOptions(_ content: PushContent, plan: SendPlan, requestID: String) -> SendOptions {

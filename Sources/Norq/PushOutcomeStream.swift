@@ -42,13 +42,13 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
         deinit { storage.terminate() }
     }
 
-    /// The buffer between the send's workers (many producers) and the one consumer.
-    final class Storage: Sendable {
+    /// The buffer between the send's producers (its delivery pumps) and the one consumer.
+    final class Storage: OutcomeSink {
         private struct State {
             var buffer = Deque<PushOutcome>()
             var consumer: CheckedContinuation<PushOutcome?, Never>?
-            /// Producers waiting for room, each with the outcome it could not hand over yet.
-            var waiting = Deque<(PushOutcome, CheckedContinuation<Void, Never>)>()
+            /// Producers waiting for room (called once the buffer is below `capacity`, or the stream ended).
+            var roomWaiters: [@Sendable () -> Void] = []
             var finished = false
             var terminated = false
             var onTermination: (@Sendable () -> Void)?
@@ -71,80 +71,67 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
             if runNow { handler() }
         }
 
-        /// Hands `outcome` to the consumer; waits while `capacity` outcomes are already waiting for it.
-        /// After the consumer went away, outcomes are dropped (the send is being cancelled).
-        func send(_ outcome: PushOutcome) async {
-            enum Action {
-                case done
-                case resume(CheckedContinuation<PushOutcome?, Never>)
-                case wait
-            }
-            let action = state.withLock { state -> Action in
-                if state.terminated || state.finished { return .done }
+        /// Hands `outcome` to the consumer, or buffers it (producers ask `hasRoom` before starting more work,
+        /// so the buffer exceeds `capacity` by at most what was in flight). After the consumer went away,
+        /// outcomes are dropped (the send is being cancelled).
+        func emit(_ position: Int, _ outcome: PushOutcome) {
+            let consumer = state.withLock { state -> CheckedContinuation<PushOutcome?, Never>? in
+                if state.terminated || state.finished { return nil }
                 if let consumer = state.consumer {
                     state.consumer = nil
-                    return .resume(consumer)
+                    return consumer
                 }
-                if state.buffer.count < capacity {
-                    state.buffer.append(outcome)
-                    return .done
-                }
-                return .wait
+                state.buffer.append(outcome)
+                return nil
             }
-            switch action {
-            case .done:
-                return
-            case .resume(let consumer):
-                consumer.resume(returning: outcome)
-            case .wait:
-                // The outcome goes into the buffer when the consumer makes room (see `next`).
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let admitted = state.withLock { state -> Bool in
-                        if state.terminated || state.finished { return true }
-                        if state.buffer.count < capacity {
-                            state.buffer.append(outcome)
-                            return true
-                        }
-                        state.waiting.append((outcome, continuation))
-                        return false
-                    }
-                    if admitted { continuation.resume() }
-                }
+            consumer?.resume(returning: outcome)
+        }
+
+        var hasRoom: Bool {
+            state.withLock { $0.buffer.count < capacity || $0.terminated || $0.finished }
+        }
+
+        func waitForRoom(_ resume: @escaping @Sendable () -> Void) -> Bool {
+            state.withLock { state in
+                if state.buffer.count < capacity || state.terminated || state.finished { return true }
+                state.roomWaiters.append(resume)
+                return false
             }
         }
 
         /// No more outcomes: the consumer gets what is buffered, then nil.
         func finish() {
-            let consumer = state.withLock { state -> CheckedContinuation<PushOutcome?, Never>? in
+            let (consumer, waiters) = state.withLock { state in
                 state.finished = true
                 let consumer = state.consumer
                 state.consumer = nil
-                return consumer
+                let waiters = state.roomWaiters
+                state.roomWaiters.removeAll()
+                return (consumer, waiters)
             }
             consumer?.resume(returning: nil)
+            for resume in waiters { resume() }
         }
 
         func next() async -> PushOutcome? {
             enum Action {
-                case value(PushOutcome, CheckedContinuation<Void, Never>?)
+                case value(PushOutcome, [@Sendable () -> Void])
                 case end
                 case wait
             }
             let action = state.withLock { state -> Action in
                 if let outcome = state.buffer.popFirst() {
-                    // Room for one waiting producer's outcome.
-                    if let (waitingOutcome, producer) = state.waiting.popFirst() {
-                        state.buffer.append(waitingOutcome)
-                        return .value(outcome, producer)
-                    }
-                    return .value(outcome, nil)
+                    guard state.buffer.count < capacity, !state.roomWaiters.isEmpty else { return .value(outcome, []) }
+                    let waiters = state.roomWaiters
+                    state.roomWaiters.removeAll()
+                    return .value(outcome, waiters)
                 }
                 if state.finished || state.terminated { return .end }
                 return .wait
             }
             switch action {
-            case .value(let outcome, let producer):
-                producer?.resume()
+            case .value(let outcome, let waiters):
+                for resume in waiters { resume() }
                 return outcome
             case .end:
                 return nil
@@ -170,21 +157,22 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
             let (consumer, producers, handler) = state.withLock { state in
                 if state.terminated {
                     return (CheckedContinuation<PushOutcome?, Never>?.none,
-                            [CheckedContinuation<Void, Never>](), (@Sendable () -> Void)?.none)
+                            [@Sendable () -> Void](), (@Sendable () -> Void)?.none)
                 }
                 state.terminated = true
                 let consumer = state.consumer
                 state.consumer = nil
-                let producers = state.waiting.map(\.1)
-                state.waiting.removeAll()
+                let producers = state.roomWaiters
+                state.roomWaiters.removeAll()
                 state.buffer.removeAll()
                 let handler = state.onTermination
                 state.onTermination = nil
                 return (consumer, producers, handler)
             }
-            consumer?.resume(returning: nil)
-            for producer in producers { producer.resume() }
+            // Cancel first, so that the woken producers see the cancellation and start nothing new.
             handler?()
+            consumer?.resume(returning: nil)
+            for resume in producers { resume() }
         }
     }
 }

@@ -85,26 +85,26 @@ final class APNsConnectionTransport: APNsTransport {
         }
     }
 
-    func send(_ request: APNsWireRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {
+    func start(_ request: APNsWireRequest, deadline: ContinuousClock.Instant, completion: @escaping APNsCompletion) {
         guard !isShutDown.load(ordering: .relaxed) else {
-            throw NorqError(.providerShutDown, "the APNs provider is shut down")
+            completion(.failure(NorqError(.providerShutDown, "the APNs provider is shut down")))
+            return
         }
         let pool = pool(for: request.endpoint)
         outstanding.add(1, ordering: .relaxed)
-        defer { outstanding.subtract(1, ordering: .relaxed) }
         let remaining = ContinuousClock.now.duration(to: deadline)
         let (seconds, attoseconds) = remaining.components
         let nioDeadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) in
-            let box = APNsRequestBox(request: request, deadline: nioDeadline, continuation: continuation)
-            guard remaining > .zero else {
-                box.deadlineExceeded()
-                return
-            }
-            // The deadline timer is armed by the connection's event loop when it takes the request.
-            pool.submit(box)
+        let box = APNsRequestBox(request: request, deadline: nioDeadline) { result in
+            self.outstanding.subtract(1, ordering: .relaxed)
+            completion(result)
         }
-        return try result.get()
+        guard remaining > .zero else {
+            box.deadlineExceeded()
+            return
+        }
+        // The deadline timer is armed by the connection's event loop when it takes the request.
+        pool.submit(box)
     }
 
     func shutdown() async {

@@ -194,6 +194,17 @@ public final class APNsProvider: PushProvider {
         return received(try await transport.send(wire, deadline: requestDeadline), usedJWT: usedJWT)
     }
 
+    /// `deliver` without a suspended task: the answer is classified on the connection's event loop and handed
+    /// to `completion` there.
+    public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
+                              completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        let (wire, usedJWT) = wireRequest(for: request)
+        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        transport.start(wire, deadline: requestDeadline) { result in
+            completion(result.map { self.received($0, usedJWT: usedJWT) })
+        }
+    }
+
     /// The wire form of a push request to its delivery endpoint, and the JWT it carries, if any.
     @inline(never)
     func wireRequest(for request: PreparedRequest) -> (APNsWireRequest, usedJWT: String?) {

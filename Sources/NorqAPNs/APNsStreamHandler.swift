@@ -185,34 +185,38 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         }
     }
 
+    /// Takes the expired requests out of the queue and the stream map first and completes them after: a
+    /// completion may enqueue new requests on this handler right away.
     private func sweepDeadlines() {
         guard let context, !closed else { return }
         let now = NIODeadline.now()
+        var expired: [APNsRequestBox] = []
         if queue.contains(where: { $0.deadline <= now }) {
             var kept = CircularBuffer<APNsRequestBox>(initialCapacity: queue.count)
             for box in queue {
                 if box.deadline <= now {
-                    box.completeAsExpired()
+                    expired.append(box)
                 } else {
                     kept.append(box)  // one completed meanwhile is skipped when its turn comes
                 }
             }
             queue = kept
         }
-        var expired: [Int32] = []
+        var expiredStreams: [Int32] = []
         for (id, stream) in streams where stream.box.deadline <= now {
-            expired.append(id)
+            expiredStreams.append(id)
         }
-        guard !expired.isEmpty else { return }
-        for id in expired {
+        for id in expiredStreams {
             guard let stream = streams.removeValue(forKey: id) else { continue }
             stream.box.unassign()
-            stream.box.completeAsExpired()
+            expired.append(stream.box)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: HTTP2StreamID(id), payload: .rstStream(.cancel))),
                           promise: nil)
             Metrics.streamsCancelled.increment()
         }
-        context.flush()
+        guard !expired.isEmpty else { return }
+        if !expiredStreams.isEmpty { context.flush() }
+        for box in expired { box.completeAsExpired() }
         startStreams()
         drainIfDone()
     }

@@ -32,14 +32,28 @@ struct APNsWireResponse: Sendable {
     var body: [UInt8]
 }
 
+/// What a transport calls, exactly once, with a request's answer or failure.
+typealias APNsCompletion = @Sendable (Result<APNsWireResponse, NorqError>) -> Void
+
 /// The small internal interface between the provider and HTTP/2.
 protocol APNsTransport: Sendable {
-    /// Sends once. Throws `provider/transport-failed` when the connection fails before an answer,
+    /// Sends once and calls `completion` exactly once, on any thread (an event loop, or the caller's before
+    /// returning). Fails with `provider/transport-failed` when the connection fails before an answer,
     /// `provider/deadline-exceeded` when the deadline passes (the stream is cancelled, not the connection),
     /// `provider/shut-down` after `shutdown()`.
-    func send(_ request: APNsWireRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse
+    func start(_ request: APNsWireRequest, deadline: ContinuousClock.Instant, completion: @escaping APNsCompletion)
     /// Stops taking requests, waits for those in flight, closes the connections.
     func shutdown() async
+}
+
+extension APNsTransport {
+    /// `start` for async callers.
+    func send(_ request: APNsWireRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) in
+            start(request, deadline: deadline) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
 }
 
 /// A request travelling through the pool: completed exactly once (response, failure or deadline).
@@ -51,7 +65,7 @@ final class APNsRequestBox: Sendable {
     let requeues = Atomic<Int>(0)
 
     private struct State {
-        var continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>?
+        var completion: APNsCompletion?
         var done = false
         /// Where it is in flight, so the deadline can cancel the stream.
         var connection: APNsConnection?
@@ -61,11 +75,10 @@ final class APNsRequestBox: Sendable {
     }
     private let state = Mutex(State())
 
-    init(request: APNsWireRequest, deadline: NIODeadline,
-         continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) {
+    init(request: APNsWireRequest, deadline: NIODeadline, completion: @escaping APNsCompletion) {
         self.request = request
         self.deadline = deadline
-        state.withLock { $0.continuation = continuation }
+        state.withLock { $0.completion = completion }
     }
 
     /// Schedules the deadline timer once, for a request that waits for a connection. (A connection's stream
@@ -114,19 +127,21 @@ final class APNsRequestBox: Sendable {
         complete(.failure(NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(request.logID))")))
     }
 
-    /// Completes once; returns false when it had completed already.
+    /// Completes once; returns false when it had completed already. The completion runs outside the lock
+    /// and may start new requests on the calling event loop: callers finish changing their state first.
     @discardableResult
     func complete(_ result: Result<APNsWireResponse, NorqError>) -> Bool {
-        let taken = state.withLock { state -> (CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>?, Scheduled<Void>?) in
+        let taken = state.withLock { state -> (APNsCompletion?, Scheduled<Void>?) in
             if state.done { return (nil, nil) }
             state.done = true
-            let continuation = state.continuation
-            state.continuation = nil
-            return (continuation, state.deadlineTask)
+            let completion = state.completion
+            state.completion = nil
+            state.connection = nil
+            return (completion, state.deadlineTask)
         }
-        guard let continuation = taken.0 else { return false }
+        guard let completion = taken.0 else { return false }
         taken.1?.cancel()
-        continuation.resume(returning: result)
+        completion(result)
         return true
     }
 

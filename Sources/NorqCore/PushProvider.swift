@@ -53,6 +53,12 @@ public protocol PushProvider: Sendable {
     /// Sends one prepared request once (no retries: the router owns them). Throws a `NorqError` for
     /// transport failures (`provider/transport-failed`, `provider/deadline-exceeded`).
     func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse
+    /// Starts sending one prepared request once and calls `completion` exactly once with what `deliver` would
+    /// return or throw, on any thread (possibly before returning). The router delivers through this call, so a
+    /// provider whose transport is callback based spares a suspended task per request in flight; `completion`
+    /// must not block. The default runs `deliver` in a new task.
+    func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
+                       completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void)
 
     /// Stops accepting requests and drains the ones in flight.
     func shutdown() async
@@ -71,6 +77,17 @@ extension PushProvider {
     }
 
     public func shutdown() async {}
+
+    public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
+                              completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        Task {
+            do throws(NorqError) {
+                completion(.success(try await deliver(request, deadline: deadline)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 }
 
 /// What a provider type needs to parse its `config:` block.

@@ -1,0 +1,327 @@
+import Logging
+import NorqCore
+import Synchronization
+
+/// Delivers the targets of one send that route to one provider, keeping at most `policy.maxInFlight` of them
+/// between "taken from the cursor" and "outcome emitted".
+///
+/// There is no task per target. Each answer arrives in the provider's completion (for APNs on the
+/// connection's event loop). That completion emits the outcome and starts the next target right there. Only
+/// the rare waits run in tasks of their own: an idempotency-key lookup and a retry backoff.
+///
+/// One thread at a time fills the free slots (`fill`). A completion that arrives meanwhile only frees its slot,
+/// and the filling thread takes it.
+final class DeliveryPump: Sendable {
+    private let router: NotificationRouter
+    private let provider: any PushProvider
+    private let plan: SendPlan
+    private let cursor: TargetCursor
+    private let sink: any OutcomeSink
+    private let limit: Int
+    /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
+    private let cancelled = Atomic<Bool>(false)
+
+    private struct State {
+        /// Targets taken from the cursor whose outcome is not emitted yet.
+        var taken = 0
+        var exhausted = false
+        var filling = false
+        /// The sink is full: nothing new starts until it calls back.
+        var waitingForRoom = false
+        var finished = false
+        var done: CheckedContinuation<Void, Never>?
+        /// Retry backoffs in progress, cancelled with the send.
+        var retries: [Int: Task<Void, Never>] = [:]
+        var nextRetryID = 0
+    }
+    private let state = Mutex(State())
+
+    init(router: NotificationRouter, provider: any PushProvider, plan: SendPlan, cursor: TargetCursor,
+         sink: any OutcomeSink) {
+        self.router = router
+        self.provider = provider
+        self.plan = plan
+        self.cursor = cursor
+        self.sink = sink
+        self.limit = max(1, provider.policy.maxInFlight)
+    }
+
+    /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
+    /// task cancels the send: targets not started get `routing/send-cancelled`, backoffs end with the last answer.
+    func run() async {
+        await withTaskCancellationHandler {
+            fill()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let finished = state.withLock { state -> Bool in
+                    if state.finished { return true }
+                    state.done = continuation
+                    return false
+                }
+                if finished { continuation.resume() }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    private func cancel() {
+        cancelled.store(true, ordering: .relaxed)
+        let backoffs = state.withLock { Array($0.retries.values) }
+        for backoff in backoffs { backoff.cancel() }
+        fill()
+    }
+
+    // MARK: filling slots
+
+    private enum FillStep {
+        case take
+        case stop
+        case finished(CheckedContinuation<Void, Never>?)
+    }
+
+    /// Starts targets while slots are free. Re-entrant calls (a completion on another thread, or one that ran
+    /// synchronously inside `start`) return at once: the thread already filling sees their freed slot.
+    private func fill() {
+        let enter = state.withLock { state -> Bool in
+            if state.filling { return false }
+            state.filling = true
+            return true
+        }
+        guard enter else { return }
+        while true {
+            let isCancelled = cancelled.load(ordering: .relaxed)
+            if !isCancelled, !sink.hasRoom { waitForRoom() }
+            let step = state.withLock { state -> FillStep in
+                if !state.exhausted, state.taken < limit, !state.waitingForRoom || isCancelled {
+                    state.taken += 1
+                    return .take
+                }
+                state.filling = false
+                if state.exhausted, state.taken == 0, !state.finished {
+                    state.finished = true
+                    let done = state.done
+                    state.done = nil
+                    return .finished(done)
+                }
+                return .stop
+            }
+            switch step {
+            case .stop:
+                return
+            case .finished(let done):
+                done?.resume()
+                return
+            case .take:
+                guard let (position, target, recipientID) = cursor.next() else {
+                    state.withLock { state in
+                        state.taken -= 1
+                        state.exhausted = true
+                    }
+                    continue
+                }
+                start(position: position, target: target, recipientID: recipientID)
+            }
+        }
+    }
+
+    /// The sink is full: stop starting targets until it has room again.
+    private func waitForRoom() {
+        state.withLock { $0.waitingForRoom = true }
+        let roomNow = sink.waitForRoom { [self] in
+            state.withLock { $0.waitingForRoom = false }
+            fill()
+        }
+        if roomNow { state.withLock { $0.waitingForRoom = false } }
+    }
+
+    /// Emits a target's one outcome and frees its slot.
+    private func emit(_ position: Int, _ outcome: PushOutcome) {
+        sink.emit(position, outcome)
+        state.withLock { $0.taken -= 1 }
+        fill()
+    }
+
+    // MARK: one target
+
+    private func start(position: Int, target: DeliveryTarget, recipientID: String?) {
+        guard case .provider(let chosen, _) = router.route(target), chosen.name == provider.name else {
+            // Routed to another provider (its own pump delivers it) or to no provider (reported by the router).
+            state.withLock { $0.taken -= 1 }
+            return
+        }
+        let isCancelled = cancelled.load(ordering: .relaxed)
+        if isCancelled || router.isStopped {
+            let error = isCancelled
+                ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
+                : NorqError(.providerShutDown, "the router shut down before this token was delivered")
+            router.countFinal(.failed(error), provider: provider.name)
+            emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
+                                       result: .failed(error)))
+            return
+        }
+        let job = DeliveryJob(position: position, target: target, recipientID: recipientID, provider: provider,
+                              plan: plan)
+        guard let dedupKey = job.dedupKey else {
+            prepareAndSend(job)
+            return
+        }
+        let deduplication = router.deduplication
+        Task {
+            let lookup = await deduplication.reserve(dedupKey)
+            self.reserved(lookup, job: job)
+        }
+    }
+
+    /// What the dedup store said about a target sent with the caller's idempotency key.
+    private func reserved(_ lookup: DeduplicationLookup, job: DeliveryJob) {
+        switch lookup {
+        case .completed(let first):
+            router.metrics.count("deduplicated", provider: provider.name)
+            router.requestLogger(job).debug("duplicate of an earlier send with the same idempotency key",
+                                            metadata: ["norq.first": "\(first.kind)"])
+            emit(job.position, job.outcome(.duplicate(of: first), attempts: 0))
+        case .inFlight:
+            router.metrics.count("deduplicated", provider: provider.name)
+            let skip = PushOutcome.Skipped(code: .duplicateInFlight,
+                                           reason: "another send with the same idempotency key is delivering this token")
+            emit(job.position, job.outcome(.skipped(skip), attempts: 0))
+        case .reserved:
+            prepareAndSend(job)
+        }
+    }
+
+    private func prepareAndSend(_ job: DeliveryJob) {
+        let request: PreparedRequest
+        do {
+            request = try router.prepareRequest(target: job.target, provider: provider, plan: plan,
+                                                requestID: job.requestID)
+        } catch {
+            router.requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
+            router.countFinal(.failed(error), provider: provider.name)
+            if let dedupKey = job.dedupKey {
+                let deduplication = router.deduplication
+                Task {
+                    await deduplication.release(dedupKey)
+                    self.emit(job.position, job.outcome(.failed(error), attempts: 0))
+                }
+            } else {
+                emit(job.position, job.outcome(.failed(error), attempts: 0))
+            }
+            return
+        }
+        let attempt = PreparedJob(job: job, request: request,
+                                      deadline: router.clock.now().advanced(by: plan.options.deadline))
+        send(attempt, previousAttempts: 0)
+    }
+
+    /// One attempt; its answer comes back through the provider's completion.
+    private func send(_ attempt: PreparedJob, previousAttempts: Int) {
+        if previousAttempts > 0, router.isStopped {
+            finished(attempt, .failed(NorqError(.providerShutDown, "the router shut down before a retry")),
+                     attempts: previousAttempts, lastResponse: nil)
+            return
+        }
+        let attempts = previousAttempts + 1
+        router.metrics.count("sent", provider: provider.name)
+        router.metrics.inFlightChanged(by: 1)
+        let started = router.clock.now()
+        provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
+            router.metrics.inFlightChanged(by: -1)
+            switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started) {
+            case .done(let result, let lastResponse):
+                finished(attempt, result, attempts: attempts, lastResponse: lastResponse)
+            case .retry(let delay, let lastResponse, let lastError):
+                retry(attempt, after: delay, attempts: attempts, lastResponse: lastResponse, lastError: lastError)
+            }
+        }
+    }
+
+    /// Waits `delay` (the router's clock) in a task of its own, then sends again. A cancelled send ends the
+    /// wait and reports the last answer.
+    private func retry(_ attempt: PreparedJob, after delay: Duration, attempts: Int,
+                       lastResponse: DeliveryResponse?, lastError: NorqError?) {
+        let clock = router.clock
+        let waiting = state.withLock { state -> Bool in
+            if cancelled.load(ordering: .relaxed) { return false }
+            state.nextRetryID += 1
+            let id = state.nextRetryID
+            state.retries[id] = Task {
+                var slept = true
+                do { try await clock.sleep(delay) } catch { slept = false }
+                _ = self.state.withLock { $0.retries.removeValue(forKey: id) }
+                if slept {
+                    self.send(attempt, previousAttempts: attempts)
+                } else {
+                    self.finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request),
+                                  attempts: attempts, lastResponse: lastResponse)
+                }
+            }
+            return true
+        }
+        if !waiting {
+            finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request),
+                     attempts: attempts, lastResponse: lastResponse)
+        }
+    }
+
+    /// Records a reserved idempotency key, then emits the outcome.
+    private func finished(_ attempt: PreparedJob, _ result: PushOutcome.Result, attempts: Int,
+                          lastResponse: DeliveryResponse?) {
+        guard let dedupKey = attempt.job.dedupKey else {
+            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
+            return
+        }
+        let deduplication = router.deduplication
+        Task {
+            if NotificationRouter.isDefinitive(result) {
+                await deduplication.record(dedupKey, result: result)
+            } else {
+                await deduplication.release(dedupKey)
+            }
+            self.emit(attempt.job.position,
+                      self.router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
+        }
+    }
+}
+
+/// One routed target on its way (shared by reference by the steps of its delivery).
+final class DeliveryJob: Sendable {
+    /// Its place in the send's report.
+    let position: Int
+    let target: DeliveryTarget
+    let recipientID: String?
+    let provider: any PushProvider
+    let plan: SendPlan
+    /// The stable per-target request id (UUIDv5 of the idempotency key and the target).
+    let requestID: String
+    /// Set when the caller gave an idempotency key: only then is the dedup store consulted.
+    let dedupKey: DeduplicationKey?
+
+    init(position: Int, target: DeliveryTarget, recipientID: String?, provider: any PushProvider, plan: SendPlan) {
+        self.position = position
+        self.target = target
+        self.recipientID = recipientID
+        self.provider = provider
+        self.plan = plan
+        self.requestID = RequestID.make(idempotencyKey: plan.key, token: target.identity)
+        self.dedupKey = plan.callerKey ? DeduplicationKey(idempotencyKey: plan.key, target: target.identity) : nil
+    }
+
+    func outcome(_ result: PushOutcome.Result, attempts: Int) -> PushOutcome {
+        PushOutcome(target: target, recipientID: recipientID, provider: provider.name, attempts: attempts,
+                    result: result)
+    }
+}
+
+/// A prepared job: the request every attempt sends and the deadline of them all.
+final class PreparedJob: Sendable {
+    let job: DeliveryJob
+    let request: PreparedRequest
+    let deadline: ContinuousClock.Instant
+
+    init(job: DeliveryJob, request: PreparedRequest, deadline: ContinuousClock.Instant) {
+        self.job = job
+        self.request = request
+        self.deadline = deadline
+    }
+}

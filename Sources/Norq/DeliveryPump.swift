@@ -9,8 +9,10 @@ import Synchronization
 /// connection's event loop). That completion emits the outcome and starts the next target right there. Only
 /// the rare waits run in tasks of their own: an idempotency-key lookup and a retry backoff.
 ///
-/// One thread at a time fills the free slots (`fill`). A completion that arrives meanwhile only frees its slot,
-/// and the filling thread takes it.
+/// Any thread that frees a slot fills free slots (`fill`), so each event loop keeps its own connections busy.
+/// A slot freed inside a completion batch (the answers of one read) is filled when the batch ends: the new
+/// requests of one read are started together, and a completion that runs synchronously inside `fill` never
+/// recurses into it.
 final class DeliveryPump: Sendable {
     private let router: NotificationRouter
     private let provider: any PushProvider
@@ -25,7 +27,6 @@ final class DeliveryPump: Sendable {
         /// Targets taken from the cursor whose outcome is not emitted yet.
         var taken = 0
         var exhausted = false
-        var filling = false
         /// The sink is full: nothing new starts until it calls back.
         var waitingForRoom = false
         var finished = false
@@ -79,15 +80,13 @@ final class DeliveryPump: Sendable {
         case finished(CheckedContinuation<Void, Never>?)
     }
 
-    /// Starts targets while slots are free. Re-entrant calls (a completion on another thread, or one that ran
-    /// synchronously inside `start`) return at once: the thread already filling sees their freed slot.
+    /// Starts targets while slots are free, as one completion batch: slots freed meanwhile on this thread are
+    /// filled by a later pass, after this one (see `release`).
     private func fill() {
-        let enter = state.withLock { state -> Bool in
-            if state.filling { return false }
-            state.filling = true
-            return true
-        }
-        guard enter else { return }
+        CompletionBatch.run { fillFreeSlots() }
+    }
+
+    private func fillFreeSlots() {
         while true {
             let isCancelled = cancelled.load(ordering: .relaxed)
             if !isCancelled, !sink.hasRoom { waitForRoom() }
@@ -96,7 +95,6 @@ final class DeliveryPump: Sendable {
                     state.taken += 1
                     return .take
                 }
-                state.filling = false
                 if state.exhausted, state.taken == 0, !state.finished {
                     state.finished = true
                     let done = state.done
@@ -124,6 +122,12 @@ final class DeliveryPump: Sendable {
         }
     }
 
+    /// Frees a slot; it is filled when this thread's completion batch ends (at once outside a batch).
+    private func release() {
+        state.withLock { $0.taken -= 1 }
+        CompletionBatch.afterBatch { [self] in fill() }
+    }
+
     /// The sink is full: stop starting targets until it has room again.
     private func waitForRoom() {
         state.withLock { $0.waitingForRoom = true }
@@ -137,8 +141,7 @@ final class DeliveryPump: Sendable {
     /// Emits a target's one outcome and frees its slot.
     private func emit(_ position: Int, _ outcome: PushOutcome) {
         sink.emit(position, outcome)
-        state.withLock { $0.taken -= 1 }
-        fill()
+        release()
     }
 
     // MARK: one target
@@ -146,7 +149,7 @@ final class DeliveryPump: Sendable {
     private func start(position: Int, target: DeliveryTarget, recipientID: String?) {
         guard case .provider(let chosen, _) = router.route(target), chosen.name == provider.name else {
             // Routed to another provider (its own pump delivers it) or to no provider (reported by the router).
-            state.withLock { $0.taken -= 1 }
+            state.withLock { $0.taken -= 1 }  // the loop in `fillFreeSlots` takes the next one
             return
         }
         let isCancelled = cancelled.load(ordering: .relaxed)

@@ -84,7 +84,11 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
                 state.buffer.append(outcome)
                 return nil
             }
-            consumer?.resume(returning: outcome)
+            // A waiting consumer is woken once per completion batch (the answers of one read), not per outcome:
+            // the outcomes after this one go to the buffer, where it finds them.
+            if let consumer {
+                CompletionBatch.afterBatch { consumer.resume(returning: outcome) }
+            }
         }
 
         var hasRoom: Bool {

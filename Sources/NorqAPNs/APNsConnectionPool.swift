@@ -109,7 +109,26 @@ final class APNsConnectionPool: Sendable {
         case send(APNsConnection)
     }
 
+    /// The connection for the next request: round robin, among the connections on the calling event loop when
+    /// there are any. A request started from a completion on an event loop (the router's next target) then
+    /// stays on that thread instead of waking another one.
+    static func pick(from ready: [APNsConnection], turn: Int, onLoop current: (any EventLoop)?) -> APNsConnection {
+        if let current, ready.count > 1 {
+            var local = 0
+            for connection in ready where connection.eventLoop === current { local += 1 }
+            if local > 0 {
+                var index = turn % local
+                for connection in ready where connection.eventLoop === current {
+                    if index == 0 { return connection }
+                    index -= 1
+                }
+            }
+        }
+        return ready[turn % ready.count]
+    }
+
     func submit(_ box: APNsRequestBox) {
+        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop
         var connect = false
         let action: Action = state.withLock { s in
             if s.shutdown && s.ready.isEmpty {
@@ -121,7 +140,7 @@ final class APNsConnectionPool: Sendable {
             }
             if !s.ready.isEmpty {
                 s.roundRobin &+= 1
-                return .send(s.ready[s.roundRobin % s.ready.count])
+                return .send(Self.pick(from: s.ready, turn: s.roundRobin, onLoop: currentLoop))
             }
             s.waiting.append(box)
             return .none

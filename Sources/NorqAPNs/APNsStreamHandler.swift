@@ -38,6 +38,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var warmingUp: Bool
     private var goAwayLastStreamID: Int32?
     private var closed = false
+    /// A `CompletionBatch` is open for the current read.
+    private var inReadBatch = false
     /// Response DATA bytes received since the last connection-level WINDOW_UPDATE. Without a stream
     /// multiplexer NIOHTTP2Handler does not replenish the connection's receive window, so ~64 KiB of error
     /// bodies (about 1,500 JSON reasons) would otherwise stall the connection for good.
@@ -74,12 +76,14 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        endReadBatch()
         self.context = nil
         self.connection = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        connectionClosed(reason: "connection closed")
+        CompletionBatch.run { connectionClosed(reason: "connection closed") }
+        endReadBatch()
         context.fireChannelInactive()
     }
 
@@ -216,7 +220,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         }
         guard !expired.isEmpty else { return }
         if !expiredStreams.isEmpty { context.flush() }
-        for box in expired { box.completeAsExpired() }
+        CompletionBatch.run {
+            for box in expired { box.completeAsExpired() }
+        }
         startStreams()
         drainIfDone()
     }
@@ -224,6 +230,12 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     // MARK: inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // The answers of one read complete as one batch (ended in channelReadComplete): what the completions
+        // wake (a streaming send's consumer) is woken once per read.
+        if !inReadBatch {
+            inReadBatch = true
+            CompletionBatch.begin()
+        }
         let frame = unwrapInboundIn(data)
         lastActivity = .now()
         pingOutstanding = false
@@ -272,7 +284,14 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         }
     }
 
+    private func endReadBatch() {
+        guard inReadBatch else { return }
+        inReadBatch = false
+        CompletionBatch.end()
+    }
+
     func channelReadComplete(context: ChannelHandlerContext) {
+        defer { endReadBatch() }
         if unacknowledgedBytes >= 16_384, !closed {
             context.write(wrapOutboundOut(HTTP2Frame(
                 streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)

@@ -46,6 +46,15 @@ final class TimedProvider: PushProvider {
         return try await inner.deliver(request, deadline: deadline)
     }
 
+    func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
+                       completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        let start = ContinuousClock.now
+        inner.startDelivery(request, deadline: deadline) { [recorder] result in
+            recorder.record(start.duration(to: .now))
+            completion(result)
+        }
+    }
+
     func shutdown() async { await inner.shutdown() }
 }
 

@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Lets a transport that completes many requests in one go (the answers of one HTTP/2 read) say so, so that
+/// the wake-ups those completions cause are made once, at the end, rather than once per completion.
+///
+/// The router defers through it the resumption of a streaming send's consumer: a consumer that waits is woken
+/// once per batch of outcomes, not once per outcome (each wake-up of a sleeping thread costs the completing
+/// thread a system call). Batches are per thread and nest; outside a batch, `afterBatch` runs its action at once.
+public enum CompletionBatch {
+    /// Starts a batch on this thread (or nests in the current one).
+    public static func begin() {
+        current.depth += 1
+    }
+
+    /// Ends the batch begun last on this thread; the outermost end runs the deferred actions, in order.
+    public static func end() {
+        let batch = current
+        guard batch.depth > 0 else { return }  // an unmatched end: nothing is open
+        guard batch.depth == 1 else {
+            batch.depth -= 1
+            return
+        }
+        // Still inside while the actions run: an action that defers another adds it to this loop.
+        var index = 0
+        while index < batch.actions.count {
+            batch.actions[index]()
+            index += 1
+        }
+        batch.actions.removeAll(keepingCapacity: true)
+        batch.depth = 0
+    }
+
+    /// Runs `body` as one batch.
+    public static func run<Result>(_ body: () throws -> Result) rethrows -> Result {
+        begin()
+        defer { end() }
+        return try body()
+    }
+
+    /// Runs `action` when this thread's current batch ends, or now when no batch is open.
+    public static func afterBatch(_ action: @escaping () -> Void) {
+        let batch = current
+        if batch.depth > 0 {
+            batch.actions.append(action)
+        } else {
+            action()
+        }
+    }
+
+    /// Whether a batch is open on this thread.
+    public static var isOpen: Bool { current.depth > 0 }
+
+    /// One thread's batch state (only that thread touches it).
+    private final class State {
+        var depth = 0
+        var actions: [() -> Void] = []
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+            Unmanaged<AnyObject>.fromOpaque(pointer).release()
+            #else
+            if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
+            #endif
+        }
+        precondition(status == 0, "pthread_key_create failed: \(status)")
+        return key
+    }()
+
+    private static var current: State {
+        if let pointer = pthread_getspecific(key) {
+            return Unmanaged<State>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let state = State()
+        pthread_setspecific(key, Unmanaged.passRetained(state).toOpaque())
+        return state
+    }
+}

@@ -110,21 +110,18 @@ final class APNsConnectionPool: Sendable {
     }
 
     /// The connection for the next request: round robin, among the connections on the calling event loop when
-    /// there are any. A request started from a completion on an event loop (the router's next target) then
-    /// stays on that thread instead of waking another one.
-    static func pick(from ready: [APNsConnection], turn: Int, onLoop current: (any EventLoop)?) -> APNsConnection {
-        if let current, ready.count > 1 {
-            var local = 0
-            for connection in ready where connection.eventLoop === current { local += 1 }
-            if local > 0 {
-                var index = turn % local
-                for connection in ready where connection.eventLoop === current {
-                    if index == 0 { return connection }
-                    index -= 1
-                }
+    /// there are any (`isLocal`). A request started from a completion on an event loop (the router's next
+    /// target) then stays on that thread instead of waking another one.
+    static func pick<Connection>(from ready: [Connection], turn: Int, isLocal: (Connection) -> Bool) -> Connection {
+        let turn = UInt(bitPattern: turn)
+        if ready.count > 1 {
+            let local = ready.lazy.filter(isLocal)
+            let count = local.count
+            if count > 0, let chosen = local.dropFirst(Int(turn % UInt(count))).first {
+                return chosen
             }
         }
-        return ready[turn % ready.count]
+        return ready[Int(turn % UInt(ready.count))]
     }
 
     func submit(_ box: APNsRequestBox) {
@@ -140,7 +137,7 @@ final class APNsConnectionPool: Sendable {
             }
             if !s.ready.isEmpty {
                 s.roundRobin &+= 1
-                return .send(Self.pick(from: s.ready, turn: s.roundRobin, onLoop: currentLoop))
+                return .send(Self.pick(from: s.ready, turn: s.roundRobin) { $0.eventLoop === currentLoop })
             }
             s.waiting.append(box)
             return .none

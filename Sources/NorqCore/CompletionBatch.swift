@@ -12,6 +12,9 @@ import Darwin
 /// The router defers through it the resumption of a streaming send's consumer: a consumer that waits is woken
 /// once per batch of outcomes, not once per outcome (each wake-up of a sleeping thread costs the completing
 /// thread a system call). Batches are per thread and nest; outside a batch, `afterBatch` runs its action at once.
+///
+/// A batch belongs to a thread, so it must open and end in synchronous code (an event-loop callback), never
+/// across an `await`: a task may resume on another thread, and another task may run on this one meanwhile.
 public enum CompletionBatch {
     /// Starts a batch on this thread (or nests in the current one).
     public static func begin() {

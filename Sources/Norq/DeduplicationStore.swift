@@ -33,9 +33,26 @@ public protocol DeduplicationStore: Sendable {
     func release(_ key: DeduplicationKey) async
 }
 
+/// A store that answers without waiting (it holds its entries in this process). The router calls these instead
+/// of the async requirements, so a send with an idempotency key starts no task per token.
+public protocol ImmediateDeduplicationStore: DeduplicationStore {
+    /// `reserve`, answered at once.
+    func reserveImmediately(_ key: DeduplicationKey) -> DeduplicationLookup
+    /// `record`, done at once.
+    func recordImmediately(_ key: DeduplicationKey, result: PushOutcome.Result)
+    /// `release`, done at once.
+    func releaseImmediately(_ key: DeduplicationKey)
+}
+
+extension ImmediateDeduplicationStore {
+    public func reserve(_ key: DeduplicationKey) async -> DeduplicationLookup { reserveImmediately(key) }
+    public func record(_ key: DeduplicationKey, result: PushOutcome.Result) async { recordImmediately(key, result: result) }
+    public func release(_ key: DeduplicationKey) async { releaseImmediately(key) }
+}
+
 /// The default store: in memory, bounded (oldest entries evicted first when `maxEntries` is reached),
 /// entries expire after `ttl` (default 24 hours). The clock is injectable.
-public final class InMemoryDeduplicationStore: DeduplicationStore {
+public final class InMemoryDeduplicationStore: ImmediateDeduplicationStore {
     private enum Entry {
         case inFlight
         case completed(PushOutcome.Result, expires: ContinuousClock.Instant)
@@ -85,7 +102,7 @@ public final class InMemoryDeduplicationStore: DeduplicationStore {
         self.now = now
     }
 
-    public func reserve(_ key: DeduplicationKey) async -> DeduplicationLookup {
+    public func reserveImmediately(_ key: DeduplicationKey) -> DeduplicationLookup {
         let instant = now()
         return state.withLock { state in
             if let existing = state.entries[key] {
@@ -103,12 +120,12 @@ public final class InMemoryDeduplicationStore: DeduplicationStore {
         }
     }
 
-    public func record(_ key: DeduplicationKey, result: PushOutcome.Result) async {
+    public func recordImmediately(_ key: DeduplicationKey, result: PushOutcome.Result) {
         let expires = now().advanced(by: ttl)
         state.withLock { $0.insert(key, .completed(result, expires: expires), maxEntries: maxEntries) }
     }
 
-    public func release(_ key: DeduplicationKey) async {
+    public func releaseImmediately(_ key: DeduplicationKey) {
         state.withLock { state in
             if case .inFlight? = state.entries[key]?.entry { state.entries[key] = nil }
         }

@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// There is no task per target. Each answer arrives in the provider's completion (for APNs on the
 /// connection's event loop). That completion emits the outcome and starts the next target right there. Only
-/// the rare waits run in tasks of their own: an idempotency-key lookup and a retry backoff.
+/// the rare waits run in tasks of their own: a retry backoff, and the calls to a dedup store that is not an
+/// `ImmediateDeduplicationStore`.
 ///
 /// Any thread that frees a slot fills free slots (`fill`), so each event loop keeps its own connections busy.
 /// A slot freed inside a completion batch (the answers of one read) is filled when the batch ends: the new
@@ -20,6 +21,8 @@ final class DeliveryPump: Sendable {
     private let cursor: TargetCursor
     private let sink: any OutcomeSink
     private let limit: Int
+    /// The router's dedup store when it answers without waiting (then no task is started per token).
+    private let immediateStore: (any ImmediateDeduplicationStore)?
     /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
     private let cancelled = Atomic<Bool>(false)
 
@@ -45,6 +48,7 @@ final class DeliveryPump: Sendable {
         self.cursor = cursor
         self.sink = sink
         self.limit = max(1, provider.policy.maxInFlight)
+        self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
     }
 
     /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
@@ -168,6 +172,10 @@ final class DeliveryPump: Sendable {
             prepareAndSend(job)
             return
         }
+        if let store = immediateStore {
+            reserved(store.reserveImmediately(dedupKey), job: job)
+            return
+        }
         let deduplication = router.deduplication
         Task {
             let lookup = await deduplication.reserve(dedupKey)
@@ -201,7 +209,10 @@ final class DeliveryPump: Sendable {
         } catch {
             router.requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
             router.countFinal(.failed(error), provider: provider.name)
-            if let dedupKey = job.dedupKey {
+            if let dedupKey = job.dedupKey, let store = immediateStore {
+                store.releaseImmediately(dedupKey)
+                emit(job.position, job.outcome(.failed(error), attempts: 0))
+            } else if let dedupKey = job.dedupKey {
                 let deduplication = router.deduplication
                 Task {
                     await deduplication.release(dedupKey)
@@ -271,6 +282,15 @@ final class DeliveryPump: Sendable {
     private func finished(_ attempt: PreparedJob, _ result: PushOutcome.Result, attempts: Int,
                           lastResponse: DeliveryResponse?) {
         guard let dedupKey = attempt.job.dedupKey else {
+            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
+            return
+        }
+        if let store = immediateStore {
+            if NotificationRouter.isDefinitive(result) {
+                store.recordImmediately(dedupKey, result: result)
+            } else {
+                store.releaseImmediately(dedupKey)
+            }
             emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
             return
         }

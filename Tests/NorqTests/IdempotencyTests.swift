@@ -28,6 +28,49 @@ struct IdempotencyTests {
         #expect(third.delivered == 1)
     }
 
+    /// A store elsewhere (like a database): every call suspends. The router reaches it from tasks of its own.
+    actor SlowStore: DeduplicationStore {
+        let inner = InMemoryDeduplicationStore()
+        private(set) var calls = 0
+        func reserve(_ key: DeduplicationKey) async -> DeduplicationLookup {
+            calls += 1
+            try? await Task.sleep(for: .milliseconds(1))
+            return inner.reserveImmediately(key)
+        }
+        func record(_ key: DeduplicationKey, result: PushOutcome.Result) async {
+            calls += 1
+            try? await Task.sleep(for: .milliseconds(1))
+            inner.recordImmediately(key, result: result)
+        }
+        func release(_ key: DeduplicationKey) async {
+            calls += 1
+            try? await Task.sleep(for: .milliseconds(1))
+            inner.releaseImmediately(key)
+        }
+    }
+
+    @Test("a store that suspends: repeats are still deduplicated, prepare failures release their reservation")
+    func suspendingStore() async throws {
+        let store = SlowStore()
+        let apns = FakeProvider(name: "apns", maxInFlight: 8)
+        let r = try NotificationRouter(providers: [apns], deduplication: store)
+        let options = RouterSendOptions(idempotencyKey: "order-7")
+        let tokens = (0..<40).map { ios(hexToken($0)) }
+        let first = try await r.send(content: PushContent(title: "t"), to: recipients(tokens), options: options)
+        #expect(first.delivered == 40)
+        let second = try await r.send(content: PushContent(title: "t"), to: recipients(tokens), options: options)
+        #expect(second.duplicates == 40)
+        #expect(apns.requestCount == 40)
+        #expect(await store.calls == 40 * 2 + 40)
+        // A prepare failure releases the key: the same key delivers once the content is fixed.
+        let refused = try await r.send(content: PushContent(title: "too-large"), to: recipients([ios("ab")]),
+                                       options: RouterSendOptions(idempotencyKey: "order-8"))
+        #expect(refused.outcomes.first?.result.kind == "failed")
+        let fixed = try await r.send(content: PushContent(title: "t"), to: recipients([ios("ab")]),
+                                     options: RouterSendOptions(idempotencyKey: "order-8"))
+        #expect(fixed.delivered == 1)
+    }
+
     @Test("a send without a definitive answer is not remembered")
     func failedNotRecorded() async throws {
         let calls = CallCounter()

@@ -159,7 +159,13 @@ struct RouterEndToEndFaultTests {
             }
         let provider = try EmulatorFixtures.provider(
             "apns", Self.teamA, sandbox: emulator,
-            retry: RetryPolicy(retries: 8, backoff: .milliseconds(1), maxBackoff: .milliseconds(2)))
+            retry: RetryPolicy(retries: 8, backoff: .milliseconds(1), maxBackoff: .milliseconds(2))) {
+                // With 1,000 in flight, a slow debug build on a loaded machine answers each request seconds
+                // later. A request that hits the 10 s default timeout after APNs took it is sent again (at least
+                // once: APNs has no request-id dedup), which this test would count as a duplicate; timeouts
+                // have tests of their own, this one is about GOAWAY and 503s.
+                $0.requestTimeout = .seconds(60)
+            }
         let router = try NotificationRouter(providers: [provider], clock: EmulatorFixtures.noWait)
         let tokens = (0..<count).map { ios(Self.token($0)) }
         let key = "burst-1"
@@ -189,6 +195,13 @@ struct RouterEndToEndFaultTests {
         #expect(unanswered == 0)
         let notOnce = answers.filter { $0.value.ok != 1 }
         #expect(notOnce.isEmpty, "tokens not answered 200 exactly once: \(notOnce.count)")
+        for token in notOnce.keys.sorted().prefix(3) {
+            // What each side saw, for diagnosis: the emulator's attempts (connection, stream, status) and the outcome.
+            let seen = emulator.requests.filter { $0.deviceToken == token }
+                .map { "conn \($0.connectionID) stream \($0.streamID) status \($0.status)" }
+            let outcome = report.outcomes.first { $0.token == token }
+            Issue.record("token \(token.suffix(8)): emulator saw \(seen); outcome \(outcome.map { "\($0.result.kind) after \($0.attempts)" } ?? "none")")
+        }
         let mixedIDs = answers.filter { $0.value.ids.count != 1 }
         #expect(mixedIDs.isEmpty, "tokens whose attempts carried different apns-ids: \(mixedIDs.count)")
         for outcome in report.outcomes.prefix(50) {

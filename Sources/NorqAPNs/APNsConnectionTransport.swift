@@ -10,6 +10,9 @@ final class APNsConnectionTransport: APNsTransport {
     private let settings: APNsConnectionSettings
     private let logger: Logger
     private let group: any EventLoopGroup
+    /// The pools of the configured endpoints (sandbox, production, broadcast), made at init: found without a lock.
+    private let configuredPools: [APNsConnectionPool]
+    /// Pools of any other endpoint, made on first use.
     private let pools = Mutex<[APNsEndpoint: APNsConnectionPool]>([:])
     private let outstanding = Atomic<Int>(0)
     private let isShutDown = Atomic<Bool>(false)
@@ -25,6 +28,13 @@ final class APNsConnectionTransport: APNsTransport {
             connectionsPerEndpoint: max(1, configuration.connectionsPerEndpoint),
             maxStreamsPerConnection: max(1, configuration.maxConcurrentStreamsPerConnection),
             pingInterval: configuration.pingInterval)
+        var configured: [APNsConnectionPool] = []
+        for endpoint in [configuration.sandboxEndpoint, configuration.productionEndpoint,
+                         configuration.broadcastEndpoint(for: .sandbox), configuration.broadcastEndpoint(for: .production)]
+        where !configured.contains(where: { $0.endpoint == endpoint }) {
+            configured.append(APNsConnectionPool(endpoint: endpoint, settings: settings, logger: logger, group: group))
+        }
+        self.configuredPools = configured
     }
 
     static func makeSSLContext(_ configuration: APNsConfiguration) throws(NorqError) -> NIOSSLContext {
@@ -77,7 +87,8 @@ final class APNsConnectionTransport: APNsTransport {
     }
 
     private func pool(for endpoint: APNsEndpoint) -> APNsConnectionPool {
-        pools.withLock { pools in
+        for pool in configuredPools where pool.endpoint == endpoint { return pool }
+        return pools.withLock { pools in
             if let pool = pools[endpoint] { return pool }
             let pool = APNsConnectionPool(endpoint: endpoint, settings: settings, logger: logger, group: group)
             pools[endpoint] = pool
@@ -109,7 +120,7 @@ final class APNsConnectionTransport: APNsTransport {
 
     func shutdown() async {
         isShutDown.store(true, ordering: .relaxed)
-        let all = pools.withLock { Array($0.values) }
+        let all = configuredPools + pools.withLock { Array($0.values) }
         for pool in all {
             await pool.shutdown(outstanding: { self.outstanding.load(ordering: .relaxed) })
         }

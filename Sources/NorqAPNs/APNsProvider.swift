@@ -117,7 +117,7 @@ public final class APNsProvider: PushProvider {
         }
         let requestID: String
         if let given = options.requestID {
-            let lower = given.lowercased()
+            let lower = APNsRequestID.isValid(given) ? given : given.lowercased()  // the router's ids are lowercase
             guard APNsRequestID.isValid(lower) else {
                 throw NorqError(.apnsBadMessageID, "apns-id must be a UUID (8-4-4-4-12 hex digits), got \"\(given.prefix(40))\"")
             }

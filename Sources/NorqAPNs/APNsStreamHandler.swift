@@ -242,7 +242,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         let id = Int32(frame.streamID)
         switch frame.payload {
         case .headers(let headers):
-            guard var stream = streams[id] else { return }
+            // An answer without a body (a 200) ends its stream here: taken out of the map once, not read,
+            // written back and removed.
+            guard var stream = headers.endStream ? streams.removeValue(forKey: id) : streams[id] else { return }
             for header in headers.headers {
                 if header.name == ":status" {
                     if stream.status == nil { stream.status = Int(header.value) }
@@ -250,8 +252,11 @@ final class APNsStreamHandler: ChannelDuplexHandler {
                     stream.headers.append(HTTPHeader(header.name, header.value))
                 }
             }
-            streams[id] = stream
-            if headers.endStream { finish(id) }
+            if headers.endStream {
+                finish(stream)
+            } else {
+                streams[id] = stream
+            }
         case .data(let data):
             // No stream multiplexer replenishes the connection-level receive window: count every DATA byte
             // and hand it back at the end of the read batch, or error bodies stall the connection after 64 KB.
@@ -323,6 +328,11 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     private func finish(_ id: Int32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
+        finish(stream)
+    }
+
+    /// Completes a stream already taken out of `streams`.
+    private func finish(_ stream: Stream) {
         let status = stream.status ?? 0
         if (200..<300).contains(status) { warmingUp = false }
         stream.box.complete(.success(APNsWireResponse(status: status, headers: stream.headers, body: stream.body)))

@@ -52,7 +52,8 @@ public final class NotificationRouter: Service {
     ///   - byPlatform: `routing["push.<platform>"]`; each must name a provider serving that platform.
     ///   - templates: where `send(template:...)` renders from (nil: only `send(content:...)`).
     ///   - deduplication: the dedup store (default: in memory, 24 h, bounded).
-    ///   - onInvalidToken: called for every invalid-token event (also on `invalidTokens`).
+    ///   - onInvalidToken: called for every invalid-token event (also on `invalidTokens`), on the thread that
+    ///     received the answer (an event loop for APNs): it must not block.
     ///   - metricsFactory: swift-metrics factory (nil: the bootstrapped `MetricsSystem.factory`).
     ///   - clock: time, sleeps and jitter (tests inject short ones).
     public init(providers: [any PushProvider], defaultProvider: String? = nil, byPlatform: [Platform: String] = [:],

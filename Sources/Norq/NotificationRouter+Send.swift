@@ -23,15 +23,30 @@ final class SendPlan: Sendable {
     let callerKey: Bool
     /// Unique in the process: tells providers that every request of this send carries the same content.
     let contentID: UInt64
+    /// `content`, or empty content when the template is disabled: read in place per token (unwrapping the optional
+    /// copied the whole content, retaining each of its fields, per token).
+    let deliverable: PushContent
+    /// The provider options of every request of this send but its request id (set per token).
+    let sendOptions: SendOptions
     private static let nextContentID = Atomic<UInt64>(1)
 
     init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
         self.content = content
+        self.deliverable = content ?? PushContent()
         self.templateName = templateName ?? content?.templateName
         self.options = options
-        self.key = options.idempotencyKey ?? RequestID.random()
+        let key = options.idempotencyKey ?? RequestID.random()
+        self.key = key
         self.callerKey = options.idempotencyKey != nil
-        self.contentID = Self.nextContentID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let contentID = Self.nextContentID.wrappingAdd(1, ordering: .relaxed).oldValue
+        self.contentID = contentID
+        var collapseID = options.collapseID
+        if collapseID == nil, options.collapse == .idempotency, content?.headers.collapseID == nil {
+            collapseID = RequestID.make(idempotencyKey: key, token: "")
+        }
+        self.sendOptions = SendOptions(idempotencyKey: key, environment: options.environment, priority: options.priority,
+                                       expiration: options.expiration, collapseID: collapseID,
+                                       sendTime: options.sendTime, contentID: contentID)
     }
 }
 
@@ -286,27 +301,18 @@ extension NotificationRouter {
         }
     }
 
-    func sendOptions(_ content: PushContent, plan: SendPlan, requestID: String) -> SendOptions {
-        var collapseID = plan.options.collapseID
-        if collapseID == nil, plan.options.collapse == .idempotency, content.headers.collapseID == nil {
-            collapseID = RequestID.make(idempotencyKey: plan.key, token: "")
-        }
-        return SendOptions(idempotencyKey: plan.key, requestID: requestID, environment: plan.options.environment,
-                           priority: plan.options.priority, expiration: plan.options.expiration,
-                           collapseID: collapseID, sendTime: plan.options.sendTime, contentID: plan.contentID)
-    }
-
     func prepareRequest(target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,
                         requestID: String) throws(NorqError) -> PreparedRequest {
-        guard let content = plan.content else {
+        guard plan.content != nil else {
             throw NorqError(.templateDisabled, "template \"\(plan.templateName ?? "?")\" is disabled (enabled: false)")
         }
-        let options = sendOptions(content, plan: plan, requestID: requestID)
+        var options = plan.sendOptions
+        options.requestID = requestID
         switch target {
         case .token(let token):
-            return try provider.prepare(content, for: token, options: options)
+            return try provider.prepare(plan.deliverable, for: token, options: options)
         case .channel(let channel):
-            return try provider.prepare(content, forChannel: channel, options: options)
+            return try provider.prepare(plan.deliverable, forChannel: channel, options: options)
         }
     }
 }

@@ -1,4 +1,5 @@
 public import NorqCore
+import NIOCore
 import NIOHPACK
 import OrderedCollections
 
@@ -141,7 +142,8 @@ extension APNsProvider {
         let endpoint = configuration.managementEndpoint(for: environment)
         let (hpack, usedJWT) = hpackHeaders(for: request, authority: endpoint.authority)
         let logID = request.header("apns-channel-id").map { "channel:" + String($0.prefix(8)) } ?? "channels"
-        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil, logLabel: logID)
+        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: ByteBuffer(bytes: request.body), logToken: nil,
+                                   logLabel: logID)
         let deadline = ContinuousClock.now + (timeout ?? configuration.requestTimeout)
         let response = received(try await transport.send(wire, deadline: deadline), usedJWT: usedJWT)
         if response.status == status { return response }

@@ -34,6 +34,8 @@ public final class APNsProvider: PushProvider {
         var pushType: APNsPushType
         var sendTime: Int64
         var body: [UInt8]
+        /// `body` as the transport sends it, shared by every request that carries this `body` array.
+        var buffer: ByteBuffer
     }
 
     /// - Parameters:
@@ -117,11 +119,15 @@ public final class APNsProvider: PushProvider {
         }
         let requestID: String
         if let given = options.requestID {
-            let lower = APNsRequestID.isValid(given) ? given : given.lowercased()  // the router's ids are lowercase
-            guard APNsRequestID.isValid(lower) else {
-                throw NorqError(.apnsBadMessageID, "apns-id must be a UUID (8-4-4-4-12 hex digits), got \"\(given.prefix(40))\"")
+            if APNsRequestID.isValid(given) {
+                requestID = given  // the router's ids are lowercase already: no lowercased copy
+            } else {
+                let lower = given.lowercased()
+                guard APNsRequestID.isValid(lower) else {
+                    throw NorqError(.apnsBadMessageID, "apns-id must be a UUID (8-4-4-4-12 hex digits), got \"\(given.prefix(40))\"")
+                }
+                requestID = lower
             }
-            requestID = lower
         } else {
             requestID = APNsRequestID.random()
         }
@@ -164,18 +170,21 @@ public final class APNsProvider: PushProvider {
         if let reused { return reused }
         let body = try APNsPayload.encode(content, pushType: pushType, sendTime: sendTime)
         lastPayload.withLock {
-            $0 = EncodedPayload(contentID: contentID, content: content, pushType: pushType, sendTime: sendTime, body: body)
+            $0 = EncodedPayload(contentID: contentID, content: content, pushType: pushType, sendTime: sendTime, body: body,
+                                buffer: ByteBuffer(bytes: body))
         }
         return body
     }
 
     /// Hex digits only, an even number of them (Apple says not to assume 64).
     static func validateTokenFormat(_ token: String) throws(NorqError) {
-        let utf8 = token.utf8
-        let hex = utf8.allSatisfy { c in
-            (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+        var token = token
+        let valid = token.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count % 2 == 0 && bytes.count <= 200 && bytes.allSatisfy { c in
+                (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+            }
         }
-        guard !utf8.isEmpty, hex, utf8.count % 2 == 0, utf8.count <= 200 else {
+        guard valid else {
             throw NorqError(.apnsInvalidTokenFormat,
                             "APNs device token \(PushToken(token: token, platform: .ios).redacted) is not a hex string of an even length")
         }
@@ -211,15 +220,28 @@ public final class APNsProvider: PushProvider {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
         let (hpack, usedJWT) = hpackHeaders(for: request, authority: endpoint.authority)
+        let body = bodyBuffer(for: request.body)
         let wire: APNsWireRequest
         switch request.target {
         case .token(let token):
-            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: token.token)
+            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: body, logToken: token.token)
         case .channel:
-            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: request.body, logToken: nil,
+            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: body, logToken: nil,
                                    logLabel: request.target.redacted)
         }
         return (wire, usedJWT)
+    }
+
+    /// The payload as a `ByteBuffer`: the one made with the last encoded payload when `body` is that very array
+    /// (same storage, so same bytes), which every token of a send shares; otherwise a copy.
+    func bodyBuffer(for body: [UInt8]) -> ByteBuffer {
+        let cached = lastPayload.withLock { last -> ByteBuffer? in
+            guard let last, last.body.count == body.count,
+                  last.body.withUnsafeBufferPointer({ $0.baseAddress }) == body.withUnsafeBufferPointer({ $0.baseAddress })
+            else { return nil }
+            return last.buffer
+        }
+        return cached ?? ByteBuffer(bytes: body)
     }
 
     /// The HPACK headers of `request` (pseudo-headers first, the current provider token stamped in) and the JWT

@@ -56,15 +56,18 @@ enum APNsRequestID {
 
     /// True for a canonical lowercase UUID (8-4-4-4-12 hex digits).
     static func isValid(_ text: String) -> Bool {
-        let utf8 = text.utf8
-        guard utf8.count == 36 else { return false }
-        for (i, c) in utf8.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                if c != UInt8(ascii: "-") { return false }
-            } else if !((c >= 48 && c <= 57) || (c >= 97 && c <= 102)) {
-                return false
+        guard text.utf8.count == 36 else { return false }
+        var text = text
+        return text.withUTF8 { bytes in
+            for i in 0..<36 {
+                let c = bytes[i]
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    if c != UInt8(ascii: "-") { return false }
+                } else if !((c >= 48 && c <= 57) || (c >= 97 && c <= 102)) {
+                    return false
+                }
             }
+            return true
         }
-        return true
     }
 }

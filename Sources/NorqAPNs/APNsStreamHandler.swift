@@ -157,11 +157,10 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             let streamID = HTTP2StreamID(id)
             let body = box.request.body
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(
-                .init(headers: box.request.headers, endStream: body.isEmpty)))), promise: nil)
-            if !body.isEmpty {
-                let buffer = context.channel.allocator.buffer(bytes: body)
+                .init(headers: box.request.headers, endStream: body.readableBytes == 0)))), promise: nil)
+            if body.readableBytes > 0 {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(
-                    .init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+                    .init(data: .byteBuffer(body), endStream: true)))), promise: nil)
             }
             // A flush per request: NIOHTTP2 holds DATA frames until a flush and then sends the held ones in
             // hash order, so one flush per batch would reach the server in random stream order (and make

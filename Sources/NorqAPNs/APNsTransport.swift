@@ -7,13 +7,14 @@ import Synchronization
 struct APNsWireRequest: Sendable {
     var endpoint: APNsEndpoint
     var headers: HPACKHeaders
-    var body: [UInt8]
+    /// The payload; requests of one send share one buffer (a `ByteBuffer` is copied on write only).
+    var body: ByteBuffer
     /// The device token, named (redacted) in error messages only when one is made; nil for other requests.
     var logToken: String?
     /// What error messages name when there is no device token (a channel).
     var logLabel = ""
 
-    init(endpoint: APNsEndpoint, headers: HPACKHeaders, body: [UInt8], logToken: String?, logLabel: String = "") {
+    init(endpoint: APNsEndpoint, headers: HPACKHeaders, body: ByteBuffer, logToken: String?, logLabel: String = "") {
         self.endpoint = endpoint
         self.headers = headers
         self.body = body

@@ -71,6 +71,12 @@ final class CallbackProvider: PushProvider {
 struct DeliveryPumpTests {
     static func tokens(_ count: Int) -> [PushToken] { (0..<count).map { ios(hexToken($0)) } }
 
+    /// One `send` of content titled `title` to `count` tokens through a router over `provider`.
+    static func send(_ count: Int, through provider: CallbackProvider, title: String = "t") async throws -> SendReport {
+        let router = try NotificationRouter(providers: [provider])
+        return try await router.send(content: PushContent(title: title), to: recipients(tokens(count)))
+    }
+
     @Test("answers given synchronously inside startDelivery: 100,000 tokens, one outcome each, in order, no recursion")
     func inlineAnswers() async throws {
         let provider = CallbackProvider(maxInFlight: 1_000, timing: .inline)
@@ -86,8 +92,7 @@ struct DeliveryPumpTests {
     @Test("every prepare failing (outcomes emitted inside the fill loop) ends without recursion")
     func everyPrepareFails() async throws {
         let provider = CallbackProvider(maxInFlight: 1_000, timing: .inline)
-        let router = try NotificationRouter(providers: [provider])
-        let report = try await router.send(content: PushContent(title: "refused"), to: recipients(Self.tokens(20_000)))
+        let report = try await Self.send(20_000, through: provider, title: "refused")
         #expect(report.outcomes.count == 20_000)
         #expect(report.outcomes.allSatisfy { $0.result.kind == "failed" && $0.attempts == 0 })
         #expect(provider.started == 0)
@@ -115,8 +120,7 @@ struct DeliveryPumpTests {
                 ? .success(DeliveryResponse(status: 503, reason: "ServiceUnavailable", classification: .retryable))
                 : .success(DeliveryResponse(status: 200, classification: .delivered))
         }
-        let router = try NotificationRouter(providers: [provider])
-        let report = try await router.send(content: PushContent(title: "t"), to: recipients(Self.tokens(500)))
+        let report = try await Self.send(500, through: provider)
         #expect(report.outcomes.count == 500)
         #expect(report.outcomes.allSatisfy { $0.result.kind == "delivered" && $0.attempts == 2 })
         #expect(provider.started == 1_000)

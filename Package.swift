@@ -114,7 +114,9 @@ let package = Package(
         .testTarget(name: "NorqTemplatesTests", dependencies: ["NorqTemplates", "NorqCore"], swiftSettings: strict),
         .testTarget(
             name: "NorqAPNsTests",
-            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(

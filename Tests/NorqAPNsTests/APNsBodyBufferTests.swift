@@ -1,0 +1,36 @@
+import NIOCore
+@testable import NorqAPNs
+import NorqCore
+import Testing
+
+@Suite("The payload buffer of the wire request")
+struct APNsBodyBufferTests {
+    static func address(_ buffer: ByteBuffer) -> UnsafeRawPointer? {
+        buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
+    }
+
+    @Test("the tokens of one send share one body buffer; other bodies get their own, with their own bytes")
+    func sharedBodyBuffer() throws {
+        let provider = try Fixtures.provider()
+        let content = PushContent(title: "shared")
+        let options = SendOptions(contentID: 7)
+        let first = try provider.prepare(content, for: PushToken(token: String(repeating: "ab", count: 32), platform: .ios),
+                                         options: options)
+        let second = try provider.prepare(content, for: PushToken(token: String(repeating: "cd", count: 32), platform: .ios),
+                                          options: options)
+        let a = provider.wireRequest(for: first).0.body
+        let b = provider.wireRequest(for: second).0.body
+        #expect(Array(a.readableBytesView) == first.body)
+        #expect(Self.address(a) == Self.address(b), "one buffer for the whole send")
+
+        // Same bytes in another array (a request prepared elsewhere): a copy, equal in content.
+        var copied = first
+        copied.body = Array(first.body)
+        let c = provider.wireRequest(for: copied).0.body
+        #expect(Array(c.readableBytesView) == first.body)
+        // Different bytes: their own buffer.
+        var other = first
+        other.body = Array("{\"aps\":{}}".utf8)
+        #expect(Array(provider.wireRequest(for: other).0.body.readableBytesView) == other.body)
+    }
+}

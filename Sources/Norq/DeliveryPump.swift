@@ -307,8 +307,9 @@ final class DeliveryPump: Sendable {
     }
 }
 
-/// One routed target on its way (shared by reference by the steps of its delivery).
-final class DeliveryJob: Sendable {
+/// One routed target on its way: what every step of its delivery knows about it (a value: the one object per
+/// target is the `PreparedJob` that holds it).
+struct DeliveryJob: Sendable {
     /// Its place in the send's report.
     let position: Int
     let target: DeliveryTarget

@@ -244,6 +244,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             // An answer without a body (a 200) ends its stream here: taken out of the map once, not read,
             // written back and removed.
             guard var stream = headers.endStream ? streams.removeValue(forKey: id) : streams[id] else { return }
+            stream.headers.reserveCapacity(stream.headers.count + headers.headers.count)  // one allocation, not a growth per header
             for header in headers.headers {
                 if header.name == ":status" {
                     if stream.status == nil { stream.status = Int(header.value) }

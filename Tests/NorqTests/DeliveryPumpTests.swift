@@ -7,7 +7,8 @@ import Testing
 /// A provider with a callback transport: `startDelivery` answers synchronously on the calling thread, or later
 /// from other threads in an order of its own (`.scattered`), through `answer(path, attempt)`.
 final class CallbackProvider: PushProvider {
-    enum Timing: Sendable { case inline, scattered }
+    /// `.held`: answers wait until `releaseHeld()`.
+    enum Timing: Sendable { case inline, scattered, held }
     typealias Answer = @Sendable (String, Int) -> Result<DeliveryResponse, NorqError>
 
     let name = "apns"
@@ -20,6 +21,8 @@ final class CallbackProvider: PushProvider {
         var inFlight = 0
         var peakInFlight = 0
         var attempts: [String: Int] = [:]
+        var prepared = 0
+        var held: [@Sendable () -> Void] = []
     }
     private let state = Mutex(State())
     private let queues = (0..<4).map { DispatchQueue(label: "norq.test.provider.\($0)") }
@@ -34,6 +37,7 @@ final class CallbackProvider: PushProvider {
 
     func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
         if content.title == "refused" { throw NorqError("apns/payload-too-large", "refused by prepare") }
+        state.withLock { $0.prepared += 1 }
         return PreparedRequest(method: "POST", authority: "callback.invalid", path: "/3/device/\(token.token)",
                                headers: [], body: [], provider: name, target: .token(token), requestID: options.requestID)
     }
@@ -60,8 +64,20 @@ final class CallbackProvider: PushProvider {
         switch timing {
         case .inline: finish()
         case .scattered: queues[started % queues.count].async(execute: finish)
+        case .held: state.withLock { $0.held.append(finish) }
         }
     }
+
+    /// Answers every held request (`.held`).
+    func releaseHeld() {
+        let held = state.withLock { state in
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for finish in held { finish() }
+    }
+
+    var prepared: Int { state.withLock { $0.prepared } }
 
     var started: Int { state.withLock { $0.started } }
     var peakInFlight: Int { state.withLock { $0.peakInFlight } }
@@ -124,6 +140,25 @@ struct DeliveryPumpTests {
         #expect(report.outcomes.count == 500)
         #expect(report.outcomes.allSatisfy { $0.result.kind == "delivered" && $0.attempts == 2 })
         #expect(provider.started == 1_000)
+    }
+
+    @Test("targets prepared ahead stay within the bound, and a cancel ends them without sending them")
+    func preparedAheadIsBoundedAndCancellable() async throws {
+        let provider = CallbackProvider(maxInFlight: 8, timing: .held)
+        let router = try NotificationRouter(providers: [provider])
+        let task = Task { try await router.send(content: PushContent(title: "t"), to: recipients(Self.tokens(10_000))) }
+        // Nothing answers: 8 requests are sent, and at most 8 more are prepared ahead (the limit is the in-flight bound).
+        for _ in 0..<500 where provider.prepared < 16 { try await Task.sleep(for: .milliseconds(2)) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(provider.started == 8)
+        #expect(provider.prepared >= 8 && provider.prepared <= 16)
+        task.cancel()
+        provider.releaseHeld()
+        let report = try await task.value
+        #expect(report.outcomes.count == 10_000)
+        #expect(report.delivered == 8)
+        #expect(report.outcomes.filter { $0.result.kind == "failed" && $0.attempts == 0 }.count == 10_000 - 8)
+        #expect(provider.started == 8, "a target prepared ahead was sent after the cancel")
     }
 
     @Test("cancelling a send whose answers come from other threads gives the rest send-cancelled")

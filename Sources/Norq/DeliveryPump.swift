@@ -177,7 +177,7 @@ final class DeliveryPump: Sendable {
                 }
                 continue
             }
-            guard case .provider(let chosen, _) = router.route(target), chosen.name == provider.name else {
+            guard isRoutedHere(target) else {
                 state.withLock { $0.preparingTargets -= 1 }
                 continue
             }
@@ -198,16 +198,29 @@ final class DeliveryPump: Sendable {
 
     /// Sends a target prepared ahead, unless the send was cancelled or the router stopped meanwhile.
     private func sendPrepared(_ prepared: PreparedJob) {
-        let isCancelled = cancelled.load(ordering: .relaxed)
-        guard isCancelled || router.isStopped else {
+        if let error = notStarting() {
+            emit(prepared.job.position, prepared.job.outcome(.failed(error), attempts: 0))
+        } else {
             send(prepared, previousAttempts: 0)
-            return
         }
+    }
+
+    /// Whether `target` is this pump's: routed to its provider (others belong to another pump, or to the router's
+    /// report of unrouted targets).
+    private func isRoutedHere(_ target: DeliveryTarget) -> Bool {
+        guard case .provider(let chosen, _) = router.route(target) else { return false }
+        return chosen.name == provider.name
+    }
+
+    /// After a cancel or a router shutdown, the (counted) failure of a target not sent yet; nil otherwise.
+    private func notStarting() -> NorqError? {
+        let isCancelled = cancelled.load(ordering: .relaxed)
+        guard isCancelled || router.isStopped else { return nil }
         let error = isCancelled
             ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
             : NorqError(.providerShutDown, "the router shut down before this token was delivered")
         router.countFinal(.failed(error), provider: provider.name)
-        emit(prepared.job.position, prepared.job.outcome(.failed(error), attempts: 0))
+        return error
     }
 
     /// Frees a slot; it is filled when this thread's completion batch ends (at once outside a batch).
@@ -235,17 +248,11 @@ final class DeliveryPump: Sendable {
     // MARK: one target
 
     private func start(position: Int, target: DeliveryTarget, recipientID: String?) {
-        guard case .provider(let chosen, _) = router.route(target), chosen.name == provider.name else {
-            // Routed to another provider (its own pump delivers it) or to no provider (reported by the router).
+        guard isRoutedHere(target) else {
             state.withLock { $0.taken -= 1 }  // the loop in `fillFreeSlots` takes the next one
             return
         }
-        let isCancelled = cancelled.load(ordering: .relaxed)
-        if isCancelled || router.isStopped {
-            let error = isCancelled
-                ? NorqError(.sendCancelled, "the send was cancelled before this token was delivered")
-                : NorqError(.providerShutDown, "the router shut down before this token was delivered")
-            router.countFinal(.failed(error), provider: provider.name)
+        if let error = notStarting() {
             emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
                                        result: .failed(error)))
             return
@@ -286,7 +293,6 @@ final class DeliveryPump: Sendable {
     }
 
     private struct PrepareFailure: Error {
-        var error: NorqError
         var outcome: PushOutcome
     }
 
@@ -300,7 +306,7 @@ final class DeliveryPump: Sendable {
         } catch {
             router.requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
             router.countFinal(.failed(error), provider: provider.name)
-            return .failure(PrepareFailure(error: error, outcome: job.outcome(.failed(error), attempts: 0)))
+            return .failure(PrepareFailure(outcome: job.outcome(.failed(error), attempts: 0)))
         }
     }
 
@@ -309,19 +315,28 @@ final class DeliveryPump: Sendable {
         case .success(let prepared):
             send(prepared, previousAttempts: 0)
         case .failure(let failure):
-            let error = failure.error
-            if let dedupKey = job.dedupKey, let store = immediateStore {
-                store.releaseImmediately(dedupKey)
-                emit(job.position, job.outcome(.failed(error), attempts: 0))
-            } else if let dedupKey = job.dedupKey {
-                let deduplication = router.deduplication
-                Task {
-                    await deduplication.release(dedupKey)
-                    self.emit(job.position, job.outcome(.failed(error), attempts: 0))
-                }
-            } else {
-                emit(job.position, failure.outcome)
-            }
+            endReservation(of: job, result: nil) { failure.outcome }
+        }
+    }
+
+    /// Ends the dedup reservation of `job`, if it holds one: records `result` when it is definitive, else releases
+    /// the key. Then emits `outcome()`: after the store has it, so that a repeat of the send finds it.
+    private func endReservation(of job: DeliveryJob, result: PushOutcome.Result?,
+                                then outcome: @escaping @Sendable () -> PushOutcome) {
+        guard let dedupKey = job.dedupKey else {
+            emit(job.position, outcome())
+            return
+        }
+        let definitive = result.flatMap { NotificationRouter.isDefinitive($0) ? $0 : nil }
+        if let store = immediateStore {
+            if let definitive { store.recordImmediately(dedupKey, result: definitive) } else { store.releaseImmediately(dedupKey) }
+            emit(job.position, outcome())
+            return
+        }
+        let deduplication = router.deduplication
+        Task {
+            if let definitive { await deduplication.record(dedupKey, result: definitive) } else { await deduplication.release(dedupKey) }
+            self.emit(job.position, outcome())
         }
     }
 
@@ -375,31 +390,11 @@ final class DeliveryPump: Sendable {
         }
     }
 
-    /// Records a reserved idempotency key, then emits the outcome.
+    /// Records or releases the idempotency key, then emits the outcome.
     private func finished(_ attempt: PreparedJob, _ result: PushOutcome.Result, attempts: Int,
                           lastResponse: DeliveryResponse?) {
-        guard let dedupKey = attempt.job.dedupKey else {
-            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
-            return
-        }
-        if let store = immediateStore {
-            if NotificationRouter.isDefinitive(result) {
-                store.recordImmediately(dedupKey, result: result)
-            } else {
-                store.releaseImmediately(dedupKey)
-            }
-            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
-            return
-        }
-        let deduplication = router.deduplication
-        Task {
-            if NotificationRouter.isDefinitive(result) {
-                await deduplication.record(dedupKey, result: result)
-            } else {
-                await deduplication.release(dedupKey)
-            }
-            self.emit(attempt.job.position,
-                      self.router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
+        endReservation(of: attempt.job, result: result) { [router] in
+            router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse)
         }
     }
 }

@@ -193,18 +193,16 @@ public final class APNsProvider: PushProvider {
     // MARK: deliver
 
     public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
-        // The async frame keeps only the wire request and the token used: a thousand requests in flight are a
-        // thousand suspended frames. Building the headers and reading the answer are synchronous helpers.
-        let (wire, usedJWT) = wireRequest(for: request)
-        // Every request has its own deadline (`timeout`, default 10 s) inside the caller's overall one: a stream
-        // that never answers is cancelled and reported as `provider/deadline-exceeded`, which the router retries
-        // with the same apns-id while its send deadline allows.
-        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
-        return received(try await transport.send(wire, deadline: requestDeadline), usedJWT: usedJWT)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
+            startDelivery(request, deadline: deadline) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
     }
 
     /// `deliver` without a suspended task: the answer is classified on the connection's event loop and handed
-    /// to `completion` there.
+    /// to `completion` there. Every request has its own deadline (`timeout`, default 10 s) inside the caller's
+    /// overall one: a stream that never answers is cancelled and reported as `provider/deadline-exceeded`, which
+    /// the router retries with the same apns-id while its send deadline allows.
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         let (wire, usedJWT) = wireRequest(for: request)

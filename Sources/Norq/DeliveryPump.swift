@@ -393,6 +393,11 @@ final class DeliveryPump: Sendable {
     /// Records or releases the idempotency key, then emits the outcome.
     private func finished(_ attempt: PreparedJob, _ result: PushOutcome.Result, attempts: Int,
                           lastResponse: DeliveryResponse?) {
+        guard attempt.job.dedupKey != nil else {
+            // The common case, without the closure `endReservation` needs (an allocation per notification).
+            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
+            return
+        }
         endReservation(of: attempt.job, result: result) { [router] in
             router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse)
         }

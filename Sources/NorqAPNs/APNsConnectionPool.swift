@@ -268,23 +268,7 @@ final class APNsConnectionPool: Sendable {
             let handlerBox: NIOLoopBound<APNsStreamHandler> = try await eventLoop.submit {
                 let sync = channel.pipeline.syncOperations
                 try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: hostname))
-                try sync.addHandler(WriteCoalescingHandler())
-                var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
-                // Our request headers are built from validated, constant parts: outbound validation is
-                // skipped for speed. Responses are parsed leniently (only :status and known headers are read).
-                connectionConfiguration.headerBlockValidation = .disabled
-                connectionConfiguration.contentLengthValidation = .disabled
-                // Streams this client resets (a request timeout) may still get their answer; NIOHTTP2 ignores
-                // frames only for the streams it remembers resetting (32 by default) and treats the others as a
-                // connection error that fails every request in flight. Remember as many as can be open.
-                connectionConfiguration.maximumRecentlyResetStreams = max(
-                    32, 2 * settings.maxStreamsPerConnection)
-                connectionConfiguration.initialSettings = [
-                    HTTP2Setting(parameter: .enablePush, value: 0),
-                    HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-                    HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
-                ]
-                try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connectionConfiguration))
+                // HTTP/2 is the stream handler's own client framing (HTTP2ClientConnection), straight on TLS.
                 let handler = APNsStreamHandler(eventLoop: eventLoop, logger: logger,
                                                 clientLimit: settings.maxStreamsPerConnection,
                                                 tokenAuth: settings.tokenAuth, pingInterval: settings.pingInterval)

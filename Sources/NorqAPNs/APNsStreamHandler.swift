@@ -4,27 +4,30 @@ import NIOCore
 import NIOHTTP2
 import NIOHPACK
 
-
-/// Drives APNs requests directly as HTTP/2 frames on the connection channel (no child channel per request):
-/// opens streams for new ids within the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, matches responses by
-/// stream id, flushes once per batch, handles GOAWAY / REFUSED_STREAM by handing requests back to the pool,
-/// and PINGs an idle connection.
-final class APNsStreamHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
+/// Drives APNs requests as HTTP/2 streams on the connection's TLS channel, with its own client framing
+/// (``HTTP2ClientConnection``) rather than a general HTTP/2 stack: opens streams for new ids within the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`, matches responses by stream id, writes the frames of one event-loop tick as
+/// one buffer, handles GOAWAY / REFUSED_STREAM by handing requests back to the pool, and PINGs an idle connection.
+final class APNsStreamHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private struct Stream {
         var box: APNsRequestBox
         var status: Int?
         var headers: [HTTPHeader] = []
         var body: [UInt8] = []
+        /// Response bytes not yet given back as stream window.
+        var unacknowledgedBytes = 0
     }
 
     private let logger: Logger
     private let clientLimit: Int
     private let pingInterval: TimeAmount
     private var context: ChannelHandlerContext?
+    private var http2: HTTP2ClientConnection
+    /// A write of `http2.outbound` is scheduled for the end of this event-loop tick.
+    private var writeScheduled = false
     /// Strong on purpose: after GOAWAY the pool forgets the connection, and the handler must still hand its
     /// unanswered requests back through it. The cycle (connection -> channel -> handler) is broken in
     /// `handlerRemoved`, when the channel has closed.
@@ -40,9 +43,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var closed = false
     /// A `CompletionBatch` is open for the current read.
     private var inReadBatch = false
-    /// Response DATA bytes received since the last connection-level WINDOW_UPDATE. Without a stream
-    /// multiplexer NIOHTTP2Handler does not replenish the connection's receive window, so ~64 KiB of error
-    /// bodies (about 1,500 JSON reasons) would otherwise stall the connection for good.
+    /// Response DATA bytes received since the last connection-level WINDOW_UPDATE: without one, ~64 KiB of
+    /// error bodies (about 1,500 JSON reasons) would stall the connection for good.
     private var unacknowledgedBytes = 0
     private var lastActivity = NIODeadline.now()
     private var pingOutstanding = false
@@ -61,6 +63,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         self.pingInterval = .nanoseconds(Int64(pingInterval.components.seconds) * 1_000_000_000
                                          + pingInterval.components.attoseconds / 1_000_000_000)
         self.settingsPromise = eventLoop.makePromise()
+        self.http2 = HTTP2ClientConnection(allocator: ByteBufferAllocator())
     }
 
     private var limit: Int { warmingUp ? 1 : min(remoteLimit, clientLimit) }
@@ -72,7 +75,45 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        http2.writePreface()
+        if context.channel.isActive { writeOutbound() }
         schedulePing(context: context)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        writeOutbound()
+        context.fireChannelActive()
+    }
+
+    // MARK: output
+
+    /// Writes what the tick has encoded so far, as one buffer, and flushes.
+    private func writeOutbound() {
+        guard let context, http2.outbound.readableBytes > 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(http2.outbound), promise: nil)
+        http2.outbound.clear()  // reuses the storage when TLS has taken the bytes (it encrypts on flush)
+    }
+
+    /// Writes at the end of this event-loop tick, so that the frames of many requests leave as one TLS record
+    /// and one syscall; a full 16 KB record goes at once, so the server starts on the first requests of a long
+    /// tick while the rest are prepared.
+    private func scheduleWrite() {
+        if http2.outbound.readableBytes >= 16_384 {
+            writeOutbound()
+            return
+        }
+        guard !writeScheduled, let context else { return }
+        writeScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.writeScheduled = false
+            self.writeOutbound()
+        }
+    }
+
+    /// Sends what is encoded (a GOAWAY, a RST_STREAM) and closes.
+    private func close(context: ChannelHandlerContext) {
+        writeOutbound()
+        context.close(promise: nil)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -89,7 +130,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("APNs connection error", metadata: ["error": "\(error)"])
-        context.close(promise: nil)
+        close(context: context)
     }
 
     private func connectionClosed(reason: String) {
@@ -130,15 +171,16 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     }
 
     func cancelStream(_ id: Int32) {
-        guard let context, streams.removeValue(forKey: id) != nil else { return }
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: HTTP2StreamID(id), payload: .rstStream(.cancel))), promise: nil)
-        context.flush()
+        guard context != nil, streams.removeValue(forKey: id) != nil else { return }
+        http2.writeReset(streamID: id, errorCode: HTTP2ClientConnection.ErrorCode.cancel)
+        scheduleWrite()
         startStreams()
         Metrics.streamsCancelled.increment()
     }
 
     private func startStreams() {
-        guard let context, !closed, goAwayLastStreamID == nil else { return }
+        guard context != nil, !closed, goAwayLastStreamID == nil else { return }
+        defer { scheduleWrite() }
         while streams.count < limit, let box = queue.popFirst() {
             if nextStreamID > Int32.max - 2 {
                 // Stream ids exhausted: drain this connection like a GOAWAY.
@@ -154,19 +196,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             guard box.assign(connection: connection, streamID: id) else { continue }
             nextStreamID += 2
             streams[id] = Stream(box: box)
-            let streamID = HTTP2StreamID(id)
-            let body = box.request.body
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(
-                .init(headers: box.request.headers, endStream: body.readableBytes == 0)))), promise: nil)
-            if body.readableBytes > 0 {
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(
-                    .init(data: .byteBuffer(body), endStream: true)))), promise: nil)
-            }
-            // A flush per request: NIOHTTP2 holds DATA frames until a flush and then sends the held ones in
-            // hash order, so one flush per batch would reach the server in random stream order (and make
-            // NIOHTTP2's sorted per-stream state close from the middle: O(open streams) per request).
-            // WriteCoalescingHandler turns these flushes into one write per event-loop tick.
-            context.flush()
+            http2.writeRequest(streamID: id, headers: box.request.headers, body: box.request.body)
+            // A full TLS record's worth goes out now: the server starts on it while the rest are encoded.
+            if http2.outbound.readableBytes >= 16_384 { writeOutbound() }
             Metrics.streamsOpened.increment()
         }
     }
@@ -191,7 +223,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     /// Takes the expired requests out of the queue and the stream map first and completes them after: a
     /// completion may enqueue new requests on this handler right away.
     private func sweepDeadlines() {
-        guard let context, !closed else { return }
+        guard context != nil, !closed else { return }
         let now = NIODeadline.now()
         var expired: [APNsRequestBox] = []
         if queue.contains(where: { $0.deadline <= now }) {
@@ -213,12 +245,11 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             guard let stream = streams.removeValue(forKey: id) else { continue }
             stream.box.unassign()
             expired.append(stream.box)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: HTTP2StreamID(id), payload: .rstStream(.cancel))),
-                          promise: nil)
+            http2.writeReset(streamID: id, errorCode: HTTP2ClientConnection.ErrorCode.cancel)
             Metrics.streamsCancelled.increment()
         }
         guard !expired.isEmpty else { return }
-        if !expiredStreams.isEmpty { context.flush() }
+        if !expiredStreams.isEmpty { scheduleWrite() }
         CompletionBatch.run {
             for box in expired { box.completeAsExpired() }
         }
@@ -235,57 +266,88 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             inReadBatch = true
             CompletionBatch.begin()
         }
-        let frame = unwrapInboundIn(data)
+        var bytes = unwrapInboundIn(data)
         lastActivity = .now()
         pingOutstanding = false
-        let id = Int32(frame.streamID)
-        switch frame.payload {
-        case .headers(let headers):
+        http2.receive(&bytes)
+        do {
+            while !closed, let event = try http2.nextEvent() {
+                handle(event)
+            }
+        } catch {
+            logger.notice("APNs connection broke the HTTP/2 protocol; closing it", metadata: ["error": "\(error)"])
+            http2.writeGoAway(lastStreamID: 0, errorCode: error.errorCode)
+            connectionClosed(reason: "connection broke HTTP/2 (\(error.message))")
+            close(context: context)
+            return
+        }
+        scheduleWrite()  // SETTINGS and PING acknowledgements
+    }
+
+    private func handle(_ event: HTTP2ClientConnection.Event) {
+        switch event {
+        case .headers(let id, let headers, let endStream):
             // An answer without a body (a 200) ends its stream here: taken out of the map once, not read,
             // written back and removed.
-            guard var stream = headers.endStream ? streams.removeValue(forKey: id) : streams[id] else { return }
-            stream.headers.reserveCapacity(stream.headers.count + headers.headers.count)  // one allocation, not a growth per header
-            for header in headers.headers {
+            guard var stream = endStream ? streams.removeValue(forKey: id) : streams[id] else { return }
+            stream.headers.reserveCapacity(stream.headers.count + headers.count)  // one allocation, not a growth per header
+            for header in headers {
                 if header.name == ":status" {
                     if stream.status == nil { stream.status = Int(header.value) }
                 } else if !header.name.hasPrefix(":") {
                     stream.headers.append(HTTPHeader(header.name, header.value))
                 }
             }
-            if headers.endStream {
+            if endStream {
                 finish(stream)
             } else {
                 streams[id] = stream
             }
-        case .data(let data):
-            // No stream multiplexer replenishes the connection-level receive window: count every DATA byte
-            // and hand it back at the end of the read batch, or error bodies stall the connection after 64 KB.
-            unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
-            guard streams[id] != nil else { return }
-            if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
-                streams[id]?.body.append(contentsOf: buffer.readableBytesView)
+        case .data(let id, let data, let endStream, let flowControlledLength):
+            // Every DATA byte counts against the connection's receive window, also on streams already ended:
+            // handed back at the end of the read.
+            unacknowledgedBytes += flowControlledLength
+            guard var stream = streams[id] else { return }
+            if data.readableBytes > 0 { stream.body.append(contentsOf: data.readableBytesView) }
+            if endStream {
+                streams.removeValue(forKey: id)
+                finish(stream)
+                return
             }
-            if data.endStream { finish(id) }
-        case .settings(.settings(let settings)):
-            for setting in settings where setting.parameter == .maxConcurrentStreams {
-                remoteLimit = max(0, setting.value)
+            // A long answer (a channel list) gets stream window back before it runs out.
+            stream.unacknowledgedBytes += flowControlledLength
+            if stream.unacknowledgedBytes >= HTTP2ClientConnection.localInitialWindowSize / 2 {
+                http2.writeWindowUpdate(streamID: id, increment: stream.unacknowledgedBytes)
+                stream.unacknowledgedBytes = 0
             }
+            streams[id] = stream
+        case .reset(let id, let errorCode):
+            guard let stream = streams.removeValue(forKey: id) else { return }
+            // Closed without a complete answer.
+            stream.box.unassign()
+            if errorCode == HTTP2ClientConnection.ErrorCode.refusedStream || (goAwayLastStreamID.map { id > $0 } ?? false) {
+                connection?.requeue([stream.box])
+            } else {
+                stream.box.complete(.failure(NorqError(.transportFailed,
+                    "APNs reset the stream (\(HTTP2ErrorCode(networkCode: Int(errorCode)))) before the answer (token \(stream.box.request.logID))")))
+            }
+            startStreams()
+            drainIfDone()
+        case .settings(let maxConcurrentStreams):
+            if let maxConcurrentStreams { remoteLimit = max(0, maxConcurrentStreams) }
             if !settingsSeen {
                 settingsSeen = true
                 settingsPromise.succeed()
             }
             startStreams()
-        case .goAway(let lastStreamID, let errorCode, let opaqueData):
-            var reason = ""
-            if let opaqueData { reason = String(buffer: opaqueData) }
+        case .goAway(let lastStreamID, let errorCode, let debugData):
             logger.notice("APNs sent GOAWAY", metadata: [
-                "lastStreamID": "\(lastStreamID)", "errorCode": "\(errorCode)", "reason": "\(reason)",
+                "lastStreamID": "\(lastStreamID)", "errorCode": "\(HTTP2ErrorCode(networkCode: Int(errorCode)))",
+                "reason": "\(String(buffer: debugData))",
             ])
-            beginDrain(lastStreamID: Int32(lastStreamID), reason: "GOAWAY")
-        case .ping(_, ack: true):
+            beginDrain(lastStreamID: lastStreamID, reason: "GOAWAY")
+        case .pingAck:
             pingOutstanding = false
-        default:
-            break
         }
     }
 
@@ -298,37 +360,11 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         defer { endReadBatch() }
         if unacknowledgedBytes >= 16_384, !closed {
-            context.write(wrapOutboundOut(HTTP2Frame(
-                streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            http2.writeWindowUpdate(streamID: 0, increment: unacknowledgedBytes)
             unacknowledgedBytes = 0
-            context.flush()
+            scheduleWrite()
         }
         context.fireChannelReadComplete()
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closedEvent = event as? StreamClosedEvent {
-            let id = Int32(closedEvent.streamID)
-            if let stream = streams.removeValue(forKey: id) {
-                // Closed without a complete answer.
-                if closedEvent.reason == .refusedStream || (goAwayLastStreamID.map { id > $0 } ?? false) {
-                    stream.box.unassign()
-                    connection?.requeue([stream.box])
-                } else {
-                    stream.box.unassign()
-                    stream.box.complete(.failure(NorqError(.transportFailed,
-                        "APNs reset the stream (\(closedEvent.reason.map { "\($0)" } ?? "no code")) before the answer (token \(stream.box.request.logID))")))
-                }
-                startStreams()
-                drainIfDone()
-            }
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    private func finish(_ id: Int32) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
-        finish(stream)
     }
 
     /// Completes a stream already taken out of `streams`.
@@ -347,6 +383,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         queue.removeAll()
         for (id, stream) in streams where id > lastStreamID {
             streams.removeValue(forKey: id)
+            http2.forget(streamID: id)
             stream.box.unassign()
             requeue.append(stream.box)
         }
@@ -360,7 +397,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     private func drainIfDone() {
         if goAwayLastStreamID != nil, streams.isEmpty, let context {
-            context.close(promise: nil)
+            close(context: context)
         }
     }
 
@@ -381,8 +418,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
                     return
                 }
                 self.pingOutstanding = true
-                context.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                    payload: .ping(HTTP2PingData(withInteger: 0x4e4f5251), ack: false))), promise: nil)
+                self.http2.writePing(0x4e4f5251)
+                self.writeOutbound()
             }
             self.schedulePing(context: context)
         }

@@ -140,9 +140,9 @@ extension APNsProvider {
                             timeout: Duration?) async throws(NorqError) -> DeliveryResponse {
         let environment = request.environment ?? configuration.defaultEnvironment
         let endpoint = configuration.managementEndpoint(for: environment)
-        let (hpack, usedJWT) = hpackHeaders(for: request, authority: endpoint.authority)
+        let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
         let logID = request.header("apns-channel-id").map { "channel:" + String($0.prefix(8)) } ?? "channels"
-        let wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: ByteBuffer(bytes: request.body), logToken: nil,
+        let wire = APNsWireRequest(endpoint: endpoint, headers: head, body: ByteBuffer(bytes: request.body), logToken: nil,
                                    logLabel: logID)
         let deadline = ContinuousClock.now + (timeout ?? configuration.requestTimeout)
         let response = received(try await transport.send(wire, deadline: deadline), usedJWT: usedJWT)

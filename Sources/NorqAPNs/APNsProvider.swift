@@ -217,14 +217,14 @@ public final class APNsProvider: PushProvider {
     func wireRequest(for request: PreparedRequest) -> (APNsWireRequest, usedJWT: String?) {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
-        let (hpack, usedJWT) = hpackHeaders(for: request, authority: endpoint.authority)
+        let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
         let body = bodyBuffer(for: request.body)
         let wire: APNsWireRequest
         switch request.target {
         case .token(let token):
-            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: body, logToken: token.token)
+            wire = APNsWireRequest(endpoint: endpoint, headers: head, body: body, logToken: token.token)
         case .channel:
-            wire = APNsWireRequest(endpoint: endpoint, headers: hpack, body: body, logToken: nil,
+            wire = APNsWireRequest(endpoint: endpoint, headers: head, body: body, logToken: nil,
                                    logLabel: request.target.redacted)
         }
         return (wire, usedJWT)
@@ -242,37 +242,20 @@ public final class APNsProvider: PushProvider {
         return cached ?? ByteBuffer(bytes: body)
     }
 
-    /// The HPACK headers of `request` (pseudo-headers first, the current provider token stamped in) and the JWT
-    /// used, if any. Per-request values (ids, expiration, collapse id) stay out of the HPACK dynamic table.
-    func hpackHeaders(for request: PreparedRequest, authority: String) -> (HPACKHeaders, usedJWT: String?) {
+    /// The header fields of `request` with the current provider token stamped in (a prepared request whose token
+    /// was renewed since, or reported expired, gets the new one), and the JWT used, if any.
+    func requestHead(for request: PreparedRequest, authority: String) -> (APNsRequestHead, usedJWT: String?) {
+        var fields = request.headers
         var usedJWT: String?
-        var hpack = HPACKHeaders()
-        hpack.reserveCapacity(request.headers.count + 5)
-        hpack.add(name: ":method", value: request.method)
-        hpack.add(name: ":scheme", value: request.scheme)
-        hpack.add(name: ":path", value: request.path, indexing: .nonIndexable)
-        hpack.add(name: ":authority", value: authority)
-        let current = currentToken()
-        for header in request.headers {
-            switch header.name {
-            case "authorization":
-                // Re-stamp a prepared request whose token was renewed since (or reported expired).
-                let value = current?.headerValue ?? header.value
-                usedJWT = current?.jwt
-                hpack.add(name: "authorization", value: value)
-            case "apns-id", "apns-request-id", "apns-channel-id":
-                hpack.add(name: header.name, value: header.value, indexing: .neverIndexed)
-            case "apns-expiration", "apns-collapse-id":
-                hpack.add(name: header.name, value: header.value, indexing: .nonIndexable)
-            default:
-                hpack.add(name: header.name, value: header.value)
+        if let current = currentToken() {
+            usedJWT = current.jwt
+            if let index = fields.firstIndex(where: { $0.name == "authorization" }) {
+                if fields[index].value != current.headerValue { fields[index].value = current.headerValue }
+            } else {
+                fields.append(HTTPHeader("authorization", current.headerValue))
             }
         }
-        if usedJWT == nil, let current {
-            hpack.add(name: "authorization", value: current.headerValue)
-            usedJWT = current.jwt
-        }
-        return (hpack, usedJWT)
+        return (APNsRequestHead(method: request.method, path: request.path, authority: authority, fields: fields), usedJWT)
     }
 
     /// Classifies an answer; an `ExpiredProviderToken` marks the token used for renewal before the retry.

@@ -1,12 +1,20 @@
 import NorqCore
 import NIOCore
-import NIOHPACK
 import Synchronization
 
-/// One request as the transport sends it: precomputed HPACK headers and the payload.
+/// The header fields of one request as the transport encodes them: `:method`, `:scheme https`, `:path`,
+/// `:authority`, then `fields` in order (see ``HPACKRequestEncoder/indexing(of:)`` for which enter the HPACK table).
+struct APNsRequestHead: Sendable {
+    var method: String
+    var path: String
+    var authority: String
+    var fields: [HTTPHeader]
+}
+
+/// One request as the transport sends it: its header fields and the payload.
 struct APNsWireRequest: Sendable {
     var endpoint: APNsEndpoint
-    var headers: HPACKHeaders
+    var headers: APNsRequestHead
     /// The payload; requests of one send share one buffer (a `ByteBuffer` is copied on write only).
     var body: ByteBuffer
     /// The device token, named (redacted) in error messages only when one is made; nil for other requests.
@@ -14,7 +22,7 @@ struct APNsWireRequest: Sendable {
     /// What error messages name when there is no device token (a channel).
     var logLabel = ""
 
-    init(endpoint: APNsEndpoint, headers: HPACKHeaders, body: ByteBuffer, logToken: String?, logLabel: String = "") {
+    init(endpoint: APNsEndpoint, headers: APNsRequestHead, body: ByteBuffer, logToken: String?, logLabel: String = "") {
         self.endpoint = endpoint
         self.headers = headers
         self.body = body

@@ -83,51 +83,117 @@ struct HPACKRequestEncoder {
         sizeUpdate = (min(sizeUpdate?.smallest ?? newSize, newSize), newSize)
     }
 
-    /// Appends the header block of `headers` to `buffer`.
-    mutating func encode(_ headers: HPACKHeaders, into buffer: inout ByteBuffer) {
-        if let update = sizeUpdate {
-            Self.writeInteger(update.smallest, prefixBits: 5, mask: 0x20, into: &buffer)
-            if update.final != update.smallest {
-                Self.writeInteger(update.final, prefixBits: 5, mask: 0x20, into: &buffer)
-            }
-            sizeUpdate = nil
+    /// How a header field was last written at one position of the block. Requests of a provider repeat the same
+    /// fields in the same order, mostly with the very same strings (shared storage compares in O(1)), so the next
+    /// request at that position is usually one index byte, without hashing the JWT or the topic again.
+    private struct Remembered {
+        var name: String
+        var value: String
+        var indexing: HPACKIndexing
+        /// The static entry matching name and value.
+        var staticIndex: Int?
+        /// The dynamic entry matching name and value (for `.indexable` fields).
+        var sequence: Int?
+        /// The static index of the name, or the dynamic entry holding it, for literals.
+        var staticNameIndex: Int?
+        var nameSequence: Int?
+    }
+    private var remembered: [Remembered?] = []
+
+    /// Appends the header block of `head`: the pseudo-headers, then its fields in order.
+    mutating func encode(_ head: APNsRequestHead, into buffer: inout ByteBuffer) {
+        writePendingSizeUpdate(into: &buffer)
+        switch head.method {
+        case "POST": buffer.writeInteger(UInt8(0x83))  // static 3
+        case "GET": buffer.writeInteger(UInt8(0x82))  // static 2
+        default: writeLiteral(nameIndex: 2, name: ":method", value: head.method, prefixBits: 4, mask: 0x00, into: &buffer)
         }
-        for (name, value, indexing) in headers {
-            encode(name: name, value: value, indexing: indexing, into: &buffer)
+        buffer.writeInteger(UInt8(0x87))  // :scheme https, static 7
+        writeLiteral(nameIndex: 4, name: ":path", value: head.path, prefixBits: 4, mask: 0x00, into: &buffer)
+        encodeField(slot: 0, name: ":authority", value: head.authority, into: &buffer)
+        for (offset, field) in head.fields.enumerated() {
+            encodeField(slot: offset + 1, name: field.name, value: field.value, into: &buffer)
         }
     }
 
-    private mutating func encode(name: String, value: String, indexing: HPACKIndexing, into buffer: inout ByteBuffer) {
+    /// Appends the header block of `headers`, with their own indexing hints.
+    mutating func encode(_ headers: HPACKHeaders, into buffer: inout ByteBuffer) {
+        writePendingSizeUpdate(into: &buffer)
+        for (name, value, indexing) in headers {
+            _ = encode(name: name, value: value, indexing: indexing, into: &buffer)
+        }
+    }
+
+    /// How APNs request fields enter the table: ids are never indexed (each is new, and a request id is the
+    /// caller's), per-request values are not indexed, everything else (topic, push type, priority, JWT) is.
+    static func indexing(of name: String) -> HPACKIndexing {
+        switch name {
+        case "apns-id", "apns-request-id", "apns-channel-id": .neverIndexed
+        case "apns-expiration", "apns-collapse-id", ":path": .nonIndexable
+        default: .indexable
+        }
+    }
+
+    private mutating func writePendingSizeUpdate(into buffer: inout ByteBuffer) {
+        guard let update = sizeUpdate else { return }
+        Self.writeInteger(update.smallest, prefixBits: 5, mask: 0x20, into: &buffer)
+        if update.final != update.smallest {
+            Self.writeInteger(update.final, prefixBits: 5, mask: 0x20, into: &buffer)
+        }
+        sizeUpdate = nil
+    }
+
+    private mutating func encodeField(slot: Int, name: String, value: String, into buffer: inout ByteBuffer) {
+        if slot < remembered.count, let last = remembered[slot], last.name == name {
+            if last.indexing == .indexable, last.value == value {
+                if let index = last.staticIndex ?? last.sequence.flatMap(dynamicIndex(of:)) {
+                    Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
+                    return
+                }
+            } else if last.indexing != .indexable {
+                let nameIndex = last.staticNameIndex ?? last.nameSequence.flatMap(dynamicIndex(of:))
+                writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4,
+                             mask: last.indexing == .neverIndexed ? 0x10 : 0x00, into: &buffer)
+                return
+            }
+        }
+        let written = encode(name: name, value: value, indexing: Self.indexing(of: name), into: &buffer)
+        while remembered.count <= slot { remembered.append(nil) }
+        remembered[slot] = written
+    }
+
+    /// Writes one field by the full rules (static table, dynamic table, literal) and says how.
+    private mutating func encode(name: String, value: String, indexing: HPACKIndexing,
+                                 into buffer: inout ByteBuffer) -> Remembered {
+        var written = Remembered(name: name, value: value, indexing: indexing)
         let pair = Pair(name: name, value: value)
         if let index = Self.staticPairs[pair] {
             Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
-            return
+            written.staticIndex = index
+            return written
         }
-        switch indexing {
-        case .indexable:
-            if let sequence = byPair[pair], let index = dynamicIndex(of: sequence) {
-                Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
-                return
-            }
-            let nameIndex = self.nameIndex(of: name)
-            let size = name.utf8.count + value.utf8.count + 32
-            guard size <= maxTableSize else {
-                writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4, mask: 0x00, into: &buffer)
-                return
-            }
+        if indexing == .indexable, let sequence = byPair[pair], let index = dynamicIndex(of: sequence) {
+            Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
+            written.sequence = sequence
+            return written
+        }
+        written.staticNameIndex = Self.staticNames[name]
+        if written.staticNameIndex == nil, let sequence = byName[name], dynamicIndex(of: sequence) != nil {
+            written.nameSequence = sequence
+        }
+        let nameIndex = written.staticNameIndex ?? written.nameSequence.flatMap(dynamicIndex(of:))
+        let size = name.utf8.count + value.utf8.count + 32
+        if indexing == .indexable, size <= maxTableSize {
             writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 6, mask: 0x40, into: &buffer)
             insert(pair, size: size)
-        case .nonIndexable:
-            writeLiteral(nameIndex: nameIndex(of: name), name: name, value: value, prefixBits: 4, mask: 0x00, into: &buffer)
-        case .neverIndexed:
-            writeLiteral(nameIndex: nameIndex(of: name), name: name, value: value, prefixBits: 4, mask: 0x10, into: &buffer)
+            written.sequence = inserted - 1
+        } else {
+            // Too large for the table (or not to be indexed): a literal that leaves the table alone.
+            written.indexing = indexing == .indexable ? .nonIndexable : indexing
+            writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4,
+                         mask: indexing == .neverIndexed ? 0x10 : 0x00, into: &buffer)
         }
-    }
-
-    private func nameIndex(of name: String) -> Int? {
-        if let index = Self.staticNames[name] { return index }
-        if let sequence = byName[name] { return dynamicIndex(of: sequence) }
-        return nil
+        return written
     }
 
     /// The HPACK index of a dynamic entry still in the table: 62 is the newest.

@@ -118,7 +118,7 @@ struct HTTP2ClientConnection {
 
     /// HEADERS (and CONTINUATION when the block exceeds the peer's frame size), then the body as DATA now or as
     /// soon as the windows allow. An empty body ends the stream with the HEADERS.
-    mutating func writeRequest(streamID: Int32, headers: HPACKHeaders, body: ByteBuffer) {
+    mutating func writeRequest(streamID: Int32, headers: APNsRequestHead, body: ByteBuffer) {
         let endStream = body.readableBytes == 0
         let frameStart = outbound.writerIndex
         outbound.writeRepeatingByte(0, count: 9)

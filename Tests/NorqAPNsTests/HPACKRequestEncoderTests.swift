@@ -1,21 +1,24 @@
 import NIOCore
 import NIOHPACK
+import NorqCore
 @testable import NorqAPNs
 import Testing
 
 @Suite("HPACKRequestEncoder: what NIOHPACK's decoder reads back, with the dynamic table kept in step")
 struct HPACKRequestEncoderTests {
-    static func request(path: String, id: String, jwt: String = "bearer eyJhbGciOiJFUzI1NiJ9.x.y") -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: path, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: "api.sandbox.push.apple.com")
-        headers.add(name: "apns-topic", value: "com.example.app")
-        headers.add(name: "apns-push-type", value: "alert")
-        headers.add(name: "apns-id", value: id, indexing: .neverIndexed)
-        headers.add(name: "authorization", value: jwt)
-        return headers
+    static func request(path: String, id: String, jwt: String = "bearer eyJhbGciOiJFUzI1NiJ9.x.y") -> APNsRequestHead {
+        APNsRequestHead(method: "POST", path: path, authority: "api.sandbox.push.apple.com", fields: [
+            HTTPHeader("apns-topic", "com.example.app"),
+            HTTPHeader("apns-push-type", "alert"),
+            HTTPHeader("apns-id", id),
+            HTTPHeader("authorization", jwt),
+        ])
+    }
+
+    /// What a decoder must read back from `head`.
+    static func pairs(_ head: APNsRequestHead) -> [String] {
+        [":method: \(head.method)", ":scheme: https", ":path: \(head.path)", ":authority: \(head.authority)"]
+            + head.fields.map { "\($0.name): \($0.value)" }
     }
 
     static func pairs(_ headers: HPACKHeaders) -> [String] { headers.map { "\($0.name): \($0.value)" } }
@@ -132,5 +135,38 @@ struct HPACKRequestEncoderTests {
         // The first block starts with the size update to 64 (two bytes); then a literal without indexing: name
         // 23 (two bytes), length 200 (two bytes), the value.
         #expect(sizes == [2 + 2 + 2 + 200, 2 + 2 + 200])
+    }
+
+    @Test("fields that change at a position (renewed JWT, other topics, channel requests) decode exactly, also while a small table evicts", arguments: [4_096, 300, 120, 0])
+    func changingFields(tableSize: Int) throws {
+        var encoder = HPACKRequestEncoder()
+        encoder.setPeerMaxTableSize(tableSize)
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var generator = SystemRandomNumberGenerator()
+        for n in 0..<2_000 {
+            let jwt = "bearer jwt-\(n / 300)"
+            var head: APNsRequestHead
+            switch Int.random(in: 0..<4, using: &generator) {
+            case 0:
+                head = Self.request(path: "/3/device/\(n)", id: "id-\(n)", jwt: jwt)
+            case 1:
+                head = Self.request(path: "/3/device/\(n)", id: "id-\(n)", jwt: jwt)
+                head.fields[0].value = "com.example.app\(Int.random(in: 0..<12, using: &generator)).voip"
+                head.fields.insert(HTTPHeader("apns-expiration", "\(n)"), at: 2)
+            case 2:
+                head = APNsRequestHead(method: "GET", path: "/1/apps/com.example/channels", authority: "api-manage-broadcast.sandbox.push.apple.com:2195",
+                                       fields: [HTTPHeader("apns-channel-id", "ch\(n)"), HTTPHeader("apns-request-id", "r\(n)"),
+                                                HTTPHeader("authorization", jwt)])
+            default:
+                head = Self.request(path: "/3/device/\(n)", id: "id-\(n)", jwt: jwt)
+                head.fields.removeFirst()
+                head.method = "DELETE"
+            }
+            var block = ByteBuffer()
+            encoder.encode(head, into: &block)
+            let decoded = try decoder.decodeHeaders(from: &block)
+            #expect(Self.pairs(decoded) == Self.pairs(head))
+            if Self.pairs(decoded) != Self.pairs(head) { return }
+        }
     }
 }

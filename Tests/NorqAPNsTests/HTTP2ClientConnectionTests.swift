@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+import NorqCore
 @testable import NorqAPNs
 import Testing
 
@@ -72,7 +73,7 @@ struct HTTP2ClientConnectionTests {
         return Array(block.readableBytesView)
     }
 
-    static func requestHeaders(_ n: Int) -> HPACKHeaders {
+    static func requestHeaders(_ n: Int) -> APNsRequestHead {
         HPACKRequestEncoderTests.request(path: "/3/device/\(n)", id: "id-\(n)")
     }
 
@@ -193,7 +194,7 @@ struct HTTP2ClientConnectionTests {
         _ = try Self.events(&connection, Self.windowUpdate(stream: 0, 1 << 20))
         _ = Self.written(&connection)
         var headers = Self.requestHeaders(1)
-        headers.add(name: "x-long", value: String(repeating: "h", count: 40_000), indexing: .nonIndexable)
+        headers.fields.append(HTTPHeader("x-long", String(repeating: "h", count: 40_000)))
         connection.writeRequest(streamID: 1, headers: headers, body: ByteBuffer(repeating: 9, count: 40_000))
         let frames = Self.written(&connection)
         #expect(frames.map(\.type) == [FrameType.headers, FrameType.continuation, FrameType.continuation,

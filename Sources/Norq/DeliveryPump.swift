@@ -1,4 +1,3 @@
-import DequeModule
 import Logging
 import NorqCore
 import Synchronization
@@ -35,21 +34,11 @@ final class DeliveryPump: Sendable {
         var waitingForRoom = false
         var finished = false
         var done: CheckedContinuation<Void, Never>?
-        /// Targets prepared ahead by `prepareAhead` (a task on the pool), waiting for a slot: the thread that
-        /// frees a slot (the connection's event loop) then only sends.
-        var ahead = Deque<PreparedJob>()
-        /// Targets `prepareAhead` took from the cursor and has not put in `ahead` (or emitted) yet.
-        var preparingTargets = 0
-        /// Whether the `prepareAhead` task runs.
-        var preparing = false
         /// Retry backoffs in progress, cancelled with the send.
         var retries: [Int: Task<Void, Never>] = [:]
         var nextRetryID = 0
     }
     private let state = Mutex(State())
-    /// How many targets `prepareAhead` keeps prepared (0: none, sends with an idempotency key prepare in place
-    /// after their dedup reservation).
-    private let aheadLimit: Int
 
     init(router: NotificationRouter, provider: any PushProvider, plan: SendPlan, cursor: TargetCursor,
          sink: any OutcomeSink) {
@@ -60,7 +49,6 @@ final class DeliveryPump: Sendable {
         self.sink = sink
         self.limit = max(1, provider.policy.maxInFlight)
         self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
-        self.aheadLimit = plan.callerKey ? 0 : min(limit, 256)
     }
 
     /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
@@ -91,8 +79,7 @@ final class DeliveryPump: Sendable {
     // MARK: filling slots
 
     private enum FillStep {
-        case take(startPreparing: Bool)
-        case send(PreparedJob, startPreparing: Bool)
+        case take
         case stop
         case finished(CheckedContinuation<Void, Never>?)
     }
@@ -108,22 +95,11 @@ final class DeliveryPump: Sendable {
             let isCancelled = cancelled.load(ordering: .relaxed)
             if !isCancelled, !sink.hasRoom { waitForRoom() }
             let step = state.withLock { state -> FillStep in
-                if state.taken < limit, !state.waitingForRoom || isCancelled {
-                    let startPreparing = !isCancelled && !state.preparing && !state.exhausted
-                        && state.ahead.count <= aheadLimit / 2 && aheadLimit > 0
-                    if startPreparing { state.preparing = true }
-                    if let job = state.ahead.popFirst() {
-                        state.taken += 1
-                        return .send(job, startPreparing: startPreparing)
-                    }
-                    if !state.exhausted {
-                        state.taken += 1
-                        return .take(startPreparing: startPreparing)
-                    }
-                    if startPreparing { state.preparing = false }
+                if state.taken < limit, !state.waitingForRoom || isCancelled, !state.exhausted {
+                    state.taken += 1
+                    return .take
                 }
-                if state.exhausted, state.taken == 0, state.ahead.isEmpty, state.preparingTargets == 0,
-                   !state.finished {
+                if state.exhausted, state.taken == 0, !state.finished {
                     state.finished = true
                     let done = state.done
                     state.done = nil
@@ -137,11 +113,7 @@ final class DeliveryPump: Sendable {
             case .finished(let done):
                 done?.resume()
                 return
-            case .send(let job, let startPreparing):
-                if startPreparing { Task { self.prepareAhead() } }
-                sendPrepared(job)
-            case .take(let startPreparing):
-                if startPreparing { Task { self.prepareAhead() } }
+            case .take:
                 guard let (position, target, recipientID) = cursor.next() else {
                     state.withLock { state in
                         state.taken -= 1
@@ -151,57 +123,6 @@ final class DeliveryPump: Sendable {
                 }
                 start(position: position, target: target, recipientID: recipientID)
             }
-        }
-    }
-
-    /// Prepares targets ahead on the task pool, up to `aheadLimit`, so that the thread that frees a slot only sends.
-    /// Routing and prepare outcomes of those targets (another provider, a refused payload) are settled here.
-    private func prepareAhead() {
-        while true {
-            let go = state.withLock { state -> Bool in
-                if state.exhausted || state.ahead.count >= aheadLimit || cancelled.load(ordering: .relaxed) {
-                    state.preparing = false
-                    return false
-                }
-                state.preparingTargets += 1
-                return true
-            }
-            guard go else {
-                fill()  // sends what is ahead, or notices the end
-                return
-            }
-            guard let (position, target, recipientID) = cursor.next() else {
-                state.withLock { state in
-                    state.preparingTargets -= 1
-                    state.exhausted = true
-                }
-                continue
-            }
-            guard isRoutedHere(target) else {
-                state.withLock { $0.preparingTargets -= 1 }
-                continue
-            }
-            let job = DeliveryJob(position: position, target: target, recipientID: recipientID, provider: provider,
-                                  plan: plan)
-            switch prepare(job) {
-            case .success(let prepared):
-                state.withLock { state in
-                    state.preparingTargets -= 1
-                    state.ahead.append(prepared)
-                }
-            case .failure(let failure):
-                sink.emit(job.position, failure.outcome)
-                state.withLock { $0.preparingTargets -= 1 }
-            }
-        }
-    }
-
-    /// Sends a target prepared ahead, unless the send was cancelled or the router stopped meanwhile.
-    private func sendPrepared(_ prepared: PreparedJob) {
-        if let error = notStarting() {
-            emit(prepared.job.position, prepared.job.outcome(.failed(error), attempts: 0))
-        } else {
-            send(prepared, previousAttempts: 0)
         }
     }
 

@@ -145,8 +145,8 @@ struct RouterEndToEndFaultTests {
         try? await production.shutdown()
     }
 
-    /// One burst: its size, and the caller's idempotency key (none: the router's own key, and the targets are
-    /// prepared ahead on the task pool instead of after a dedup reservation).
+    /// One burst: its size, and the caller's idempotency key (none: the router's own key, no dedup reservation,
+    /// and the outcome is emitted directly in the provider's completion).
     struct Burst: Sendable, CustomTestStringConvertible {
         var count: Int
         var key: String?

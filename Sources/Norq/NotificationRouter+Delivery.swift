@@ -5,15 +5,16 @@ extension NotificationRouter {
     /// Metrics, the invalid-token event and the outcome of a finished delivery.
     func finish(_ prepared: PreparedJob, result: PushOutcome.Result, attempts: Int,
                 lastResponse: DeliveryResponse?) -> PushOutcome {
-        let job = prepared.job
-        countFinal(result, provider: job.provider.name)
-        if let lastResponse, case .token(let token) = job.target,
-           let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: job.provider.name,
-                                              environment: prepared.request.environment, recipientID: job.recipientID) {
-            requestLogger(job).info("device token is invalid", metadata: ["apns.reason": "\(event.reason)"])
+        // `prepared.job` is read in place, not copied (a copy retains each of its references).
+        countFinal(result, provider: prepared.job.provider.name)
+        if let lastResponse, lastResponse.classification == .tokenInvalid, case .token(let token) = prepared.job.target,
+           let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: prepared.job.provider.name,
+                                              environment: prepared.request.environment,
+                                              recipientID: prepared.job.recipientID) {
+            requestLogger(prepared.job).info("device token is invalid", metadata: ["apns.reason": "\(event.reason)"])
             publish(event)
         }
-        return job.outcome(result, attempts: attempts)
+        return prepared.job.outcome(result, attempts: attempts)
     }
 
     /// The per-request logger (metadata: provider, redacted token, apns-id, template), built only on the paths
@@ -36,10 +37,9 @@ extension NotificationRouter {
     /// Classifies one attempt's answer and asks the retry policy what comes next.
     func afterAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob, attempts: Int,
                       started: ContinuousClock.Instant) -> AttemptStep {
-        let job = prepared.job
         let request = prepared.request
         let deadline = prepared.deadline
-        let provider = job.provider
+        let provider = prepared.job.provider
         let failure: DeliveryFailure
         var lastResponse: DeliveryResponse?
         var lastError: NorqError?
@@ -48,7 +48,7 @@ extension NotificationRouter {
             metrics.recordLatency(started.duration(to: clock.now()), provider: provider.name)
             if response.classification == .delivered || (200..<300).contains(response.status) {
                 if logger.logLevel <= .trace {
-                    requestLogger(job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
+                    requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
                 }
                 let delivered = PushOutcome.Delivered(status: response.status,
                                                       messageID: response.messageID ?? request.requestID,
@@ -64,7 +64,7 @@ extension NotificationRouter {
         let remaining = clock.now().duration(to: deadline)
         let decision = provider.policy.retry.decision(afterAttempt: attempts, failure: failure, remaining: remaining,
                                                       randomUnit: clock.random())
-        var failureLog = requestLogger(job)
+        var failureLog = requestLogger(prepared.job)
         if let reason = lastResponse?.reason { failureLog[metadataKey: "apns.reason"] = "\(reason)" }
         if let status = lastResponse?.status { failureLog[metadataKey: "norq.status"] = "\(status)" }
         if let lastError { failureLog[metadataKey: "norq.error"] = "\(lastError.code)" }

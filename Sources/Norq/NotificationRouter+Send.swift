@@ -26,6 +26,8 @@ final class SendPlan: Sendable {
     /// `content`, or empty content when the template is disabled: read in place per token (unwrapping the optional
     /// copied the whole content, retaining each of its fields, per token).
     let deliverable: PushContent
+    /// `content == nil`, kept apart: comparing the optional with nil per token copied it.
+    let templateDisabled: Bool
     /// The provider options of every request of this send but its request id (set per token).
     let sendOptions: SendOptions
     private static let nextContentID = Atomic<UInt64>(1)
@@ -33,6 +35,7 @@ final class SendPlan: Sendable {
     init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
         self.content = content
         self.deliverable = content ?? PushContent()
+        self.templateDisabled = content == nil
         self.templateName = templateName ?? content?.templateName
         self.options = options
         let key = options.idempotencyKey ?? RequestID.random()
@@ -146,7 +149,7 @@ extension NotificationRouter {
                     result.append(PreparedDelivery(target: target, recipientID: recipient.id, provider: provider,
                                                    routing: how, plan: .noRequest(outcome)))
                 case .provider(let provider, let how):
-                    guard plan.content != nil else {
+                    guard !plan.templateDisabled else {
                         result.append(PreparedDelivery(target: target, recipientID: recipient.id,
                                                        provider: provider.name, routing: how,
                                                        plan: .noRequest(.skipped(Self.disabledSkip(plan)))))
@@ -271,7 +274,7 @@ extension NotificationRouter {
     /// delivering those routed to it with at most `policy.maxInFlight` in flight; one more walker reports the
     /// targets routing did not deliver. Nothing is materialised per target beyond the requests in flight.
     func execute(_ plan: SendPlan, _ recipients: [Recipient], sink: some OutcomeSink) async {
-        guard plan.content != nil else {
+        guard !plan.templateDisabled else {
             let skip = Self.disabledSkip(plan)
             await Self.forEachTarget(recipients) { position, target, recipientID in
                 self.metrics.count("skipped", provider: nil, reason: skip.code.rawValue)
@@ -303,7 +306,7 @@ extension NotificationRouter {
 
     func prepareRequest(target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,
                         requestID: String) throws(NorqError) -> PreparedRequest {
-        guard plan.content != nil else {
+        guard !plan.templateDisabled else {
             throw NorqError(.templateDisabled, "template \"\(plan.templateName ?? "?")\" is disabled (enabled: false)")
         }
         var options = plan.sendOptions

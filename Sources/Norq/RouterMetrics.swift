@@ -22,24 +22,41 @@ final class RouterMetrics: Sendable {
     private let counters = Mutex<[String: Counter]>([:])
     private let timers = Mutex<[String: Timer]>([:])
     private let inFlight: Meter
-    /// The per-token counters without a reason, made up front for every known provider: the hot path then
-    /// finds them with two dictionary reads, without building a key or taking a lock.
-    private let plain: [String: [String: Counter]]
-    static let plainNames = ["sent", "delivered", "retried", "deduplicated"]
+    /// The per-token instruments of one provider, made up front for every known provider: the hot path then
+    /// finds them with one dictionary read, without building a key or taking a lock.
+    private struct ProviderInstruments: Sendable {
+        var sent: Counter
+        var delivered: Counter
+        var retried: Counter
+        var deduplicated: Counter
+        var latency: Timer
+
+        func counter(_ name: String) -> Counter? {
+            switch name {
+            case "sent": sent
+            case "delivered": delivered
+            case "retried": retried
+            case "deduplicated": deduplicated
+            default: nil
+            }
+        }
+    }
+    private let plain: [String: ProviderInstruments]
 
     init(factory: (any MetricsFactory)?, prefix: String = "norq", providers: [String] = []) {
         let factory = factory ?? MetricsSystem.factory
         self.factory = factory
         self.prefix = prefix
         self.inFlight = Meter(label: "\(prefix)_in_flight", dimensions: [], factory: factory)
-        var plain: [String: [String: Counter]] = [:]
+        var plain: [String: ProviderInstruments] = [:]
         for provider in providers {
-            var counters: [String: Counter] = [:]
-            for name in Self.plainNames {
-                counters[name] = Counter(label: "\(prefix)_\(name)_total", dimensions: [("provider", provider)],
-                                         factory: factory)
+            func counter(_ name: String) -> Counter {
+                Counter(label: "\(prefix)_\(name)_total", dimensions: [("provider", provider)], factory: factory)
             }
-            plain[provider] = counters
+            let latency = Timer(label: "\(prefix)_delivery_duration", dimensions: [("provider", provider)], factory: factory)
+            plain[provider] = ProviderInstruments(sent: counter("sent"), delivered: counter("delivered"),
+                                                  retried: counter("retried"), deduplicated: counter("deduplicated"),
+                                                  latency: latency)
         }
         self.plain = plain
     }
@@ -50,7 +67,7 @@ final class RouterMetrics: Sendable {
     }
 
     func count(_ name: String, provider: String?, reason: String? = nil) {
-        if reason == nil, let provider, let counter = plain[provider]?[name] {
+        if reason == nil, let provider, let counter = plain[provider]?.counter(name) {
             counter.increment()
             return
         }
@@ -67,7 +84,7 @@ final class RouterMetrics: Sendable {
     }
 
     func recordLatency(_ duration: Duration, provider: String) {
-        let timer = timers.withLock { timers in
+        let timer = plain[provider]?.latency ?? timers.withLock { timers in
             if let existing = timers[provider] { return existing }
             let made = Timer(label: "\(prefix)_delivery_duration", dimensions: [("provider", provider)],
                              factory: factory)

@@ -3,31 +3,49 @@ import Crypto
 import Synchronization
 
 /// Signs APNs provider tokens: ES256 over `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}`, raw r||s, base64url.
+///
+/// Its parts live in one immutable object, so a copy of the signer (one per request, where the provider reads its
+/// token) is one retain.
 public struct APNsJWTSigner: Sendable {
-    public let keyID: String
-    public let teamID: String
-    let privateKey: P256.Signing.PrivateKey
-    private let encodedHeader: String
+    private final class Storage: Sendable {
+        let keyID: String
+        let teamID: String
+        let privateKey: P256.Signing.PrivateKey
+        let encodedHeader: String
+        let cacheKey: APNsTokenCache.Key
+
+        init(keyID: String, teamID: String, privateKey: P256.Signing.PrivateKey) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.privateKey = privateKey
+            var header: [UInt8] = []
+            header.append(contentsOf: #"{"alg":"ES256","kid":"#.utf8)
+            JSONValue.writeString(keyID, into: &header)
+            header.append(UInt8(ascii: "}"))
+            self.encodedHeader = Base64URL.encode(header)
+            self.cacheKey = APNsTokenCache.Key(teamID: teamID, keyID: keyID,
+                                               publicKey: Array(privateKey.publicKey.rawRepresentation))
+        }
+    }
+    private let storage: Storage
+
+    public var keyID: String { storage.keyID }
+    public var teamID: String { storage.teamID }
+    var privateKey: P256.Signing.PrivateKey { storage.privateKey }
+    private var encodedHeader: String { storage.encodedHeader }
     /// The token cache's key, computed once: deriving the public key's bytes is a P-256 point
     /// conversion, far too slow for every request.
-    let cacheKey: APNsTokenCache.Key
+    var cacheKey: APNsTokenCache.Key { storage.cacheKey }
 
     /// - Parameter privateKeyPEM: the `.p8` file's text (PKCS#8 PEM).
     public init(keyID: String, teamID: String, privateKeyPEM: String) throws(NorqError) {
+        let privateKey: P256.Signing.PrivateKey
         do {
-            self.privateKey = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+            privateKey = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
         } catch {
             throw NorqError(.apnsInvalidKey, "the APNs signing key (key id \(keyID)) is not a PKCS#8 PEM P-256 private key")
         }
-        self.keyID = keyID
-        self.teamID = teamID
-        var header: [UInt8] = []
-        header.append(contentsOf: #"{"alg":"ES256","kid":"#.utf8)
-        JSONValue.writeString(keyID, into: &header)
-        header.append(UInt8(ascii: "}"))
-        self.encodedHeader = Base64URL.encode(header)
-        self.cacheKey = APNsTokenCache.Key(teamID: teamID, keyID: keyID,
-                                           publicKey: Array(privateKey.publicKey.rawRepresentation))
+        self.storage = Storage(keyID: keyID, teamID: teamID, privateKey: privateKey)
     }
 
     /// The public key, to verify tokens (emulators, tests).
@@ -88,16 +106,16 @@ public final class APNsTokenCache: Sendable {
         /// The current token, minted or renewed when the policy says so.
         func token(signer: APNsJWTSigner, policy: JWTRefreshPolicy, now: Int64) -> APNsProviderToken {
             entry.withLock { entry in
-                let existing = entry
-                switch policy.decide(issuedAt: existing?.token.issuedAt, now: now,
-                                     reportedExpired: existing?.reportedExpired ?? false) {
+                // Read in place: a copy of the entry retained its strings once more per request.
+                switch policy.decide(issuedAt: entry?.token.issuedAt, now: now,
+                                     reportedExpired: entry?.reportedExpired ?? false) {
                 case .reuse:
-                    if let existing { return existing.token }
+                    if let token = entry?.token { return token }
                     fallthrough
                 case .renew:
                     let jwt = signer.sign(issuedAt: now)
                     let token = APNsProviderToken(jwt: jwt, headerValue: "bearer " + jwt, issuedAt: now)
-                    entry = Entry(token: token, reportedExpired: false, renewals: (existing?.renewals ?? -1) + 1)
+                    entry = Entry(token: token, reportedExpired: false, renewals: (entry?.renewals ?? -1) + 1)
                     return token
                 }
             }

@@ -11,16 +11,18 @@ struct APNsRequestHead: Sendable {
     var fields: [HTTPHeader]
 }
 
-/// One request as the transport sends it: its header fields and the payload.
-struct APNsWireRequest: Sendable {
-    var endpoint: APNsEndpoint
-    var headers: APNsRequestHead
+/// One request as the transport sends it: its header fields and the payload. A class: it travels through the
+/// provider, the pool, the request box and the stream handler, and a reference is one retain where a copy of the
+/// struct retained each of its strings.
+final class APNsWireRequest: Sendable {
+    let endpoint: APNsEndpoint
+    let headers: APNsRequestHead
     /// The payload; requests of one send share one buffer (a `ByteBuffer` is copied on write only).
-    var body: ByteBuffer
+    let body: ByteBuffer
     /// The device token, named (redacted) in error messages only when one is made; nil for other requests.
-    var logToken: String?
+    let logToken: String?
     /// What error messages name when there is no device token (a channel).
-    var logLabel = ""
+    let logLabel: String
 
     init(endpoint: APNsEndpoint, headers: APNsRequestHead, body: ByteBuffer, logToken: String?, logLabel: String = "") {
         self.endpoint = endpoint

@@ -266,9 +266,9 @@ struct HTTP2ClientConnection {
                 return event
             }
         }
-        if inbound.readableBytes == 0 {
-            inbound.clear()
-        } else if inbound.readerIndex > 65_536 {
+        // Nothing to reset when all is read: the next `receive` takes the next buffer as it is. A partial frame
+        // left far into a large buffer is moved to its front before more bytes are appended.
+        if inbound.readableBytes > 0, inbound.readerIndex > 65_536 {
             inbound.discardReadBytes()
         }
         return nil

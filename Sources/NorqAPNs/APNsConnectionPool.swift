@@ -25,6 +25,14 @@ final class APNsConnection: Sendable {
     /// Requests handed over from other threads, taken by the event loop in batches: one `execute` per batch
     /// (scheduled by whoever finds the inbox empty), not one per request.
     private let inbox = Mutex<[APNsRequestBox]>([])
+    /// Requests in the inbox, for `load`.
+    private let inboxCount = Atomic<Int>(0)
+    /// Requests queued or in flight on the connection, as its handler last published them.
+    let publishedLoad = Atomic<Int>(0)
+
+    /// About how many requests this connection holds (queued, in flight, or on their way to its event loop):
+    /// what the pool balances on. Read from any thread; it may lag by the requests of one event-loop tick.
+    var load: Int { publishedLoad.load(ordering: .relaxed) + inboxCount.load(ordering: .relaxed) }
 
     func enqueue(_ box: APNsRequestBox) {
         let handler = self.handler
@@ -32,6 +40,7 @@ final class APNsConnection: Sendable {
             handler.value.enqueue(box)
             return
         }
+        inboxCount.add(1, ordering: .relaxed)
         let first = inbox.withLock { inbox in
             inbox.append(box)
             return inbox.count == 1
@@ -43,6 +52,7 @@ final class APNsConnection: Sendable {
                 inbox.removeAll(keepingCapacity: true)
                 return batch
             }
+            self.inboxCount.subtract(batch.count, ordering: .relaxed)
             handler.value.enqueue(batch)
         }
     }
@@ -109,19 +119,36 @@ final class APNsConnectionPool: Sendable {
         case send(APNsConnection)
     }
 
-    /// The connection for the next request: round robin, among the connections on the calling event loop when
-    /// there are any (`isLocal`). A request started from a completion on an event loop (the router's next
-    /// target) then stays on that thread instead of waking another one.
-    static func pick<Connection>(from ready: [Connection], turn: Int, isLocal: (Connection) -> Bool) -> Connection {
-        let turn = UInt(bitPattern: turn)
-        if ready.count > 1 {
-            let local = ready.lazy.filter(isLocal)
-            let count = local.count
-            if count > 0, let chosen = local.dropFirst(Int(turn % UInt(count))).first {
-                return chosen
+    /// The connection for the next request: round robin among the connections on the calling event loop
+    /// (`isLocal`) that have room (`load` below `capacity`), so that a request started from a completion on an
+    /// event loop (the router's next target) stays on that thread instead of waking another one. When none has
+    /// room, the least loaded connection of all: otherwise the event loop that answers fastest would pile its
+    /// requests into its own connections' queues while the other event loop's connections idle.
+    static func pick<Connection>(from ready: [Connection], turn: Int, capacity: Int,
+                                 isLocal: (Connection) -> Bool, load: (Connection) -> Int) -> Connection {
+        let count = ready.count
+        let start = Int(UInt(bitPattern: turn) % UInt(count))
+        guard count > 1 else { return ready[0] }
+        var roomy = 0
+        for connection in ready where isLocal(connection) && load(connection) < capacity { roomy += 1 }
+        if roomy > 0 {
+            var skip = Int(UInt(bitPattern: turn) % UInt(roomy))
+            for connection in ready where isLocal(connection) && load(connection) < capacity {
+                if skip == 0 { return connection }
+                skip -= 1
             }
         }
-        return ready[Int(turn % UInt(ready.count))]
+        var best = ready[start]
+        var bestLoad = load(best)
+        for offset in 1..<count where bestLoad > 0 {
+            let connection = ready[(start + offset) % count]
+            let connectionLoad = load(connection)
+            if connectionLoad < bestLoad {
+                best = connection
+                bestLoad = connectionLoad
+            }
+        }
+        return best
     }
 
     func submit(_ box: APNsRequestBox) {
@@ -137,7 +164,8 @@ final class APNsConnectionPool: Sendable {
             }
             if !s.ready.isEmpty {
                 s.roundRobin &+= 1
-                return .send(Self.pick(from: s.ready, turn: s.roundRobin) { $0.eventLoop === currentLoop })
+                return .send(Self.pick(from: s.ready, turn: s.roundRobin, capacity: settings.maxStreamsPerConnection,
+                                       isLocal: { $0.eventLoop === currentLoop }, load: { $0.load }))
             }
             s.waiting.append(box)
             return .none

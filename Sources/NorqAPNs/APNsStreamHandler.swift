@@ -180,7 +180,10 @@ final class APNsStreamHandler: ChannelInboundHandler {
 
     private func startStreams() {
         guard context != nil, !closed, goAwayLastStreamID == nil else { return }
-        defer { scheduleWrite() }
+        defer {
+            scheduleWrite()
+            connection?.publishedLoad.store(load, ordering: .relaxed)
+        }
         while streams.count < limit, let box = queue.popFirst() {
             if nextStreamID > Int32.max - 2 {
                 // Stream ids exhausted: drain this connection like a GOAWAY.

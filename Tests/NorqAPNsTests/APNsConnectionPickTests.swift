@@ -3,15 +3,33 @@ import Testing
 
 @Suite("Connection choice")
 struct APNsConnectionPickTests {
-    @Test("round robin over the connections on the calling event loop when there are any, else over all")
+    static func pick(_ ready: [Int], turn: Int, capacity: Int = 100, loads: [Int: Int] = [:],
+                     isLocal: (Int) -> Bool) -> Int {
+        APNsConnectionPool.pick(from: ready, turn: turn, capacity: capacity, isLocal: isLocal,
+                                load: { loads[$0, default: 0] })
+    }
+
+    @Test("round robin over the connections on the calling event loop while they have room")
     func prefersLocalConnections() {
         let ready = [10, 11, 20, 21, 22]  // tens digit: the event loop
-        let onLoop2 = (0..<6).map { APNsConnectionPool.pick(from: ready, turn: $0) { $0 / 10 == 2 } }
-        #expect(onLoop2 == [20, 21, 22, 20, 21, 22])
-        let elsewhere = (0..<5).map { APNsConnectionPool.pick(from: ready, turn: $0) { _ in false } }
-        #expect(elsewhere == ready)
-        #expect(APNsConnectionPool.pick(from: [7], turn: 3) { _ in false } == 7)
+        let onLoop2 = (0..<6).map { Self.pick(ready, turn: $0) { $0 / 10 == 2 } }
+        #expect(onLoop2.sorted() == [20, 20, 21, 21, 22, 22])
+        #expect(Set(onLoop2.prefix(3)) == [20, 21, 22])
+        #expect(Self.pick([7], turn: 3) { _ in false } == 7)
         // A wrapped (negative) turn counter still picks a valid index.
-        #expect(ready.contains(APNsConnectionPool.pick(from: ready, turn: Int.min + 1) { _ in false }))
+        #expect(ready.contains(Self.pick(ready, turn: Int.min + 1) { _ in false }))
+    }
+
+    @Test("with no local connection, or none with room, the least loaded connection of all")
+    func leastLoadedWhenLocalOnesAreFull() {
+        let ready = [10, 11, 20, 21]
+        let loads = [10: 130, 11: 100, 20: 40, 21: 7]
+        #expect(Self.pick(ready, turn: 0, loads: loads) { $0 / 10 == 1 } == 21)
+        #expect(Self.pick(ready, turn: 3, loads: loads) { _ in false } == 21)
+        // One local connection still has room: it wins over a less loaded remote one.
+        #expect(Self.pick(ready, turn: 0, loads: [10: 100, 11: 99, 20: 0, 21: 0]) { $0 / 10 == 1 } == 11)
+        // Equal loads: round robin from the turn, so requests still spread.
+        let spread = Set((0..<4).map { Self.pick(ready, turn: $0, loads: [:]) { _ in false } })
+        #expect(spread == Set(ready))
     }
 }

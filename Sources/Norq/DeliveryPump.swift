@@ -161,8 +161,8 @@ final class DeliveryPump: Sendable {
     }
 
     /// Emits a target's one outcome and frees its slot.
-    private func emit(_ position: Int, _ outcome: PushOutcome) {
-        sink.emit(position, outcome)
+    private func emit(_ position: Int, _ outcome: consuming PushOutcome) {
+        sink.emit(position, consume outcome)
         release()
     }
 

@@ -44,6 +44,15 @@ extension NotificationRouter {
             }
             return .provider(provider, how: "token.provider")
         }
+        return implicitRoutes[platform] ?? Self.implicitRoute(for: platform, providers: providers,
+                                                               providerNames: providerNames,
+                                                               defaultProvider: defaultProvider, byPlatform: byPlatform)
+    }
+
+    /// The route of a token without `provider`: by its platform only, so the router works it out once per platform
+    /// at init (`implicitRoutes`) instead of per token (two dictionary reads and a description string each).
+    static func implicitRoute(for platform: Platform, providers: [String: any PushProvider], providerNames: [String],
+                              defaultProvider: String?, byPlatform: [Platform: String]) -> RouteDecision {
         if let name = byPlatform[platform], let provider = providers[name] {
             return .provider(provider, how: "routing push.\(platform)")
         }

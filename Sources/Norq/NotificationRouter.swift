@@ -19,6 +19,8 @@ public final class NotificationRouter: Service {
     public let defaultProvider: String?
     /// `routing["push.<platform>"]`.
     public let byPlatform: [Platform: String]
+    /// The route of a token without an explicit provider, per platform, worked out at init.
+    let implicitRoutes: [Platform: RouteDecision]
     /// How long `shutdown()` waits for in-flight sends.
     public let shutdownGracePeriod: Duration
     /// Invalid-token events (`Unregistered`, `ExpiredToken`, `BadDeviceToken`). Buffers the newest 10,000
@@ -89,6 +91,14 @@ public final class NotificationRouter: Service {
         self.providerNames = names
         self.defaultProvider = defaultProvider
         self.byPlatform = byPlatform
+        var platforms = Set(byPlatform.keys)
+        for provider in providers { platforms.formUnion(provider.platforms) }
+        var implicitRoutes: [Platform: RouteDecision] = [:]
+        for platform in platforms {
+            implicitRoutes[platform] = Self.implicitRoute(for: platform, providers: byName, providerNames: names,
+                                                          defaultProvider: defaultProvider, byPlatform: byPlatform)
+        }
+        self.implicitRoutes = implicitRoutes
         self.templates = templates
         self.deduplication = deduplication
         self.logger = logger

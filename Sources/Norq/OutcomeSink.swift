@@ -4,8 +4,9 @@ import Synchronization
 /// Where a send's outcomes go. `emit` never waits. A sink that can fill up (a streaming send whose consumer
 /// is behind) says so through `hasRoom`, and producers start nothing new until `waitForRoom` calls back.
 protocol OutcomeSink: Sendable {
-    /// Takes the outcome of the target at `position` (its place in the send's report).
-    func emit(_ position: Int, _ outcome: PushOutcome)
+    /// Takes the outcome of the target at `position` (its place in the send's report). `consuming`: the
+    /// outcome moves into the sink instead of being copied (a copy retains each of its strings).
+    func emit(_ position: Int, _ outcome: consuming PushOutcome)
     /// Whether the sink takes more outcomes without falling further behind.
     var hasRoom: Bool { get }
     /// True when there is room now. Otherwise false, and `resume` is called once when there is room (or the
@@ -28,7 +29,10 @@ extension OutcomeSink {
 final class OutcomeCollector: OutcomeSink {
     private let slots: Mutex<[PushOutcome?]>
     init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
-    func emit(_ position: Int, _ outcome: PushOutcome) { slots.withLock { $0[position] = outcome } }
+    func emit(_ position: Int, _ outcome: consuming PushOutcome) {
+        var moving: PushOutcome? = outcome
+        slots.withLock { $0[position] = moving.take() }
+    }
     var hasRoom: Bool { true }
     func waitForRoom(_ resume: @escaping @Sendable () -> Void) -> Bool { true }
     var report: SendReport { SendReport(outcomes: slots.withLock { $0.compactMap { $0 } }) }

@@ -74,19 +74,20 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
         /// Hands `outcome` to the consumer, or buffers it (producers ask `hasRoom` before starting more work,
         /// so the buffer exceeds `capacity` by at most what was in flight). After the consumer went away,
         /// outcomes are dropped (the send is being cancelled).
-        func emit(_ position: Int, _ outcome: PushOutcome) {
+        func emit(_ position: Int, _ outcome: consuming PushOutcome) {
+            var moving: PushOutcome? = outcome  // moved into the buffer below, not copied
             let consumer = state.withLock { state -> CheckedContinuation<PushOutcome?, Never>? in
                 if state.terminated || state.finished { return nil }
                 if let consumer = state.consumer {
                     state.consumer = nil
                     return consumer
                 }
-                state.buffer.append(outcome)
+                state.buffer.append(moving.take()!)
                 return nil
             }
             // A waiting consumer is woken once per completion batch (the answers of one read), not per outcome:
             // the outcomes after this one go to the buffer, where it finds them.
-            if let consumer {
+            if let consumer, let outcome = moving.take() {
                 CompletionBatch.afterBatch { consumer.resume(returning: outcome) }
             }
         }

@@ -15,19 +15,32 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
-        .executableTarget(
-            name: "norq-bench",
+        // Options, measurement, the router and render benchmarks, shared by the executables.
+        .target(
+            name: "BenchSupport",
             dependencies: [
                 .product(name: "Norq", package: "norq-swift"),
                 .product(name: "NorqCore", package: "norq-swift"),
                 .product(name: "NorqAPNs", package: "norq-swift"),
                 .product(name: "NorqTemplates", package: "norq-swift"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The router: its process holds what an application using Norq holds, and no other HTTP client.
+        .executableTarget(name: "norq-bench", dependencies: ["BenchSupport"]),
+        // The plain AsyncHTTPClient loop, a peer, in a process of its own.
+        .executableTarget(
+            name: "norq-bench-ahc",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "NorqCore", package: "norq-swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .executableTarget(

@@ -120,7 +120,7 @@ for server in $SERVERS; do
         if [ "$STREAMED" = 1 ]; then run_router "$label" "$connections" "$streams" "$COUNT" stream; fi
         if [ "$PEERS" = 1 ] && [ "$server" = nghttpd ] && [ "$connections" = 1 ]; then
             # A plain AsyncHTTPClient loop (it uses one HTTP/2 connection per host).
-            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode ahc --label "$label" \
+            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BIN/norq-bench-ahc" --label "$label" \
                 --endpoint "https://127.0.0.1:$PORT" --ca "$CA" --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" \
                 --count "$PEER_COUNT" --in-flight "$streams" --warmup 500 | tee -a "$RESULTS"
         fi

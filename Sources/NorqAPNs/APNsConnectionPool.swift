@@ -3,7 +3,6 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
-import NIOHTTP2
 import Synchronization
 
 /// One HTTP/2 connection of a pool: the channel and its stream handler (used only on its event loop).

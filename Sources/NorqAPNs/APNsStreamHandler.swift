@@ -1,7 +1,6 @@
 import NorqCore
 import Logging
 import NIOCore
-import NIOHTTP2
 import NIOHPACK
 
 /// Drives APNs requests as HTTP/2 streams on the connection's TLS channel, with its own client framing
@@ -332,7 +331,7 @@ final class APNsStreamHandler: ChannelInboundHandler {
                 connection?.requeue([stream.box])
             } else {
                 stream.box.complete(.failure(NorqError(.transportFailed,
-                    "APNs reset the stream (\(HTTP2ErrorCode(networkCode: Int(errorCode)))) before the answer (token \(stream.box.request.logID))")))
+                    "APNs reset the stream (\(HTTP2ClientConnection.ErrorCode.name(errorCode))) before the answer (token \(stream.box.request.logID))")))
             }
             startStreams()
             drainIfDone()
@@ -345,7 +344,7 @@ final class APNsStreamHandler: ChannelInboundHandler {
             startStreams()
         case .goAway(let lastStreamID, let errorCode, let debugData):
             logger.notice("APNs sent GOAWAY", metadata: [
-                "lastStreamID": "\(lastStreamID)", "errorCode": "\(HTTP2ErrorCode(networkCode: Int(errorCode)))",
+                "lastStreamID": "\(lastStreamID)", "errorCode": "\(HTTP2ClientConnection.ErrorCode.name(errorCode))",
                 "reason": "\(String(buffer: debugData))",
             ])
             beginDrain(lastStreamID: lastStreamID, reason: "GOAWAY")

@@ -58,6 +58,17 @@ struct HTTP2ClientConnection {
         static let refusedStream: UInt32 = 0x7
         static let cancel: UInt32 = 0x8
         static let compressionError: UInt32 = 0x9
+
+        /// RFC 9113 7: the names of the codes, for logs and error messages.
+        static let names = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
+                            "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
+                            "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
+
+        /// `CANCEL (0x8)`; an unknown code as its hex value.
+        static func name(_ code: UInt32) -> String {
+            let hex = "0x" + String(code, radix: 16)
+            return code < names.count ? "\(names[Int(code)]) (\(hex))" : hex
+        }
     }
 
     static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)

@@ -303,4 +303,12 @@ struct HTTP2ClientConnectionTests {
             _ = try Self.events(&connection, Self.windowUpdate(stream: 0, 0x7fff_ffff))
         }
     }
+
+    @Test("error codes are named in messages and logs; unknown ones by their value")
+    func errorCodeNames() {
+        #expect(Connection.ErrorCode.name(0x8) == "CANCEL (0x8)")
+        #expect(Connection.ErrorCode.name(0x7) == "REFUSED_STREAM (0x7)")
+        #expect(Connection.ErrorCode.name(0xd) == "HTTP_1_1_REQUIRED (0xd)")
+        #expect(Connection.ErrorCode.name(0x42) == "0x42")
+    }
 }

@@ -1,3 +1,4 @@
+import BenchSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +8,7 @@ do {
     let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
     switch options.mode {
     case "router": print(try await RouterBench(options: options).run().json)
-    case "ahc": print(try await AHCBench(options: options).run().json)
+    case "ahc": throw BenchError("--mode ahc runs in its own process: norq-bench-ahc")
     case "render": for line in try RenderBench(options: options).run() { print(line.json) }
     case "prepare": try await RouterBench(options: options).writePrepared()
     case "tokens":
@@ -21,11 +22,4 @@ do {
 } catch {
     FileHandleErr.write("norq-bench: \(error)\n")
     exit(1)
-}
-
-enum FileHandleErr {
-    static func write(_ text: String) {
-        var text = text
-        text.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
-    }
 }

@@ -1,40 +1,41 @@
 /// Command-line options of `norq-bench` (parsed by hand to keep the benchmark's own overhead obvious).
-struct Options: Sendable {
-    var mode = "router"
-    var endpoint = "https://127.0.0.1:8443"
-    var ca: String?
-    var key = "examples/keys/AuthKey_DEMO000000.p8"
-    var team = "DEMO000000"
-    var keyID = "DEMO000000"
-    var bundleID = "com.example.MyApp"
-    var templates = "Benchmarks/templates"
-    var template = "order-shipped-bench"
-    var count = 100_000
-    var connections = 1
-    var inFlight = 100
-    var warmup = 2_000
-    var label: String?
-    var outDir: String?
-    var seconds = 3.0
-    var timeout = 60
+package struct Options: Sendable {
+    package var mode = "router"
+    package var endpoint = "https://127.0.0.1:8443"
+    package var ca: String?
+    package var key = "examples/keys/AuthKey_DEMO000000.p8"
+    package var team = "DEMO000000"
+    package var keyID = "DEMO000000"
+    package var bundleID = "com.example.MyApp"
+    package var templates = "Benchmarks/templates"
+    package var template = "order-shipped-bench"
+    package var count = 100_000
+    package var connections = 1
+    package var inFlight = 100
+    package var warmup = 2_000
+    package var label: String?
+    package var outDir: String?
+    package var seconds = 3.0
+    package var timeout = 60
     /// Router mode: `array` hands the router a `[Recipient]`; `stream` an async sequence that makes each
     /// recipient when the router reads it (`sendStreaming(...to: some AsyncSequence)`).
-    var input = "array"
+    package var input = "array"
 
-    static let usage = """
-    usage: norq-bench [--mode router|ahc|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
+    package static let usage = """
+    usage: norq-bench [--mode router|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
                       [--key P8] [--team TEAMID] [--key-id KEYID] [--bundle-id ID] [--templates DIR]
                       [--template NAME] [--count N] [--connections C] [--in-flight M] [--warmup N]
                       [--label TEXT] [--out DIR] [--seconds S] [--timeout S] [--input array|stream]
       router   N notifications through NotificationRouter (render + routing + JWT + TLS HTTP/2), one JSON line
-      ahc      the same requests through a plain AsyncHTTPClient loop, one JSON line
+      (norq-bench-ahc, the same options: the same requests through a plain AsyncHTTPClient loop, one JSON
+       line; a process of its own, so that norq-bench holds no other HTTP client)
       render   renders/s of the template compiled once (one core), one JSON line per template
       prepare  writes the exact request of one token to --out DIR (body.json, headers.txt) for h2load
       tokens   prints the --count benchmark device tokens, one a line
       jwt      prints a provider token (the authorization header value) for --key/--team/--key-id
     """
 
-    static func parse(_ arguments: [String]) throws -> Options {
+    package static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()
         var index = 0
         func value(_ name: String) throws -> String {
@@ -79,7 +80,7 @@ struct Options: Sendable {
     }
 
     /// Host and port of `--endpoint` (`https://host:port`, `host:port` or `host`).
-    var hostAndPort: (host: String, port: Int) {
+    package var hostAndPort: (host: String, port: Int) {
         var rest = Substring(endpoint)
         if let range = rest.range(of: "://") { rest = rest[range.upperBound...] }
         if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
@@ -90,19 +91,25 @@ struct Options: Sendable {
     }
 }
 
-struct BenchError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+package struct BenchError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 extension String {
-    var replacingUnderscores: String { String(filter { $0 != "_" && $0 != "," }) }
+    package var replacingUnderscores: String { String(filter { $0 != "_" && $0 != "," }) }
 }
 
 /// The benchmark's device tokens: `ab` + the index in 62 hex digits (the script builds the same list).
-enum BenchTokens {
-    static func token(_ index: Int) -> String {
+package enum BenchTokens {
+    /// `ab`, zeros, then `index` in hex: 64 characters. Made in one piece, so the string holds 64 bytes the way a
+    /// token read from JSON or a database does (concatenating three strings left spare capacity in each token).
+    package static func token(_ index: Int) -> String {
         let hex = String(index, radix: 16)
-        return "ab" + String(repeating: "0", count: max(0, 62 - hex.count)) + hex
+        var bytes = [UInt8](repeating: UInt8(ascii: "0"), count: 64)
+        bytes[0] = UInt8(ascii: "a")
+        bytes[1] = UInt8(ascii: "b")
+        bytes.replaceSubrange((64 - hex.utf8.count)..., with: hex.utf8)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -6,47 +6,48 @@ import NorqCore
 import NorqTemplates
 import Synchronization
 
-/// Per-request latencies (nanoseconds), appended from many tasks.
-final class LatencyRecorder: Sendable {
-    private let samples: Mutex<[Int64]>
-    init(capacity: Int) {
-        var array: [Int64] = []
+/// Per-request latencies, appended from many tasks. Kept as microseconds in 32 bits: the harness's own memory
+/// counts in the peak RSS it reports (100,000 samples are 0.4 MB instead of 0.8 MB).
+package final class LatencyRecorder: Sendable {
+    private let samples: Mutex<[UInt32]>
+    package init(capacity: Int) {
+        var array: [UInt32] = []
         array.reserveCapacity(capacity)
         samples = Mutex(array)
     }
-    func record(_ duration: Duration) {
+    package func record(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        samples.withLock { $0.append(nanoseconds) }
+        let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        samples.withLock { $0.append(UInt32(clamping: microseconds)) }
     }
-    func reset() { samples.withLock { $0.removeAll(keepingCapacity: true) } }
-    var all: [Int64] { samples.withLock { $0 } }
+    package func reset() { samples.withLock { $0.removeAll(keepingCapacity: true) } }
+    package var all: [UInt32] { samples.withLock { $0 } }
 }
 
 /// Wraps the real APNs provider to time each `deliver` (request written to response received).
-final class TimedProvider: PushProvider {
-    let inner: APNsProvider
-    let recorder: LatencyRecorder
-    init(inner: APNsProvider, recorder: LatencyRecorder) {
+package final class TimedProvider: PushProvider {
+    package let inner: APNsProvider
+    package let recorder: LatencyRecorder
+    package init(inner: APNsProvider, recorder: LatencyRecorder) {
         self.inner = inner
         self.recorder = recorder
     }
-    var name: String { inner.name }
-    var typeName: String { inner.typeName }
-    var platforms: Set<Platform> { inner.platforms }
-    var policy: DeliveryPolicy { inner.policy }
+    package var name: String { inner.name }
+    package var typeName: String { inner.typeName }
+    package var platforms: Set<Platform> { inner.platforms }
+    package var policy: DeliveryPolicy { inner.policy }
 
-    func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
+    package func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
         try inner.prepare(content, for: token, options: options)
     }
 
-    func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
+    package func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
         let start = ContinuousClock.now
         defer { recorder.record(start.duration(to: .now)) }
         return try await inner.deliver(request, deadline: deadline)
     }
 
-    func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
+    package func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                        completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         let start = ContinuousClock.now
         inner.startDelivery(request, deadline: deadline) { [recorder] result in
@@ -55,32 +56,33 @@ final class TimedProvider: PushProvider {
         }
     }
 
-    func shutdown() async { await inner.shutdown() }
+    package func shutdown() async { await inner.shutdown() }
 }
 
 /// `--mode router`: N notifications through `NotificationRouter` in one bulk send (the template is compiled
 /// once and rendered once per send; every token is routed, prepared with its own apns-id and JWT header,
 /// and delivered over TLS HTTP/2 with at most `--in-flight` requests outstanding).
-struct RouterBench {
-    let options: Options
+package struct RouterBench {
+    package let options: Options
+    package init(options: Options) { self.options = options }
 
-    static func quietLogger(_ label: String) -> Logger {
+    package static func quietLogger(_ label: String) -> Logger {
         var logger = Logger(label: label)
         logger.logLevel = .warning
         return logger
     }
 
-    static func readFile(_ path: String) throws -> String {
+    package static func readFile(_ path: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else { throw BenchError("cannot read \(path)") }
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func jwtHeader(options: Options) throws -> String {
+    package static func jwtHeader(options: Options) throws -> String {
         let signer = try APNsJWTSigner(keyID: options.keyID, teamID: options.team, privateKeyPEM: try readFile(options.key))
         return "bearer " + signer.sign(issuedAt: Int64(Date().timeIntervalSince1970))
     }
 
-    func makeRouter(recorder: LatencyRecorder) throws -> (NotificationRouter, JSONValue) {
+    package func makeRouter(recorder: LatencyRecorder) throws -> (NotificationRouter, JSONValue) {
         let (host, port) = options.hostAndPort
         var configuration = APNsConfiguration(
             authentication: .token(keyID: options.keyID, teamID: options.team,
@@ -102,16 +104,16 @@ struct RouterBench {
         return (router, data)
     }
 
-    static func recipients(_ range: Range<Int>) -> [Recipient] {
+    package static func recipients(_ range: Range<Int>) -> [Recipient] {
         range.map { Recipient(tokens: [PushToken(token: BenchTokens.token($0), platform: .ios)]) }
     }
 
     /// One streaming send; returns outcome counts by kind (and by error code for the others).
-    func send(_ router: NotificationRouter, data: JSONValue, to recipients: [Recipient]) async throws -> [String: Int] {
+    package func send(_ router: NotificationRouter, data: JSONValue, to recipients: [Recipient]) async throws -> [String: Int] {
         try await count(router.sendStreaming(template: options.template, data: data, to: recipients))
     }
 
-    func count(_ stream: PushOutcomeStream) async -> [String: Int] {
+    package func count(_ stream: PushOutcomeStream) async -> [String: Int] {
         var counts: [String: Int] = [:]
         var delivered = 0  // counted apart: a dictionary update per outcome cost the harness 3% of the client CPU
         for await outcome in stream {
@@ -126,7 +128,7 @@ struct RouterBench {
         return counts
     }
 
-    func run() async throws -> RunResult {
+    package func run() async throws -> RunResult {
         let recorder = LatencyRecorder(capacity: options.count + options.warmup)
         let (router, data) = try makeRouter(recorder: recorder)
         if options.warmup > 0 {
@@ -162,7 +164,7 @@ struct RouterBench {
     }
 
     /// The exact request the router would send to the first benchmark token (for h2load and the AHC loop).
-    func prepared() throws -> PreparedRequest {
+    package func prepared() throws -> PreparedRequest {
         let (router, data) = try makeRouter(recorder: LatencyRecorder(capacity: 0))
         let deliveries = try router.prepare(template: options.template, data: data, to: Self.recipients(0..<1))
         guard let request = deliveries.first?.request else {
@@ -173,7 +175,7 @@ struct RouterBench {
 
     /// `--mode prepare`: writes body.json (the payload), headers.txt (`name: value` lines, the JWT included)
     /// and path.txt into `--out`.
-    func writePrepared() async throws {
+    package func writePrepared() async throws {
         guard let directory = options.outDir else { throw BenchError("--mode prepare needs --out DIR") }
         let request = try prepared()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

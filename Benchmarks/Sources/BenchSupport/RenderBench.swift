@@ -4,10 +4,11 @@ import NorqTemplates
 
 /// `--mode render`: renders/s of a template compiled once, on one core (this thread only), for the
 /// repository's `templates/order-shipped` and for the benchmark's own template.
-struct RenderBench {
-    let options: Options
+package struct RenderBench {
+    package let options: Options
+    package init(options: Options) { self.options = options }
 
-    func run() throws -> [RunResult] {
+    package func run() throws -> [RunResult] {
         var results: [RunResult] = []
         var targets: [(String, String)] = [("templates", "order-shipped")]
         if options.template != "order-shipped" || options.templates != "templates" {

@@ -6,8 +6,8 @@ import Darwin
 import Foundation
 
 /// CPU time of this process (user + system) from getrusage.
-enum ProcessStats {
-    static func cpuSeconds() -> Double {
+package enum ProcessStats {
+    package static func cpuSeconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1_000_000 }
@@ -15,7 +15,7 @@ enum ProcessStats {
     }
 
     /// Current resident set size in MB (`VmRSS` of /proc/self/status; 0 where unavailable).
-    static func currentRSSMegabytes() -> Double {
+    package static func currentRSSMegabytes() -> Double {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
             if let kb = Double(String(line.filter { $0.isNumber })) { return kb / 1024 }
@@ -24,7 +24,7 @@ enum ProcessStats {
     }
 
     /// Peak resident set size in MB: `VmHWM` of /proc/self/status, else `ru_maxrss`.
-    static func peakRSSMegabytes() -> Double {
+    package static func peakRSSMegabytes() -> Double {
         if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
             for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
                 let digits = line.filter { $0.isNumber }
@@ -41,34 +41,35 @@ enum ProcessStats {
     }
 }
 
-/// Latency percentiles (milliseconds) from nanosecond samples.
-struct Percentiles {
-    var p50 = 0.0, p90 = 0.0, p99 = 0.0, max = 0.0
-    init(nanoseconds samples: [Int64]) {
+/// Latency percentiles (milliseconds) from microsecond samples.
+package struct Percentiles {
+    package var p50 = 0.0, p90 = 0.0, p99 = 0.0, max = 0.0
+    package init(microseconds samples: [UInt32]) {
         guard !samples.isEmpty else { return }
         let sorted = samples.sorted()
         func at(_ q: Double) -> Double {
-            Double(sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1_000_000
+            Double(sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1_000
         }
-        p50 = at(0.50); p90 = at(0.90); p99 = at(0.99); max = Double(sorted[sorted.count - 1]) / 1_000_000
+        p50 = at(0.50); p90 = at(0.90); p99 = at(0.99); max = Double(sorted[sorted.count - 1]) / 1_000
     }
 }
 
 /// One benchmark result, printed as one JSON object on one line.
-struct RunResult {
-    var fields: [(String, String)] = []
-    mutating func add(_ key: String, _ value: String) { fields.append((key, "\"" + Self.escape(value) + "\"")) }
-    mutating func add(_ key: String, _ value: Int) { fields.append((key, String(value))) }
-    mutating func add(_ key: String, _ value: Double, digits: Int = 3) {
+package struct RunResult {
+    package var fields: [(String, String)] = []
+    package init() {}
+    package mutating func add(_ key: String, _ value: String) { fields.append((key, "\"" + Self.escape(value) + "\"")) }
+    package mutating func add(_ key: String, _ value: Int) { fields.append((key, String(value))) }
+    package mutating func add(_ key: String, _ value: Double, digits: Int = 3) {
         fields.append((key, value.isFinite ? String(format: "%.\(digits)f", value) : "null"))
     }
-    mutating func addObject(_ key: String, _ counts: [String: Int]) {
+    package mutating func addObject(_ key: String, _ counts: [String: Int]) {
         let inner = counts.sorted { $0.key < $1.key }.map { "\"\(Self.escape($0.key))\":\($0.value)" }
         fields.append((key, "{" + inner.joined(separator: ",") + "}"))
     }
-    var json: String { "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}" }
+    package var json: String { "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}" }
 
-    static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -83,17 +84,25 @@ struct RunResult {
     }
 
     /// The common measured fields of a delivery run.
-    mutating func addDelivery(count: Int, elapsed: Duration, cpu: Double, latencies: [Int64], outcomes: [String: Int]) {
+    package mutating func addDelivery(count: Int, elapsed: Duration, cpu: Double, latencies: [UInt32], outcomes: [String: Int]) {
+        let peakRSS = ProcessStats.peakRSSMegabytes()  // before the percentiles' sorted copy
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let p = Percentiles(nanoseconds: latencies)
+        let p = Percentiles(microseconds: latencies)
         add("count", count)
         add("seconds", seconds)
         add("notifications_per_s", Double(count) / seconds, digits: 0)
         add("p50_ms", p.p50); add("p90_ms", p.p90); add("p99_ms", p.p99); add("max_ms", p.max)
         add("cpu_s", cpu)
         add("cpu_s_per_10k", cpu / Double(count) * 10_000, digits: 4)
-        add("peak_rss_mb", ProcessStats.peakRSSMegabytes(), digits: 1)
+        add("peak_rss_mb", peakRSS, digits: 1)
         addObject("outcomes", outcomes)
         add("all_delivered", (outcomes["delivered"] ?? 0) == count ? 1 : 0)
+    }
+}
+
+package enum FileHandleErr {
+    package static func write(_ text: String) {
+        var text = text
+        text.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 }

@@ -163,9 +163,14 @@ public final class APNsProvider: PushProvider {
     func encodedPayload(_ content: PushContent, pushType: APNsPushType, sendTime: Int64,
                         contentID: UInt64? = nil) throws(NorqError) -> [UInt8] {
         let reused: [UInt8]? = lastPayload.withLock { last in
-            guard let last, last.sendTime == sendTime, last.pushType == pushType else { return nil }
-            if let contentID, last.contentID == contentID { return last.body }
-            return last.content == content ? last.body : nil
+            // Read in place (a copy of the entry retained the whole content per token).
+            guard last?.sendTime == sendTime, last?.pushType == pushType else { return nil }
+            if let contentID, last?.contentID == contentID { return last?.body }
+            guard last?.content == content else { return nil }
+            // The same content under a new id (the next send of the same content): remember the id, or every
+            // token of that send would compare the whole content again.
+            last?.contentID = contentID
+            return last?.body
         }
         if let reused { return reused }
         let body = try APNsPayload.encode(content, pushType: pushType, sendTime: sendTime)
@@ -234,10 +239,11 @@ public final class APNsProvider: PushProvider {
     /// (same storage, so same bytes), which every token of a send shares; otherwise a copy.
     func bodyBuffer(for body: [UInt8]) -> ByteBuffer {
         let cached = lastPayload.withLock { last -> ByteBuffer? in
-            guard let last, last.body.count == body.count,
-                  last.body.withUnsafeBufferPointer({ $0.baseAddress }) == body.withUnsafeBufferPointer({ $0.baseAddress })
+            // Read in place: `guard let` copied the whole entry (content included) per request.
+            guard let count = last?.body.count, count == body.count,
+                  last?.body.withUnsafeBufferPointer({ $0.baseAddress }) == body.withUnsafeBufferPointer({ $0.baseAddress })
             else { return nil }
-            return last.buffer
+            return last?.buffer
         }
         return cached ?? ByteBuffer(bytes: body)
     }

@@ -33,4 +33,23 @@ struct APNsBodyBufferTests {
         other.body = Array("{\"aps\":{}}".utf8)
         #expect(Array(provider.wireRequest(for: other).0.body.readableBytesView) == other.body)
     }
+
+    @Test("a later send of the same content takes over the cached payload under its own content id")
+    func contentIDFollowsTheLatestSend() throws {
+        let provider = try Fixtures.provider()
+        let content = PushContent(title: "same")
+        let first = try provider.encodedPayload(content, pushType: .alert, sendTime: 1_800_000_000, contentID: 1)
+        // Send 2, same content: found by comparing the content once; the entry now carries id 2.
+        let second = try provider.encodedPayload(content, pushType: .alert, sendTime: 1_800_000_000, contentID: 2)
+        #expect(second == first)
+        #expect(second.withUnsafeBufferPointer { $0.baseAddress } == first.withUnsafeBufferPointer { $0.baseAddress })
+        // Id 2 now vouches for the content without a comparison (the contract of `SendOptions.contentID`), which
+        // shows the id was remembered: a caller that broke the contract would get the cached bytes.
+        let vouched = try provider.encodedPayload(PushContent(title: "other"), pushType: .alert,
+                                                  sendTime: 1_800_000_000, contentID: 2)
+        #expect(vouched == first)
+        // Without an id, other content is compared and encoded anew.
+        let fresh = try provider.encodedPayload(PushContent(title: "other"), pushType: .alert, sendTime: 1_800_000_000)
+        #expect(fresh != first)
+    }
 }

@@ -213,31 +213,22 @@ final class DeliveryPump: Sendable {
         }
     }
 
-    private struct PrepareFailure: Error {
-        var outcome: PushOutcome
-    }
-
-    /// The request of `job` with its deadline, or (logged and counted) its failure outcome.
-    private func prepare(_ job: DeliveryJob) -> Result<PreparedJob, PrepareFailure> {
+    /// Prepares the request of `job` and sends it; a request that cannot be prepared (logged and counted) ends
+    /// the target with its failure.
+    private func prepareAndSend(_ job: DeliveryJob) {
+        let prepared: PreparedJob
         do {
             let request = try router.prepareRequest(target: job.target, provider: provider, plan: plan,
                                                     requestID: job.requestID)
-            return .success(PreparedJob(job: job, request: request,
-                                        deadline: router.clock.now().advanced(by: plan.options.deadline)))
+            prepared = PreparedJob(job: job, request: request,
+                                   deadline: router.clock.now().advanced(by: plan.options.deadline))
         } catch {
             router.requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
             router.countFinal(.failed(error), provider: provider.name)
-            return .failure(PrepareFailure(outcome: job.outcome(.failed(error), attempts: 0)))
+            endReservation(of: job, result: nil) { job.outcome(.failed(error), attempts: 0) }
+            return
         }
-    }
-
-    private func prepareAndSend(_ job: DeliveryJob) {
-        switch prepare(job) {
-        case .success(let prepared):
-            send(prepared, previousAttempts: 0)
-        case .failure(let failure):
-            endReservation(of: job, result: nil) { failure.outcome }
-        }
+        send(prepared, previousAttempts: 0)
     }
 
     /// Ends the dedup reservation of `job`, if it holds one: records `result` when it is definitive, else releases

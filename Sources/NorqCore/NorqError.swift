@@ -44,12 +44,20 @@ public struct NorqError: Error, Sendable, Hashable, CustomStringConvertible {
     public var location: SourceLocation?
     /// A hint shown after the message (for example a did-you-mean suggestion).
     public var hint: String?
+    /// For a failed delivery attempt: whether the server may have processed the request. `true` when it was
+    /// written and then no definitive answer came (the connection was lost, the stream was reset with a code
+    /// other than REFUSED_STREAM, the deadline passed after the write): sending it again may deliver twice.
+    /// `false` when it is known not to have been processed (never written, REFUSED_STREAM, a stream above a
+    /// GOAWAY's last-stream-id) and for every error that is not a delivery attempt.
+    public var possiblyProcessed: Bool
 
-    public init(_ code: Code, _ message: String, at location: SourceLocation? = nil, hint: String? = nil) {
+    public init(_ code: Code, _ message: String, at location: SourceLocation? = nil, hint: String? = nil,
+                possiblyProcessed: Bool = false) {
         self.code = code
         self.message = message
         self.location = location
         self.hint = hint
+        self.possiblyProcessed = possiblyProcessed
     }
 
     /// `path:line:col: error[code]: message` (the location part only when known).

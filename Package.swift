@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "NorqTemplates", targets: ["NorqTemplates"]),
         .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
         .library(name: "NorqTesting", targets: ["NorqTesting"]),
+        .library(name: "NorqConsole", targets: ["NorqConsole"]),
         .executable(name: "norq", targets: ["norq"]),
     ],
     dependencies: [
@@ -102,11 +103,19 @@ let package = Package(
             name: "norq",
             dependencies: [
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting",
+                "NorqConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
+        // The `console` provider (Norq's): prints each prepared request instead of sending it (issue 17).
+        .target(
+            name: "NorqConsole",
+            dependencies: ["NorqCore", .product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "NorqConsoleTests", dependencies: ["NorqConsole", "NorqCore"], swiftSettings: strict),
         .testTarget(name: "NorqCoreTests", dependencies: ["NorqCore"], swiftSettings: strict),
         .testTarget(name: "NorqConfigTests", dependencies: ["NorqConfig", "NorqCore"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),

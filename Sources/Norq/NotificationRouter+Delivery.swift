@@ -84,7 +84,7 @@ extension NotificationRouter {
                             request: PreparedRequest) -> PushOutcome.Result {
         if let response {
             return .rejected(PushOutcome.Rejected(
-                status: response.status, reason: response.reason, code: .rejectedByProvider,
+                status: response.status, reason: response.reason, code: response.code ?? .rejectedByProvider,
                 classification: response.classification, invalidSince: response.invalidSince,
                 messageID: response.messageID ?? request.requestID))
         }
@@ -104,7 +104,9 @@ extension NotificationRouter {
         switch result {
         case .delivered: metrics.count("delivered", provider: provider)
         case .rejected(let rejected):
-            let reason = rejected.code == .rejectedByProvider ? (rejected.reason ?? "none") : rejected.code.rawValue
+            // A provider's answer is labelled by its reason string (the provider's code says the same); a
+            // routing rejection (status 0) by its code.
+            let reason = rejected.status != 0 ? (rejected.reason ?? "none") : rejected.code.rawValue
             metrics.count("rejected", provider: provider, reason: reason)
         case .failed(let error): metrics.count("failed", provider: provider, reason: error.code.rawValue)
         case .skipped(let skipped): metrics.count("skipped", provider: provider, reason: skipped.code.rawValue)

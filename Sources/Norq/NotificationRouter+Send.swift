@@ -47,9 +47,11 @@ final class SendPlan: Sendable {
         if collapseID == nil, options.collapse == .idempotency, content?.headers.collapseID == nil {
             collapseID = RequestID.make(idempotencyKey: key, token: "")
         }
-        self.sendOptions = SendOptions(idempotencyKey: key, environment: options.environment, priority: options.priority,
-                                       expiration: options.expiration, collapseID: collapseID,
-                                       sendTime: options.sendTime, contentID: contentID)
+        var sendOptions = SendOptions(idempotencyKey: key, environment: options.environment, priority: options.priority,
+                                      expiration: options.expiration, collapseID: collapseID,
+                                      sendTime: options.sendTime, contentID: contentID)
+        sendOptions.topic = options.topic
+        self.sendOptions = sendOptions
     }
 }
 

@@ -28,6 +28,9 @@ public struct RouterSendOptions: Sendable, Hashable {
     public var strict: Bool
     /// Send time in UNIX epoch seconds, passed to providers (nil: wall clock).
     public var sendTime: Int64?
+    /// The app (bundle id, `apns-topic` before its push-type suffix) for every token of this send; wins over
+    /// the template's `headers.apns-topic`. Nil: the template's, else the provider's bundle id.
+    public var topic: String? = nil
 
     public init(idempotencyKey: String? = nil, deadline: Duration = .seconds(30), environment: PushEnvironment? = nil,
                 priority: Int? = nil, expiration: PushExpiration? = nil, collapseID: String? = nil,

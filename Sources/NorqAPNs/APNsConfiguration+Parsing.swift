@@ -19,12 +19,12 @@ extension NorqError.Code {
 
 extension APNsConfiguration {
     static let tokenKeys = ["keyId", "teamId", "keyPath", "keyPem"]
-    static let certificateKeys = ["certPath", "certPem", "certKeyPath", "certKeyPem", "pfxPath"]
+    static let certificateKeys = ["certPath", "certPem", "certKeyPath", "certKeyPem", "pfxPath", "pfxBase64"]
     /// Every key an APNs `config:` block accepts.
     public static let allowedKeys = tokenKeys + certificateKeys + [
         "passphrase", "bundleId", "production", "endpoint", "sandboxEndpoint", "productionEndpoint",
         "managementEndpoint", "managementSandboxEndpoint", "managementProductionEndpoint",
-        "broadcastEndpoint", "broadcastSandboxEndpoint", "broadcastProductionEndpoint", "caPath", "proxy",
+        "broadcastEndpoint", "broadcastSandboxEndpoint", "broadcastProductionEndpoint", "caPath", "caPem", "proxy",
         "connections", "timeout", "tokenRefresh", "pingInterval", "maxConcurrentStreams",
     ]
 
@@ -87,6 +87,20 @@ extension APNsConfiguration {
             configuration.managementProductionEndpoint = try endpoint(value, path: "\(path).managementProductionEndpoint", scheme: "https")
         }
         try parseBroadcastEndpoints(keys, path: path, into: &configuration)
+        if let pathNode = keys["caPath"], let pemNode = keys["caPem"] {
+            throw NorqError(.configConflictingKeys,
+                            "\(path) sets both caPath and caPem (line \(pathNode.location.line)); use exactly one",
+                            at: pemNode.location)
+        }
+        if let value = keys["caPem"] {
+            let text = try value.string(path: "\(path).caPem")
+            guard text.contains("-----BEGIN CERTIFICATE-----") else {
+                throw NorqError(.configInvalidCertificate, "\(path).caPem contains no PEM CERTIFICATE block",
+                                at: value.location)
+            }
+            configuration.caPath = "caPem (inline)"
+            configuration.additionalTrustRootsPEM = text
+        }
         if let value = keys["caPath"] {
             let caPath = try value.string(path: "\(path).caPath")
             let text = try readText(caPath, node: value, context: context, missing: .configFileNotFound, what: "CA file")
@@ -123,6 +137,7 @@ extension APNsConfiguration {
     public static let environmentKeys: [(variable: String, key: String)] = [
         ("KEY_ID", "keyId"), ("TEAM_ID", "teamId"), ("BUNDLE_ID", "bundleId"), ("KEY_PATH", "keyPath"),
         ("KEY_PEM", "keyPem"), ("PRODUCTION", "production"), ("ENDPOINT", "endpoint"), ("CA_PATH", "caPath"),
+        ("CA_PEM", "caPem"),
     ]
 
     /// Builds a configuration from `<prefix>KEY_ID`, `TEAM_ID`, `BUNDLE_ID`, one of `KEY_PATH` / `KEY_PEM`,
@@ -147,7 +162,7 @@ extension APNsConfiguration {
             case "production":
                 quoted = false
                 if value == "1" { value = "true" } else if value == "0" { value = "false" }
-            case "keyPem":
+            case "keyPem", "caPem":
                 if !value.contains("\n") { value = value.replacingOccurrences(of: "\\n", with: "\n") }
             default: break
             }
@@ -216,6 +231,19 @@ extension APNsConfiguration {
     static func parseCertificate(_ keys: [String: ConfigNode], path: String, node: ConfigNode,
                                  context: ProviderConfigurationContext) throws(NorqError) -> APNsCertificateCredentials {
         let passphrase = try keys["passphrase"].map { value throws(NorqError) in try value.string(path: "\(path).passphrase") }
+        if let pfxNode = keys["pfxBase64"] {
+            if let other = ["pfxPath", "certPath", "certPem", "certKeyPath", "certKeyPem"].first(where: { keys[$0] != nil }) {
+                throw NorqError(.configConflictingKeys, "\(path) sets both pfxBase64 and \(other); use one", at: pfxNode.location)
+            }
+            let text = try pfxNode.string(path: "\(path).pfxBase64")
+            guard let bytes = decodeBase64(text), !bytes.isEmpty else {
+                throw NorqError(.configInvalidCertificate,
+                                "\(path).pfxBase64 is not base64 (a PKCS#12 file encoded with `base64 -w0 cert.p12`)",
+                                at: pfxNode.location)
+            }
+            return APNsCertificateCredentials(material: .pkcs12(bytes: bytes), passphrase: passphrase,
+                                              source: "pfxBase64 (inline)")
+        }
         if let pfxNode = keys["pfxPath"] {
             if let other = ["certPath", "certPem", "certKeyPath", "certKeyPem"].first(where: { keys[$0] != nil }) {
                 throw NorqError(.configConflictingKeys, "\(path) sets both pfxPath and \(other); use one", at: pfxNode.location)
@@ -275,6 +303,16 @@ extension APNsConfiguration {
         }
         return APNsCertificateCredentials(material: .pem(certificateChainPEM: certificatePEM, privateKeyPEM: keyPEM),
                                           passphrase: passphrase, source: source)
+    }
+
+    /// Standard or URL-safe base64, with or without padding and line breaks; nil when malformed. Bounded by the
+    /// config file's own size limit.
+    static func decodeBase64(_ text: String) -> [UInt8]? {
+        var cleaned = text.filter { !$0.isWhitespace }
+        cleaned = String(cleaned.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        while cleaned.count % 4 != 0 { cleaned += "=" }
+        guard let data = Data(base64Encoded: cleaned) else { return nil }
+        return [UInt8](data)
     }
 
     /// Exactly 10 characters of A-Z and 0-9 (Apple key and team identifiers).

@@ -22,6 +22,9 @@ extension NorqError.Code {
     public static let apnsInvalidLiveActivity: Self = "apns/invalid-live-activity"
     /// The payload cannot be sent as it is (a native payload that is not an object, visible keys in a background push).
     public static let apnsInvalidPayload: Self = "apns/invalid-payload"
+    /// A per-notification `apns-topic` (frontmatter or send option) is not a bundle identifier, or ends with
+    /// the suffix of another push type.
+    public static let apnsInvalidTopic: Self = "apns/invalid-topic"
     /// The request id is not a UUID.
     public static let apnsBadMessageID: Self = "apns/bad-message-id"
     // apns: credentials

@@ -28,10 +28,22 @@ public enum APNsPayload {
         if let v = ios.subtitleLocArgs { alert["subtitle-loc-args"] = .array(v.map(JSONValue.string)) }
         if let v = ios.locKey { alert["loc-key"] = .string(v) }
         if let v = ios.locArgs { alert["loc-args"] = .array(v.map(JSONValue.string)) }
+        if let v = ios.actionLocKey { alert["action-loc-key"] = .string(v) }
+        if let v = ios.action { alert["action"] = .string(v) }
+        let alertValue: JSONValue?
+        if let text = ios.alertText {
+            guard alert.isEmpty else {
+                throw NorqError(.apnsInvalidPayload,
+                                "ios.alert (a plain-string alert) cannot be combined with a title, subtitle, body or other alert keys (\(alert.keys.joined(separator: ", ")))")
+            }
+            alertValue = .string(text)
+        } else {
+            alertValue = alert.isEmpty ? nil : .object(alert)
+        }
 
         switch pushType.rawValue {
         case APNsPushType.background.rawValue:
-            if !alert.isEmpty || ios.sound != nil || ios.badge != nil {
+            if alertValue != nil || ios.sound != nil || ios.badge != nil {
                 throw NorqError(.apnsInvalidPayload,
                                 "a background push cannot carry an alert, sound or badge; use push type alert")
             }
@@ -40,23 +52,24 @@ public enum APNsPayload {
             aps["content-changed"] = true
         case APNsPushType.liveactivity.rawValue:
             try liveActivity(ios, into: &aps, sendTime: sendTime)
-            if !alert.isEmpty { aps["alert"] = .object(alert) }
+            if let alertValue { aps["alert"] = alertValue }
             if let sound = ios.sound { aps["sound"] = soundValue(sound) }
             if let v = ios.relevanceScore { aps["relevance-score"] = .double(v) }
         default:
-            if !alert.isEmpty { aps["alert"] = .object(alert) }
+            if let alertValue { aps["alert"] = alertValue }
             if let badge = ios.badge { aps["badge"] = .int(Int64(badge)) }
             if let sound = ios.sound { aps["sound"] = soundValue(sound) }
             if let v = ios.threadID { aps["thread-id"] = .string(v) }
             if let v = ios.category { aps["category"] = .string(v) }
             if ios.contentAvailable == true { aps["content-available"] = 1 }
-            if ios.mutableContent == true || (ios.mutableContent == nil && content.image != nil && !alert.isEmpty) {
+            if ios.mutableContent == true || (ios.mutableContent == nil && content.image != nil && alertValue != nil) {
                 aps["mutable-content"] = 1
             }
             if let v = ios.targetContentID { aps["target-content-id"] = .string(v) }
             if let v = ios.interruptionLevel { aps["interruption-level"] = .string(v) }
             if let v = ios.relevanceScore { aps["relevance-score"] = .double(v) }
             if let v = ios.filterCriteria { aps["filter-criteria"] = .string(v) }
+            if let v = ios.urlArgs { aps["url-args"] = .array(v.map(JSONValue.string)) }
         }
 
         var root: OrderedDictionary<String, JSONValue> = [:]

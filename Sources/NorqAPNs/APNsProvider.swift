@@ -139,7 +139,11 @@ public final class APNsProvider: PushProvider {
 
         var headers: [HTTPHeader] = []
         headers.reserveCapacity(7)
-        headers.append(HTTPHeader("apns-topic", topics[pushType.rawValue] ?? pushType.topic(bundleID: configuration.bundleID)))
+        if let topic = options.topic ?? content.headers.topic {
+            headers.append(HTTPHeader("apns-topic", try pushType.topic(given: topic)))
+        } else {
+            headers.append(HTTPHeader("apns-topic", topics[pushType.rawValue] ?? pushType.topic(bundleID: configuration.bundleID)))
+        }
         headers.append(HTTPHeader("apns-push-type", pushType.rawValue))
         headers.append(HTTPHeader("apns-priority", priority == 10 ? "10" : priority == 5 ? "5" : String(priority)))
         if let expiration { headers.append(HTTPHeader("apns-expiration", String(expiration))) }
@@ -291,12 +295,14 @@ public final class APNsProvider: PushProvider {
         if let value = response.headers.first(where: { $0.name == "retry-after" })?.value, let seconds = Int64(value) {
             retryAfter = .seconds(seconds)
         }
-        return DeliveryResponse(
+        var result = DeliveryResponse(
             status: response.status, headers: response.headers, body: response.body,
             messageID: response.headers.first(where: { $0.name == "apns-id" || $0.name == "apns-request-id" })?.value,
             uniqueID: response.headers.first(where: { $0.name == "apns-unique-id" })?.value,
             reason: reason, invalidSince: response.status == 410 ? timestamp : nil, retryAfter: retryAfter,
             classification: APNsResponseTable.classify(status: response.status, reason: reason))
+        if response.status != 200 { result.code = APNsResponseTable.code(status: response.status, reason: reason) }
+        return result
     }
 
     public func shutdown() async {

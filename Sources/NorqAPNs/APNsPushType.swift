@@ -86,6 +86,33 @@ public struct APNsPushType: Sendable, Hashable, CustomStringConvertible {
     /// The `apns-topic` for an app.
     public func topic(bundleID: String) -> String { bundleID + topicSuffix }
 
+    /// The `apns-topic` for a per-notification topic (the frontmatter's `headers.apns-topic` or the send's
+    /// `topic` option): the suffix of this push type is appended unless the topic already ends with it. A topic
+    /// that is not a bundle identifier, or that ends with another push type's suffix, is `apns/invalid-topic`.
+    public func topic(given topic: String) throws(NorqError) -> String {
+        guard Self.isTopic(topic) else {
+            throw NorqError(.apnsInvalidTopic,
+                            "apns-topic \"\(topic.prefix(80))\" is not a bundle identifier (letters, digits, \".\" and \"-\", at most 255 bytes)")
+        }
+        if !topicSuffix.isEmpty, topic.hasSuffix(topicSuffix) { return topic }
+        if let other = Self.all.first(where: { $0 != self && !$0.topicSuffix.isEmpty && topic.hasSuffix($0.topicSuffix)
+                                              && !topicSuffix.hasSuffix($0.topicSuffix) }) {
+            throw NorqError(.apnsInvalidTopic,
+                            "apns-topic \"\(topic.prefix(80))\" ends with the suffix of push type \(other) (\(other.topicSuffix)), but the push type is \(self)",
+                            hint: "give the app's bundle id; the suffix of the push type is added for you")
+        }
+        return topic + topicSuffix
+    }
+
+    /// A bundle identifier as APNs topics use it: 1-255 bytes of ASCII letters, digits, `.`, `-` and `_`
+    /// (`_` appears in some MDM UIDs), not starting or ending with `.`.
+    public static func isTopic(_ topic: String) -> Bool {
+        let bytes = Array(topic.utf8)
+        guard !bytes.isEmpty, bytes.count <= 255, bytes.first != 46, bytes.last != 46 else { return false }
+        return bytes.allSatisfy { ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57)
+            || $0 == 46 || $0 == 45 || $0 == 95 }
+    }
+
     /// The push type of a content: the one it names (`headers.pushType`), else inferred from the content
     /// (a Live Activity event -> liveactivity; `content-available` without anything visible -> background;
     /// otherwise alert).
@@ -108,7 +135,7 @@ public struct APNsPushType: Sendable, Hashable, CustomStringConvertible {
         if content.ios.event != nil { return .liveactivity }
         let visible = !content.title.isEmpty || !content.body.isEmpty || content.ios.sound != nil
             || content.ios.badge != nil || content.ios.subtitle != nil || content.ios.locKey != nil
-            || content.ios.titleLocKey != nil
+            || content.ios.titleLocKey != nil || content.ios.alertText != nil
         if !visible && content.ios.contentAvailable == true { return .background }
         return .alert
     }

@@ -4,9 +4,21 @@ extension ConfigurationLoader {
     static let instanceKeys = ["type", "config", "retry", "maxInFlight"]
     static let retryKeys = ["on", "retries", "backoff", "max_backoff"]
 
-    func parseProviders(_ node: ConfigNode, file: String?,
-                        baseDirectory: String) throws(NorqError) -> [ProviderInstanceConfiguration] {
+    /// Norq's built-in providers by name, with the channels each serves there. One that is not registered
+    /// here loads as an ``UnservedProvider`` instead of failing (a Norq project's `resend:` block is not an
+    /// error for a push router).
+    public static let norqProviderChannels: [String: [String]] = [
+        "resend": ["email"], "sendgrid": ["email"], "twilio": ["sms", "whatsapp"], "bird": ["sms", "whatsapp"],
+        "suprsend": ["email", "sms", "push", "slack", "whatsapp", "msteams"], "expo": ["push"],
+        "fcm": ["push"], "webpush": ["push"], "apns": ["push"], "console": ["email", "sms", "slack", "push"],
+    ]
+    /// Keys of a Norq custom (HTTP adapter) provider; such a provider serves email, SMS or WhatsApp only.
+    static let customProviderKeys = ["channels", "config", "auth", "send", "type"]
+
+    func parseProviders(_ node: ConfigNode, file: String?, baseDirectory: String)
+        throws(NorqError) -> ([ProviderInstanceConfiguration], [UnservedProvider]) {
         var result: [ProviderInstanceConfiguration] = []
+        var unserved: [UnservedProvider] = []
         for entry in try node.orderedMapping(path: "providers") {
             let name = entry.key
             guard Self.isInstanceName(name) else {
@@ -15,6 +27,11 @@ extension ConfigurationLoader {
                                 at: entry.keyNode.location)
             }
             let path = "providers.\(name)"
+            if let other = try Self.unservedProvider(entry.value, name: name, at: entry.keyNode.location,
+                                                     registry: registry) {
+                unserved.append(other)
+                continue
+            }
             let keys = try entry.value.mapping(allowedKeys: Self.instanceKeys, path: path)
             let typeName = try keys["type"]?.string(path: "\(path).type") ?? name
             guard let type = registry.type(named: typeName) else {
@@ -40,7 +57,36 @@ extension ConfigurationLoader {
                                                         retry: retry, maxInFlight: maxInFlight,
                                                         origin: .file(entry.keyNode.location)))
         }
-        return result
+        return (result, unserved)
+    }
+
+    /// An ``UnservedProvider`` when `node` declares a Norq custom HTTP adapter (it has `channels:`) or a
+    /// Norq built-in provider whose type is not registered here; nil when the provider is for this router.
+    static func unservedProvider(_ node: ConfigNode, name: String, at location: SourceLocation,
+                                 registry: ProviderTypeRegistry) throws(NorqError) -> UnservedProvider? {
+        guard case .mapping = node.value else { return nil }
+        let keys = try node.mapping(path: "providers.\(name)")
+        if let channelsNode = keys["channels"] {
+            _ = try node.mapping(allowedKeys: customProviderKeys, path: "providers.\(name)")
+            var channels: [String] = []
+            switch channelsNode.value {
+            case .sequence(let items):
+                for item in items { channels.append(try item.string(path: "providers.\(name).channels")) }
+            case .scalar(let text, _): channels = [text]
+            default:
+                throw NorqError(.configInvalidType, "providers.\(name).channels must be a list of channels",
+                                at: channelsNode.location)
+            }
+            if channels.contains("push") {
+                throw NorqError(.configInvalidValue,
+                                "providers.\(name) is a custom HTTP provider for push; Norq custom providers serve email, sms and whatsapp only",
+                                at: channelsNode.location)
+            }
+            return UnservedProvider(name: name, typeName: "custom", channels: channels, location: location)
+        }
+        let typeName = try keys["type"]?.string(path: "providers.\(name).type") ?? name
+        guard registry.type(named: typeName) == nil, let channels = norqProviderChannels[typeName] else { return nil }
+        return UnservedProvider(name: name, typeName: typeName, channels: channels, location: location)
     }
 
     static func isInstanceName(_ name: String) -> Bool {

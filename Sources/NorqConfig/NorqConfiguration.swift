@@ -57,8 +57,40 @@ public struct RoutingTable: Sendable, Hashable {
         byPlatform[platform] ?? defaultProvider
     }
 
-    /// True when no entry is set.
+    /// Entries for Norq's other channels (`email: resend`, `sms: twilio`): kept and shown by `norq validate`,
+    /// never used by this router, which sends push only.
+    public var otherChannels: [String: String] = [:]
+
+    /// True when no push entry is set.
     public var isEmpty: Bool { defaultProvider == nil && byPlatform.isEmpty }
+}
+
+/// A provider the config declares for a channel this router does not send (`resend` for email, `twilio` for
+/// SMS, a custom HTTP adapter) or a push provider without an implementation here (`expo`). It loads without
+/// error, so that a Norq project works unchanged, and `norq validate` lists it as not served by this router.
+public struct UnservedProvider: Sendable, Hashable {
+    /// The instance name (`resend`).
+    public var name: String
+    /// The provider type (`resend`, or `custom` for an HTTP adapter).
+    public var typeName: String
+    /// The channels it serves in Norq (`email`, `sms`, ...).
+    public var channels: [String]
+    /// Where it is declared.
+    public var location: SourceLocation
+
+    public init(name: String, typeName: String, channels: [String], location: SourceLocation) {
+        self.name = name
+        self.typeName = typeName
+        self.channels = channels
+        self.location = location
+    }
+}
+
+/// Which key named the templates folder: ours (`templates:`) or Norq's (`notifications:`). A `notifications:`
+/// project uses Norq's template ids (`transactional/orders/order-shipped`).
+public enum TemplatesKey: String, Sendable, Hashable {
+    case templates
+    case notifications
 }
 
 /// A loaded, validated `norq.yaml` (plus env-var fallback providers).
@@ -70,6 +102,12 @@ public struct NorqConfiguration: Sendable {
     /// Provider instances in declaration order; env-var fallback instances come last.
     public var providers: [ProviderInstanceConfiguration]
     public var routing: RoutingTable
+    /// The key that set ``templatesDirectory``; nil when neither was set.
+    public var templatesKey: TemplatesKey? = nil
+    /// Providers declared for channels this router does not serve (see ``UnservedProvider``).
+    public var unservedProviders: [UnservedProvider] = []
+    /// Norq top-level keys present and read past (`brand`, `codegen`, ...).
+    public var ignoredKeys: [String] = []
 
     public init(file: String? = nil, templatesDirectory: String? = nil,
                 providers: [ProviderInstanceConfiguration] = [], routing: RoutingTable = RoutingTable()) {

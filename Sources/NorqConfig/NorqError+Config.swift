@@ -15,4 +15,7 @@ extension NorqError.Code {
     public static let configUnknownProviderType: Self = "config/unknown-provider-type"
     /// A routing entry for a platform names a provider that does not serve that platform.
     public static let configRoutingPlatformMismatch: Self = "config/routing-platform-mismatch"
+    /// `routing.push` names a provider this router does not serve (a Norq provider of another channel, or
+    /// a push provider without an implementation here, such as `expo`).
+    public static let configProviderNotServed: Self = "config/provider-not-served"
 }

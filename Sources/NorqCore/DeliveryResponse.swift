@@ -35,6 +35,9 @@ public struct DeliveryResponse: Sendable, Hashable {
     /// `Retry-After` when the server sent one.
     public var retryAfter: Duration?
     public var classification: ResponseClass
+    /// The provider's error code for a rejection (`apns/bad-device-token`), from its own reason table; the
+    /// router reports it on the rejected outcome. Nil: the generic `routing/rejected`.
+    public var code: NorqError.Code? = nil
 
     public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], messageID: String? = nil,
                 uniqueID: String? = nil, reason: String? = nil, invalidSince: Int64? = nil,

@@ -41,6 +41,9 @@ public struct PushHeaders: Sendable, Hashable {
     /// `apns-collapse-id` (at most 64 bytes).
     public var collapseID: String?
     public var expiration: PushExpiration?
+    /// `apns-topic`: the app (bundle id) this notification is for, when not the provider's own; the push
+    /// type's topic suffix (`.voip`, `.push-type.liveactivity`, ...) is still applied by the provider.
+    public var topic: String? = nil
 
     public init(priority: Int? = nil, pushType: String? = nil, collapseID: String? = nil,
                 expiration: PushExpiration? = nil) {
@@ -73,6 +76,15 @@ public struct IOSOverrides: Sendable, Hashable {
     public var subtitleLocArgs: [String]?
     public var locKey: String?
     public var locArgs: [String]?
+    /// `alert.action-loc-key`: the localization key of the alert's action button title.
+    public var actionLocKey: String?
+    /// `alert.action`: the label of the action button (Safari web push).
+    public var action: String?
+    /// `url-args` (Safari web push): values filled into the website's URL format string.
+    public var urlArgs: [String]?
+    /// A plain-string `alert` (`"alert": "Hello"`, as node-apn's `notification.alert = "Hello"`); excludes a
+    /// title, subtitle, body and the alert dictionary's keys.
+    public var alertText: String?
     // Live Activities
     /// `start`, `update` or `end`.
     public var event: String?

@@ -19,6 +19,10 @@ public struct SendOptions: Sendable, Hashable {
     /// reuse what it derived from it (the encoded payload) without comparing the content again. The router
     /// sets one per send (it renders once per send); nil makes no such promise.
     public var contentID: UInt64?
+    /// The app this notification is for (APNs `apns-topic` before its push-type suffix): one token-auth
+    /// provider can serve several apps of a team. Wins over the template's `headers.apns-topic`; nil uses the
+    /// template's, else the provider's bundle id.
+    public var topic: String? = nil
 
     public init(idempotencyKey: String? = nil, requestID: String? = nil, environment: PushEnvironment? = nil,
                 priority: Int? = nil, expiration: PushExpiration? = nil, collapseID: String? = nil,

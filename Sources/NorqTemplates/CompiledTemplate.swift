@@ -23,6 +23,12 @@ public struct CompiledTemplate: Sendable {
     let titleTemplate: Inline?
     let testsSource: String?
     let testsFile: String?
+    /// Findings that do not stop the template: `template/raw-expression` for `{{{raw}}}`,
+    /// `push/implausible-expiration`, `template/nullable-access` (with a schema). `norq validate` prints them
+    /// and fails on them only with `--strict`.
+    public internal(set) var warnings: [NorqError] = []
+    /// The data schema (`data.schema.yaml`) when the template has one.
+    public internal(set) var schema: DataSchema? = nil
 
     /// Compiles a template.
     /// - Parameters:
@@ -73,9 +79,37 @@ public struct CompiledTemplate: Sendable {
         let nodes = try compiler.compile(String(text), firstLine: bodyFirstLine, scope: Scope())
         var base = front.base
         base.templateName = name
-        return CompiledTemplate(name: name, file: file, format: .markdown, enabled: front.enabled, samples: samples,
-                                body: .markdown(nodes), base: base, setters: front.setters,
-                                titleTemplate: front.titleTemplate, testsSource: testsSource, testsFile: testsFile)
+        var compiled = CompiledTemplate(name: name, file: file, format: .markdown, enabled: front.enabled,
+                                        samples: samples, body: .markdown(nodes), base: base, setters: front.setters,
+                                        titleTemplate: front.titleTemplate, testsSource: testsSource,
+                                        testsFile: testsFile)
+        compiled.warnings = front.warnings + rawExpressionWarnings(source, file: file)
+        return compiled
+    }
+
+    /// `template/raw-expression` for each `{{{` (Norq warns: raw output skips escaping). Push output is never
+    /// escaped, so `{{{x}}}` renders as `{{x}}` does; the warning keeps templates portable to other channels.
+    static func rawExpressionWarnings(_ source: String, file: String?) -> [NorqError] {
+        var warnings: [NorqError] = []
+        var line = 1
+        for text in source.split(separator: "\n", omittingEmptySubsequences: false) {
+            var column = 1
+            var rest = Substring(text)
+            while let range = rest.firstRange(of: "{{{") {
+                column += rest.distance(from: rest.startIndex, to: range.lowerBound)
+                let end = rest[range.upperBound...].firstRange(of: "}}}")
+                let expression = end.map { rest[range.upperBound..<$0.lowerBound].trimmingWhitespace() } ?? ""
+                warnings.append(NorqError(.templateRawExpression,
+                                          "raw expression {{{\(expression.prefix(40))}}} skips escaping",
+                                          at: SourceLocation(file: file, line: line, column: column),
+                                          hint: "push output is plain text either way; write {{\(expression.prefix(40))}}"))
+                rest = rest[range.upperBound...]
+                column += 3
+                if warnings.count >= 100 { return warnings }
+            }
+            line += 1
+        }
+        return warnings
     }
 
     private static func compileJSON(source: String, name: String, file: String?, partials: PartialResolver,
@@ -111,9 +145,11 @@ public struct CompiledTemplate: Sendable {
         var base = front.base
         base.templateName = name
         if value.isLiteral { base.nativePayload = value.literalValue }
-        return CompiledTemplate(name: name, file: file, format: .json, enabled: enabled, samples: samples,
-                                body: .json(value), base: base, setters: front.setters, titleTemplate: nil,
-                                testsSource: testsSource, testsFile: testsFile)
+        var compiled = CompiledTemplate(name: name, file: file, format: .json, enabled: enabled, samples: samples,
+                                        body: .json(value), base: base, setters: front.setters, titleTemplate: nil,
+                                        testsSource: testsSource, testsFile: testsFile)
+        compiled.warnings = front.warnings + rawExpressionWarnings(source, file: file)
+        return compiled
     }
 
     static func parseSamples(_ source: String, file: String?) throws(NorqError) -> OrderedDictionary<String, JSONValue> {

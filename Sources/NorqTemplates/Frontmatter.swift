@@ -66,6 +66,9 @@ struct FrontmatterCompiler {
     var setters: [FieldSetter] = []
     var titleTemplate: Inline? = nil
     var enabled = true
+    /// Findings that do not stop the template (an implausible `apns-expiration`); `norq validate` prints
+    /// them and fails on them only with `--strict`.
+    var warnings: [NorqError] = []
 
     static let topLevelKeys = ["title", "enabled", "ios", "android", "web", "headers", "data"]
     static let iosKeys = ["sound", "badge", "category", "thread-id", "mutable-content", "content-available",
@@ -73,10 +76,10 @@ struct FrontmatterCompiler {
                           "filter-criteria", "launch-image", "title-loc-key", "title-loc-args", "subtitle-loc-key",
                           "subtitle-loc-args", "loc-key", "loc-args", "event", "content-state", "timestamp",
                           "stale-date", "dismissal-date", "attributes-type", "attributes", "input-push-token",
-                          "input-push-channel"]
+                          "input-push-channel", "action-loc-key", "action", "url-args", "alert"]
     static let androidKeys = ["channel", "channel_id", "priority", "color", "icon", "sound", "tag", "ttl"]
     static let webKeys = ["icon", "badge", "image", "requireInteraction", "actions", "tag", "renotify"]
-    static let headerKeys = ["apns-priority", "apns-push-type", "apns-collapse-id", "apns-expiration"]
+    static let headerKeys = ["apns-priority", "apns-push-type", "apns-collapse-id", "apns-expiration", "apns-topic"]
     static let pushTypes: Set<String> = ["alert", "background", "voip", "complication", "fileprovider", "mdm",
                                          "location", "liveactivity", "pushtotalk", "widgets", "controls"]
 
@@ -104,6 +107,10 @@ struct FrontmatterCompiler {
         default:
             return .literal(tree.json)
         }
+    }
+
+    func compileValueIsLiteral(_ tree: YAMLTree) -> Bool {
+        (try? compileValue(tree))?.isLiteral ?? false
     }
 
     mutating func add(_ tree: YAMLTree, typed: Bool = false,
@@ -218,6 +225,11 @@ struct FrontmatterCompiler {
                 try add(value) { v, l, c throws(NorqError) in c.ios.subtitleLocArgs = try Conv.strings(v, name, l) }
             case "loc-key": try add(value) { v, l, c throws(NorqError) in c.ios.locKey = try Conv.string(v, name, l) }
             case "loc-args": try add(value) { v, l, c throws(NorqError) in c.ios.locArgs = try Conv.strings(v, name, l) }
+            case "action-loc-key":
+                try add(value) { v, l, c throws(NorqError) in c.ios.actionLocKey = try Conv.string(v, name, l) }
+            case "action": try add(value) { v, l, c throws(NorqError) in c.ios.action = try Conv.string(v, name, l) }
+            case "url-args": try add(value) { v, l, c throws(NorqError) in c.ios.urlArgs = try Conv.strings(v, name, l) }
+            case "alert": try add(value) { v, l, c throws(NorqError) in c.ios.alertText = try Conv.string(v, name, l) }
             case "event":
                 try add(value) { v, l, c throws(NorqError) in
                     let s = try Conv.string(v, name, l)
@@ -340,6 +352,20 @@ struct FrontmatterCompiler {
                 }
             case "apns-expiration":
                 try add(value) { v, l, c throws(NorqError) in c.headers.expiration = try Conv.expiration(v, l) }
+                if let expiration = base.headers.expiration, compileValueIsLiteral(value),
+                   let warning = Conv.expirationWarning(expiration, now: WallClock.epochSeconds(), at: value.location) {
+                    warnings.append(warning)
+                }
+            case "apns-topic":
+                try add(value) { v, l, c throws(NorqError) in
+                    let topic = try Conv.string(v, name, l)
+                    guard Conv.isTopic(topic) else {
+                        throw NorqError(.invalidTopic,
+                                        "apns-topic '\(topic.prefix(80))' is not a bundle identifier (letters, digits, '.', '-')",
+                                        at: l, hint: "give the app's bundle id; the push type's suffix is added when sending")
+                    }
+                    c.headers.topic = topic
+                }
             default:
                 throw Self.unknownKey(.unknownHeader, "headers", key, allowed: Self.headerKeys,
                                       at: tree.keyLocation(key))
@@ -429,25 +455,91 @@ enum Conv {
         }
     }
 
+    /// `apns-expiration` as Apple, hapns and node-apn define it: a number is a UNIX epoch in seconds and goes
+    /// on the wire as written (`0`: deliver once or never); a duration string (`"1h"`, `"30m"`, `"3600s"`,
+    /// `"2d"`) is relative to the send; an ISO-8601 date or `{at: <epoch or date>}` is absolute.
     static func expiration(_ v: JSONValue, _ l: SourceLocation) throws(NorqError) -> PushExpiration {
+        let usage = "apns-expiration must be a UNIX epoch (a number, 0 for deliver-once), a duration such as \"1h\", or an ISO-8601 date"
         switch v {
         case .object(let o):
-            guard o.count == 1, let at = o["at"] else {
-                throw NorqError(.invalidExpiration, "apns-expiration must be seconds, 0, or {at: <epoch seconds>}", at: l)
-            }
+            guard o.count == 1, let at = o["at"] else { throw NorqError(.invalidExpiration, usage, at: l) }
             guard let epoch = DateValue.parse(at)?.epoch, epoch > 0 else {
-                throw NorqError(.invalidExpiration, "apns-expiration 'at' must be epoch seconds", at: l)
+                throw NorqError(.invalidExpiration, "apns-expiration 'at' must be epoch seconds or an ISO-8601 date", at: l)
             }
             return .at(epochSeconds: epoch)
         case .string(let s) where s.hasPrefix("at:"):
             return try expiration(.object(["at": .string(s.dropFirst(3).trimmingWhitespace())]), l)
-        default:
-            let seconds: Int64
-            do { seconds = try int(v, "apns-expiration", l) } catch {
-                throw NorqError(.invalidExpiration, "apns-expiration must be seconds, 0, or {at: <epoch seconds>}", at: l)
+        case .string(let s):
+            let text = s.trimmingWhitespace()
+            if let seconds = parseDuration(text) { return seconds == 0 ? .immediately : .after(seconds: seconds) }
+            if let epoch = Int64(text) { return try expiration(.int(epoch), l) }
+            if text.contains("-"), let date = DateValue.parse(.string(text)), date.epoch > 0 {
+                return .at(epochSeconds: date.epoch)
             }
-            guard seconds >= 0 else { throw NorqError(.invalidExpiration, "apns-expiration must not be negative", at: l) }
-            return seconds == 0 ? .immediately : .after(seconds: seconds)
+            throw NorqError(.invalidExpiration, usage + ", got \"\(text.prefix(40))\"", at: l)
+        case .int(let epoch):
+            guard epoch >= 0 else { throw NorqError(.invalidExpiration, "apns-expiration must not be negative", at: l) }
+            return epoch == 0 ? .immediately : .at(epochSeconds: epoch)
+        case .double(let d) where d == d.rounded() && d >= 0 && d < 1e15:
+            return try expiration(.int(Int64(d)), l)
+        default:
+            throw NorqError(.invalidExpiration, usage, at: l)
         }
+    }
+
+    /// Seconds of a duration string: a number followed by `s`, `m`, `h`, `d` or `w` (`"3600s"`, `"1h"`,
+    /// `"1.5h"`); nil for anything else (a bare number is an epoch, not a duration).
+    static func parseDuration(_ text: String) -> Int64? {
+        let units: [(Character, Double)] = [("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        guard let last = text.last, let unit = units.first(where: { $0.0 == last }) else { return nil }
+        let number = text.dropLast().trimmingWhitespace()
+        guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+              let value = Double(number), value.isFinite, value >= 0, value * unit.1 < 1e12 else { return nil }
+        return Int64((value * unit.1).rounded())
+    }
+
+    /// A bundle identifier: 1-255 bytes of ASCII letters, digits, `.`, `-`, `_`.
+    static func isTopic(_ topic: String) -> Bool {
+        let bytes = Array(topic.utf8)
+        guard !bytes.isEmpty, bytes.count <= 255, bytes.first != 46, bytes.last != 46 else { return false }
+        return bytes.allSatisfy { ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57)
+            || $0 == 46 || $0 == 45 || $0 == 95 }
+    }
+
+    /// Earliest epoch taken as a plausible absolute expiration (2001-09-09): anything smaller was almost
+    /// certainly meant as seconds from now.
+    static let plausibleEpochFloor: Int64 = 1_000_000_000
+
+    /// The warning for a literal `apns-expiration` number that is neither 0 nor a plausible future epoch,
+    /// with a did-you-mean (`3600 is 1970-01-01T01:00:00Z; write "1h" for an hour from now`). `now` is the
+    /// wall clock in epoch seconds. Nil when the value looks intended.
+    static func expirationWarning(_ expiration: PushExpiration, now: Int64,
+                                         at location: SourceLocation) -> NorqError? {
+        guard case .at(let epoch) = expiration else { return nil }
+        let date = DateValue(epoch: epoch, offsetSeconds: 0).format("iso")
+        if epoch < plausibleEpochFloor {
+            let duration = durationText(epoch)
+            return NorqError(.implausibleExpiration,
+                             "apns-expiration \(epoch) is a UNIX epoch: \(date), long past, so APNs will not store the notification",
+                             at: location, hint: "\(epoch) is \(date); write \"\(duration.text)\" for \(duration.words) from now")
+        }
+        if epoch <= now {
+            return NorqError(.implausibleExpiration,
+                             "apns-expiration \(epoch) is \(date), in the past: APNs will not store the notification",
+                             at: location, hint: "write 0 to deliver once, or a duration such as \"1h\" for a relative expiry")
+        }
+        return nil
+    }
+
+    /// `3600` -> (`1h`, `an hour`); `90` -> (`90s`, `90 seconds`).
+    static func durationText(_ seconds: Int64) -> (text: String, words: String) {
+        let units: [(Int64, String, String)] = [(604_800, "w", "week"), (86_400, "d", "day"), (3600, "h", "hour"),
+                                                (60, "m", "minute")]
+        for (size, suffix, word) in units where seconds >= size && seconds % size == 0 {
+            let count = seconds / size
+            let article = word == "hour" ? "an" : "a"
+            return ("\(count)\(suffix)", count == 1 ? "\(article) \(word)" : "\(count) \(word)s")
+        }
+        return ("\(seconds)s", seconds == 1 ? "a second" : "\(seconds) seconds")
     }
 }

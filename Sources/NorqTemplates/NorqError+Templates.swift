@@ -36,6 +36,18 @@ extension NorqError.Code {
     public static let templateInvalidSamples: Self = "template/invalid-samples"
     /// `tests.yaml` is malformed, or a test names an unknown sample or target.
     public static let templateInvalidTests: Self = "template/invalid-tests"
+    /// Warning: `{{{raw}}}` skips escaping (Norq's lint rule; push output is plain text either way).
+    public static let templateRawExpression: Self = "template/raw-expression"
+    /// Data (a sample, `--data`, a send's data) does not match `data.schema.yaml`.
+    public static let templateDataSchema: Self = "template/data-schema"
+    /// `data.schema.yaml` is not a schema this router understands (see docs/templates.md).
+    public static let templateInvalidSchema: Self = "template/invalid-schema"
+    /// Warning: a template uses a nullable schema field (not in `required`) without a guard
+    /// (`::: if field`, `| default ...`).
+    public static let templateNullableAccess: Self = "template/nullable-access"
+    /// A Norq template id is malformed: more than 4 segments, a first segment other than system,
+    /// transactional or promotional, or a segment that is not `[a-z0-9]+(-[a-z0-9]+)*`.
+    public static let templateInvalidID: Self = "template/invalid-id"
     /// `::: each` over a value that is not a list (strict mode).
     public static let templateNotAList: Self = "template/not-a-list"
 
@@ -51,6 +63,11 @@ extension NorqError.Code {
     public static let invalidPushType: Self = "push/invalid-push-type"
     public static let collapseIDTooLong: Self = "push/collapse-id-too-long"
     public static let invalidExpiration: Self = "push/invalid-expiration"
+    /// Warning: a literal `apns-expiration` number is a UNIX epoch in the past (often seconds meant as a
+    /// duration: write `"1h"`).
+    public static let implausibleExpiration: Self = "push/implausible-expiration"
+    /// `headers.apns-topic` is not a bundle identifier.
+    public static let invalidTopic: Self = "push/invalid-topic"
     /// A frontmatter value has the wrong type (e.g. `badge: many`).
     public static let invalidFrontmatterValue: Self = "push/invalid-frontmatter-value"
     /// A loc key and its literal counterpart are both set (`loc-key` with a body, `title-loc-key` with a title...).

@@ -234,3 +234,8 @@ enum MD5 {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// The wall clock, for compile-time checks that compare with now (an `apns-expiration` in the past).
+enum WallClock {
+    static func epochSeconds() -> Int64 { Int64(Date().timeIntervalSince1970) }
+}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NorqAPNs
 import NorqConfig
+import NorqConsole
 import NorqCore
 import NorqTemplates
 
@@ -51,6 +52,16 @@ enum Console {
         err(text + "\n")
     }
 
+    /// Prints `path:line:col: warning[code]: message` on stderr.
+    static func warn(_ warning: NorqError) {
+        let style = Style.stderr
+        var text = ""
+        if let location = warning.location { text += style.bold("\(location): ") }
+        text += style.yellow("warning[\(warning.code.rawValue)]") + ": " + warning.message
+        if let hint = warning.hint { text += " (\(hint))" }
+        err(text + "\n")
+    }
+
     /// Reports the error and returns exit code 1.
     static func fail(_ error: NorqError) -> ExitCode {
         report(error)
@@ -76,13 +87,26 @@ enum ExitCodes {
 
 /// `--config`, shared by the commands that read norq.yaml.
 struct ConfigOptions: ParsableArguments {
-    @Option(name: [.customShort("c"), .long], help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+    @Option(name: [.customShort("c"), .long], help: ArgumentHelp("Config file, or the folder holding it (default: norq.yaml or norq.config.yaml found walking up from the current directory, else up to 5 levels below it).", valueName: "PATH"))
     var config: String?
 
-    @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")
+    @Option(name: .long, help: "Templates directory (default: `templates:` or `notifications:` of the config, else ./templates).")
     var templates: String?
 
-    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+    /// The provider types the CLI knows: APNs and Norq's `console`.
+    static var registry: ProviderTypeRegistry { registry(consoleToStandardError: false) }
+
+    /// The registry, with the `console` provider printing on stderr when stdout must stay one JSON document.
+    static func registry(consoleToStandardError: Bool) -> ProviderTypeRegistry {
+        let output: @Sendable (String) -> Void
+        if consoleToStandardError {
+            output = { text in Console.err(text) }
+        } else {
+            output = { text in Console.out(text) }
+        }
+        let types: [any ProviderType] = [APNsProviderType(), ConsoleProviderType(output: output)]
+        return ProviderTypeRegistry(types)
+    }
 
     /// Loads the configuration (explicit path or discovery).
     func loadConfiguration() throws(NorqError) -> NorqConfiguration {
@@ -98,8 +122,8 @@ struct ConfigOptions: ParsableArguments {
         return try loadConfiguration()
     }
 
-    /// The templates directory: `--templates`, else the config's `templates:`, else `templates` beside the
-    /// config file (or in the current directory).
+    /// The templates directory: `--templates`, else the config's `templates:` / `notifications:`, else
+    /// `templates` beside the config file (or in the current directory).
     func templatesDirectory(_ configuration: NorqConfiguration?) -> String {
         if let templates { return templates }
         if let directory = configuration?.templatesDirectory { return directory }
@@ -108,6 +132,16 @@ struct ConfigOptions: ParsableArguments {
                 ? "templates" : (file as NSString).deletingLastPathComponent + "/templates"
         }
         return "templates"
+    }
+
+    /// Norq ids (`transactional/orders/order-shipped`) for a `notifications:` project, else flat ones.
+    static func idStyle(_ configuration: NorqConfiguration?) -> TemplateIDStyle {
+        configuration?.templatesKey == .notifications ? .norq : .flat
+    }
+
+    /// The template library of the configuration (see ``templatesDirectory(_:)`` and ``idStyle(_:)``).
+    func library(_ configuration: NorqConfiguration?) throws(NorqError) -> TemplateLibrary {
+        try TemplateLibrary(directory: templatesDirectory(configuration), idStyle: Self.idStyle(configuration))
     }
 }
 
@@ -120,8 +154,19 @@ struct DataOptions: ParsableArguments {
     var sample: String?
 
     /// The data to render with: the sample (or the default sample when `--data` is absent) with `--data`
-    /// merged on top.
+    /// merged on top, checked against the template's `data.schema.yaml` (`template/data-schema`).
     func resolve(for template: CompiledTemplate) throws(NorqError) -> JSONValue {
+        let data = try merged(for: template)
+        let errors = template.schemaErrors(data)
+        if var first = errors.first {
+            if errors.count > 1 { first.message += " (and \(errors.count - 1) more)" }
+            first.message = (self.data != nil ? "--data: " : "sample: ") + first.message
+            throw first
+        }
+        return data
+    }
+
+    func merged(for template: CompiledTemplate) throws(NorqError) -> JSONValue {
         var base: JSONValue?
         if let sample {
             guard let found = Self.findSample(sample, in: template) else {

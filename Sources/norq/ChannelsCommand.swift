@@ -33,7 +33,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
     /// Options every channel command takes.
     struct Common: ParsableArguments {
-        @Option(name: .long, help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+        @Option(name: [.customShort("c"), .long], help: ArgumentHelp("Config file, or the folder holding it (default: norq.yaml or norq.config.yaml found walking up from the current directory, else up to 5 levels below it).", valueName: "PATH"))
         var config: String?
 
         @Option(name: .long, help: "APNs provider instance (default: the only one of type apns).")

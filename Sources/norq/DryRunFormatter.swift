@@ -1,3 +1,4 @@
+import Foundation
 import Norq
 import NorqCore
 
@@ -137,10 +138,14 @@ enum DryRunFormatter {
     static func outcomeJSON(_ result: PushOutcome.Result) -> JSONValue {
         switch result {
         case .delivered(let delivered):
-            return ["kind": "delivered", "status": .int(Int64(delivered.status)), "apnsId": .optional(delivered.messageID)]
+            return ["kind": "delivered", "status": .int(Int64(delivered.status)), "apnsId": .optional(delivered.messageID),
+                    "apnsUniqueId": .optional(delivered.uniqueID)]
         case .rejected(let rejected):
             return ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": .optional(rejected.reason),
-                    "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue)]
+                    "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue),
+                    "apnsId": .optional(rejected.messageID),
+                    "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null,
+                    "invalidSinceISO": .optional(rejected.invalidSince.map(isoDate(milliseconds:)))]
         case .failed(let error):
             return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message)]
         case .skipped(let skipped):
@@ -191,6 +196,14 @@ enum DryRunFormatter {
         case .skipped(let skipped): "skipped [\(skipped.code.rawValue)]: \(skipped.reason)"
         case .duplicate(let first): "duplicate of an earlier send: " + outcomeText(first)
         }
+    }
+
+    /// `1700000000123` (ms since the epoch, APNs' 410 timestamp) -> `2023-11-14T22:13:20.123Z`.
+    static func isoDate(milliseconds: Int64) -> String {
+        let seconds = Double(milliseconds) / 1000
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
     }
 
     static func indent(_ text: String, by spaces: Int) -> String {

@@ -14,3 +14,10 @@ extension NorqError.Code {
     /// An option value the command cannot use (a bad key file, an out-of-range fault option).
     static let cliInvalidOption: Self = "cli/invalid-option"
 }
+
+extension NorqError.Code {
+    /// `norq new` or `norq init` would overwrite a file that exists.
+    static let cliAlreadyExists: Self = "cli/already-exists"
+    /// `norq new` or `norq init` cannot write a file (permissions, a file where a folder must be).
+    static let cliWriteFailed: Self = "cli/write-failed"
+}

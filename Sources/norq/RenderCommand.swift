@@ -6,22 +6,27 @@ import NorqTemplates
 
 /// Options shared by `render --to` and `send`: what the router is told about the send.
 struct SendTuningOptions: ParsableArguments {
-    @Option(name: .long, help: "Idempotency key: fixes every token's apns-id (a UUIDv5 of key and token); repeats are deduplicated.")
+    @Option(name: .long, help: "Idempotency key: fixes every token's apns-id (a UUIDv5 of key and token); repeats within this one process are deduplicated. Until the durable store lands, two runs of norq send with the same key both send.")
     var idempotencyKey: String?
+
+    @Option(name: .long, help: ArgumentHelp("The app (bundle id) to send to, instead of the template's headers.apns-topic or the provider's bundleId; the push type's topic suffix is added.", valueName: "BUNDLE-ID"))
+    var topic: String?
 
     @Option(name: .long, help: ArgumentHelp("Send time in UNIX epoch seconds (default: now); makes apns-expiration reproducible.", valueName: "EPOCH"))
     var sendTime: Int64?
 
-    @Option(name: .long, help: "Override every token's environment: sandbox or production.")
+    @Option(name: .long, help: "Environment (sandbox or production) of the tokens that do not name one; a token's own \"environment\" always wins, since a token only works in the environment it was issued for. Default: the provider's `production:` setting.")
     var environment: String?
 
     @Flag(name: .long, help: "Render missing variables as empty instead of failing.")
     var lenient = false
 
     func routerOptions() throws(NorqError) -> RouterSendOptions {
-        RouterSendOptions(idempotencyKey: idempotencyKey,
-                          environment: try environment.map { value throws(NorqError) in try PushEnvironment.parse(value) },
-                          strict: !lenient, sendTime: sendTime)
+        var options = RouterSendOptions(idempotencyKey: idempotencyKey,
+                                        environment: try environment.map { value throws(NorqError) in try PushEnvironment.parse(value) },
+                                        strict: !lenient, sendTime: sendTime)
+        options.topic = topic
+        return options
     }
 }
 
@@ -51,7 +56,7 @@ struct RenderCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "Template name (a folder of the templates directory).")
+    @Argument(help: "Template id: a folder of the templates directory (`order-shipped`), or a Norq id (`transactional/orders/order-shipped`).")
     var template: String
 
     @OptionGroup var configOptions: ConfigOptions
@@ -79,7 +84,7 @@ struct RenderCommand: AsyncParsableCommand {
         let configuration: NorqConfiguration? = to == nil
             ? try configOptions.loadConfigurationIfPresent()
             : try configOptions.loadConfiguration()
-        let library = try TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let library = try configOptions.library(configuration)
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
         let options = try tuning.routerOptions()

@@ -26,6 +26,10 @@ struct SendCommand: AsyncParsableCommand {
             the configuration's own keys, and every APNs provider is pointed at it: a real HTTP/2 + TLS send \
             that reaches no Apple server. A progress line is shown on a terminal for more than 100 tokens.
 
+            Idempotency: --idempotency-key K fixes each token's apns-id and deduplicates repeats of K within \
+            this one process. It does not yet protect across runs: two `norq send` runs with the same key both \
+            send, until the durable store (outbox and idempotency table) lands and the CLI uses it.
+
             Examples:
               norq send order-shipped -c examples/quickstart/norq.yaml \\
                   --sample default --to examples/quickstart/recipients.json --emulator
@@ -36,7 +40,7 @@ struct SendCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "Template name (a folder of the templates directory).")
+    @Argument(help: "Template id: a folder of the templates directory (`order-shipped`), or a Norq id (`transactional/orders/order-shipped`).")
     var template: String
 
     @OptionGroup var configOptions: ConfigOptions
@@ -74,7 +78,7 @@ struct SendCommand: AsyncParsableCommand {
             throw NorqError(.cliMissingRecipients, "norq send needs --to FILE|JSON (the recipients)")
         }
         var configuration = try configOptions.loadConfiguration()
-        let library = try TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let library = try configOptions.library(configuration)
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
         let recipients = try JSONInput.recipients(to)
@@ -92,7 +96,8 @@ struct SendCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "norq")
         logger.logLevel = verbose ? .debug : .warning
-        let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
+        let router = try NotificationRouter(configuration: configuration,
+                                            registry: ConfigOptions.registry(consoleToStandardError: json),
                                             templates: library, logger: logger)
         let started = ContinuousClock.now
         let total = recipients.reduce(0) { $0 + $1.tokens.count + $1.channels.count }
@@ -105,7 +110,8 @@ struct SendCommand: AsyncParsableCommand {
             outcomes.append(outcome)
             if !json {
                 if progress { Console.err("\r\u{1B}[K") }
-                Console.out(Self.line(outcome, style: style) + "\n")
+                let typeName = outcome.provider.flatMap { configuration.provider(named: $0)?.typeName }
+                Console.out(Self.line(outcome, style: style, typeName: typeName) + "\n")
                 if progress { Console.err("sending: \(outcomes.count)/\(total)") }
             }
         }
@@ -123,15 +129,27 @@ struct SendCommand: AsyncParsableCommand {
         return report.allDelivered ? 0 : 2
     }
 
-    static func line(_ outcome: PushOutcome, style: Style) -> String {
+    /// The name of the provider's message id on this outcome's line: APNs calls it `apns-id` for a device
+    /// push and `apns-request-id` for a broadcast; other providers' ids are shown as `id`.
+    static func messageIDName(_ outcome: PushOutcome, typeName: String?) -> String {
+        guard typeName == nil || typeName == "apns" else { return "id" }
+        if case .channel = outcome.target { return "apns-request-id" }
+        return "apns-id"
+    }
+
+    static func line(_ outcome: PushOutcome, style: Style, typeName: String? = nil) -> String {
         let who = DryRunFormatter.label(outcome.target) + (outcome.recipientID.map { " (\($0))" } ?? "")
         let provider = outcome.provider.map { " via \($0)" } ?? ""
         let attempts = outcome.attempts > 1 ? " after \(outcome.attempts) attempts" : ""
+        let idName = messageIDName(outcome, typeName: typeName)
         switch outcome.result {
         case .delivered(let delivered):
-            return style.green("delivered") + "  \(who)\(provider)  apns-id \(delivered.messageID ?? "-")\(attempts)"
+            let unique = delivered.uniqueID.map { "  apns-unique-id \($0)" } ?? ""
+            return style.green("delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(unique)\(attempts)"
         case .rejected(let rejected):
-            return style.red("rejected ") + "  \(who)\(provider)  \(rejected.status) \(rejected.reason ?? "") (\(rejected.classification))\(attempts)"
+            let since = rejected.invalidSince.map { "  invalid since \(DryRunFormatter.isoDate(milliseconds: $0)) (\($0))" } ?? ""
+            let id = rejected.messageID.map { "  \(idName) \($0)" } ?? ""
+            return style.red("rejected ") + "  \(who)\(provider)  \(rejected.status) \(rejected.reason ?? "") error[\(rejected.code.rawValue)] (\(rejected.classification))\(since)\(id)\(attempts)"
         case .failed(let error):
             return style.red("failed   ") + "  \(who)\(provider)  error[\(error.code.rawValue)]: \(error.message)\(attempts)"
         case .skipped(let skipped):
@@ -146,8 +164,18 @@ struct SendCommand: AsyncParsableCommand {
         return String(format: "%.2f s", Double(millis) / 1000)
     }
 
+    /// `3 tokens`, `2 channels`, `3 tokens and 1 channel`: broadcast channels are counted as channels.
+    static func targets(_ report: SendReport) -> String {
+        let channels = report.outcomes.count { if case .channel = $0.target { true } else { false } }
+        let tokens = report.outcomes.count - channels
+        func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
+        if channels == 0 { return plural(tokens, "token") }
+        if tokens == 0 { return plural(channels, "channel") }
+        return plural(tokens, "token") + " and " + plural(channels, "channel")
+    }
+
     static func summary(_ report: SendReport, elapsed: Duration, style: Style) -> String {
-        let text = "\(report.outcomes.count) tokens: \(report.delivered) delivered, \(report.rejected) rejected, "
+        let text = "\(targets(report)): \(report.delivered) delivered, \(report.rejected) rejected, "
             + "\(report.failed) failed, \(report.skipped) skipped, \(report.duplicates) duplicates in \(seconds(elapsed))"
         return style.bold(report.allDelivered ? "ok: " : "not all delivered: ") + text
     }
@@ -165,7 +193,8 @@ struct SendCommand: AsyncParsableCommand {
         return [
             "outcomes": .array(outcomes),
             "summary": [
-                "tokens": .int(Int64(report.outcomes.count)),
+                "tokens": .int(Int64(report.outcomes.count { if case .token = $0.target { true } else { false } })),
+                "channels": .int(Int64(report.outcomes.count { if case .channel = $0.target { true } else { false } })),
                 "delivered": .int(Int64(report.delivered)),
                 "rejected": .int(Int64(report.rejected)),
                 "failed": .int(Int64(report.failed)),

@@ -44,7 +44,7 @@ struct TestCommand: AsyncParsableCommand {
 
     func runTests() throws(NorqError) -> Int {
         let configuration = try configOptions.loadConfigurationIfPresent()
-        let library = try TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let library = try configOptions.library(configuration)
         let names: [String]
         if let template {
             _ = try library.compile(template)  // unknown template: template/not-found

@@ -14,29 +14,37 @@ struct ValidateCommand: AsyncParsableCommand {
         abstract: "Validate norq.yaml (or norq.config.yaml, or NORQ_* env vars) and every template.",
         discussion: """
             Loads the configuration and prints each provider (type, origin, a summary without secrets) and the \
-            routing table; then compiles every template of the templates directory and renders it with each of \
-            its samples. Errors go to stderr as `path:line:col: error[code]: message`.
+            routing table; then compiles every template of the templates directory, checks each sample against \
+            the notification's data.schema.yaml, and renders it with each of its samples. Errors go to stderr as \
+            `path:line:col: error[code]: message`, warnings (template/raw-expression, template/nullable-access, \
+            push/implausible-expiration) as `... warning[code]: ...`. Warnings do not fail the run unless \
+            --strict is given. A Norq project's providers and routes of other channels (email: resend, \
+            sms: twilio, ...) and its notifications without push.md are listed as not served by this router.
 
             Examples:
               norq validate
               norq validate --config examples/quickstart/norq.yaml
-              norq validate --config norq.yaml --json       # for CI
+              norq validate --config ./my-norq-project        # the folder holding norq.config.yaml
+              norq validate --config norq.yaml --json --strict    # for CI
 
             \(ExitCodes.help)
             """
     )
 
-    @Option(name: [.customShort("c"), .long], help: "Config file (default: norq.yaml or norq.config.yaml found walking up from the current directory).")
+    @Option(name: [.customShort("c"), .long], help: ArgumentHelp("Config file, or the folder holding it (default: norq.yaml or norq.config.yaml found walking up from the current directory, else up to 5 levels below it).", valueName: "PATH"))
     var config: String?
 
-    @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")
+    @Option(name: .long, help: "Templates directory (default: `templates:` or `notifications:` of the config, else ./templates).")
     var templates: String?
 
     @Flag(name: .long, help: "Print the result as JSON on stdout.")
     var json = false
 
+    @Flag(name: .long, help: "Fail (exit 1) on warnings too.")
+    var strict = false
+
     /// The provider types the CLI knows.
-    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+    static var registry: ProviderTypeRegistry { ConfigOptions.registry }
 
     func run() async throws {
         let loader = ConfigurationLoader(registry: Self.registry)
@@ -57,18 +65,27 @@ struct ValidateCommand: AsyncParsableCommand {
         }
         let directory = ConfigOptions(config: config, templates: templates).templatesDirectory(loaded)
         let checks = TemplateCheck.run(directory: directory,
-                                       required: templates != nil || loaded.templatesDirectory != nil)
-        for check in checks { for error in check.errors { Console.report(error) } }
-        let valid = checks.allSatisfy { $0.errors.isEmpty }
+                                       required: templates != nil || loaded.templatesDirectory != nil,
+                                       idStyle: ConfigOptions.idStyle(loaded))
+        for check in checks {
+            for error in check.errors { Console.report(error) }
+            for warning in check.warnings { Console.warn(warning) }
+        }
+        let warnings = checks.reduce(0) { $0 + $1.warnings.count }
+        let valid = checks.allSatisfy { $0.errors.isEmpty } && (!strict || warnings == 0)
         if json {
             guard case .object(var object) = Self.json(loaded) else { return }
             object["valid"] = .bool(valid)
+            object["warnings"] = .int(Int64(warnings))
             object["templateChecks"] = .array(checks.map(\.json))
             print(JSONValue.object(object).prettyPrinted())
         } else {
             var text = Self.text(loaded)
             if text.hasSuffix("valid\n") { text.removeLast("valid\n".count) }
             text += TemplateCheck.text(checks, directory: directory, style: .stdout)
+            if warnings > 0 {
+                text += "\(warnings) warning\(warnings == 1 ? "" : "s")\(strict ? " (--strict: warnings fail)" : "")\n"
+            }
             text += valid ? "valid\n" : "invalid\n"
             print(text, terminator: "")
         }
@@ -102,18 +119,31 @@ struct ValidateCommand: AsyncParsableCommand {
             ]
         }
         let routes: [JSONValue] = routingLines(configuration.routing).map { ["key": .string($0.key), "provider": .string($0.provider)] }
+        let unserved: [JSONValue] = configuration.unservedProviders.map {
+            ["name": .string($0.name), "type": .string($0.typeName), "channels": .array($0.channels.map(JSONValue.string)),
+             "served": false]
+        }
+        let otherRoutes: [JSONValue] = configuration.routing.otherChannels.sorted(by: { $0.key < $1.key }).map {
+            ["channel": .string($0.key), "provider": .string($0.value), "served": false]
+        }
         return [
             "valid": true,
             "file": configuration.file.map(JSONValue.string) ?? .null,
             "templates": configuration.templatesDirectory.map(JSONValue.string) ?? .null,
+            "templatesKey": configuration.templatesKey.map { .string($0.rawValue) } ?? .null,
             "providers": .array(providers),
+            "notServedProviders": .array(unserved),
             "routing": .array(routes),
+            "otherChannelRouting": .array(otherRoutes),
+            "ignoredKeys": .array(configuration.ignoredKeys.map(JSONValue.string)),
         ]
     }
 
     static func text(_ configuration: NorqConfiguration) -> String {
         var out = "config: \(configuration.file ?? "(none; environment variables only)")\n"
-        if let templates = configuration.templatesDirectory { out += "templates: \(templates)\n" }
+        if let templates = configuration.templatesDirectory {
+            out += "\(configuration.templatesKey?.rawValue ?? "templates"): \(templates)\n"
+        }
         out += "providers:\n"
         if configuration.providers.isEmpty { out += "  (none)\n" }
         for provider in configuration.providers {
@@ -123,10 +153,19 @@ struct ValidateCommand: AsyncParsableCommand {
             out += "    retry: on [\(statuses)], retries \(provider.retry.retries), backoff \(format(provider.retry.backoff)), max \(format(provider.retry.maxBackoff))\n"
             out += "    maxInFlight: \(provider.maxInFlight)\n"
         }
+        for provider in configuration.unservedProviders {
+            out += "  \(provider.name) (type \(provider.typeName), \(provider.channels.joined(separator: ", "))): not served by this router\n"
+        }
         out += "routing:\n"
         let routes = routingLines(configuration.routing)
         if routes.isEmpty { out += "  (none; each token goes to the only provider for its platform)\n" }
         for route in routes { out += "  \(route.key): \(route.provider)\n" }
+        for (channel, provider) in configuration.routing.otherChannels.sorted(by: { $0.key < $1.key }) {
+            out += "  \(channel): \(provider) (not served by this router: it sends push only)\n"
+        }
+        if !configuration.ignoredKeys.isEmpty {
+            out += "ignored (Norq settings for other channels): \(configuration.ignoredKeys.joined(separator: ", "))\n"
+        }
         out += "valid\n"
         return out
     }

@@ -84,11 +84,14 @@ enum CLI {
     }
 
     /// A `norq` process in the package root with piped output, no stdin and no colours (not started).
-    static func makeProcess(_ arguments: [String], environment: [String: String]) -> (Process, Pipe, Pipe) {
+    static func makeProcess(_ arguments: [String], environment: [String: String],
+                            directory: String? = nil) -> (Process, Pipe, Pipe) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
+        process.currentDirectoryURL = directory.map {
+            $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : packageRoot.appendingPathComponent($0)
+        } ?? packageRoot
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         for (key, value) in environment { env[key] = value }
@@ -107,9 +110,10 @@ enum CLI {
         return running
     }
 
-    /// Runs `norq arguments...` in the package root; kills it after `timeout` seconds.
-    static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:]) throws -> Result {
-        let (process, out, err) = makeProcess(arguments, environment: environment)
+    /// Runs `norq arguments...` in the package root (or `directory`); kills it after `timeout` seconds.
+    static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:],
+                    directory: String? = nil) throws -> Result {
+        let (process, out, err) = makeProcess(arguments, environment: environment, directory: directory)
         let outBytes = DataBox(), errBytes = DataBox()
         let group = DispatchGroup()
         try process.run()

@@ -315,7 +315,7 @@ func parseJSON(_ text: String) throws -> Any {
             """.utf8).write(to: config)
         let result = try CLI.run(["send", "order-shipped", "--config", config.path, "--to", recipientsFile])
         #expect(result.status == 2, "\(result)")
-        #expect(result.stdout.contains("rejected   ios token a1b2c3d4… (user-1) via apns  410 Unregistered (token-invalid)"), "\(result)")
+        #expect(result.stdout.contains("rejected   ios token a1b2c3d4… (user-1) via apns  410 Unregistered error[apns/unregistered] (token-invalid)  invalid since "), "\(result)")
         #expect(result.stdout.contains("delivered  ios token 0f1e2d3c… (user-2)"), "\(result)")
         #expect(result.stdout.contains("not all delivered: 2 tokens: 1 delivered, 1 rejected"), "\(result)")
     }

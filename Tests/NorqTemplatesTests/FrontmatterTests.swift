@@ -122,8 +122,16 @@ struct FrontmatterTests {
     }
 
     @Test(arguments: [
-        ("expiration: 0", PushExpiration.immediately), ("expiration: 60", .after(seconds: 60)),
+        ("expiration: 0", PushExpiration.immediately), ("expiration: \"60s\"", .after(seconds: 60)),
         ("expiration: \"at: 1767225600\"", .at(epochSeconds: 1767225600)),
+        // A number is a UNIX epoch as Apple, hapns and node-apn define it: on the wire as written.
+        ("expiration: 1767225600", .at(epochSeconds: 1767225600)),
+        ("expiration: \"1767225600\"", .at(epochSeconds: 1767225600)),
+        ("expiration: 60", .at(epochSeconds: 60)),
+        ("expiration: \"1h\"", .after(seconds: 3600)), ("expiration: \"30m\"", .after(seconds: 1800)),
+        ("expiration: \"3600s\"", .after(seconds: 3600)), ("expiration: \"2d\"", .after(seconds: 172_800)),
+        ("expiration: \"0s\"", .immediately),
+        ("expiration: \"2026-01-01T00:00:00Z\"", .at(epochSeconds: 1767225600)),
     ])
     func expiration(_ line: String, _ expected: PushExpiration) throws {
         let c = try render("---\nheaders:\n  apns-\(line)\n---\n")
@@ -134,7 +142,9 @@ struct FrontmatterTests {
         ("ios:\n  colour: red", NorqError.Code.unknownIOSKey),
         ("android:\n  chanel: x", .unknownAndroidKey),
         ("web:\n  sound: x", .unknownWebKey),
-        ("headers:\n  apns-topic: x", .unknownHeader),
+        ("headers:\n  apns-topc: x", .unknownHeader),
+        ("headers:\n  apns-topic: \"com.example/app\"", .invalidTopic),
+        ("headers:\n  apns-expiration: \"1 hour\"", .invalidExpiration),
         ("subject: x", .unknownFrontmatterKey),
         ("ios:\n  interruption-level: loud", .invalidInterruptionLevel),
         ("android:\n  priority: max", .invalidPriority),

@@ -55,7 +55,7 @@ struct JSONModeTests {
         #expect(errorCode { _ = try compile("{\"a\": }", format: .json) } == .invalidJSON)
         #expect(errorCode { _ = try compile("[1]", format: .json) } == .invalidJSON)
         #expect(errorCode { _ = try compile("{\"$norq\": {\"colour\": 1}}", format: .json) } == .unknownFrontmatterKey)
-        #expect(errorCode { _ = try compile("{\"$norq\": {\"headers\": {\"apns-topic\": \"x\"}}}", format: .json) }
+        #expect(errorCode { _ = try compile("{\"$norq\": {\"headers\": {\"apns-topc\": \"x\"}}}", format: .json) }
                     == .unknownHeader)
         #expect(errorCode { _ = try compile("{\"$norq\": 1}", format: .json) } == .invalidFrontmatterValue)
         #expect(errorCode { _ = try compile("{\"$norq\": {\"enabled\": 1}}", format: .json) } == .invalidFrontmatterValue)

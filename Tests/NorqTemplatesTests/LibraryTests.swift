@@ -37,7 +37,8 @@ struct LibraryTests {
         #expect(c.image == "https://cdn.example.com/shipped-banner.png")
         #expect(c.actionURL == "https://track.example.com/123")
         #expect(c.headers.collapseID == "order-ORD-123")
-        #expect(c.headers.expiration == .after(seconds: 3600))
+        #expect(c.headers.expiration == .after(seconds: 3600))  // "1h"
+        #expect(t.warnings.isEmpty)
         #expect(c.data == ["orderId": "ORD-123", "itemCount": 2])
     }
 

@@ -157,4 +157,37 @@ func topicOptions(_ topic: String) -> SendOptions {
         await provider.shutdown()
         try? await emulator.shutdown()
     }
+
+    @Test(.enabled(if: APNsConnectionLifecycleTests.openSSL() != nil, "needs the openssl command to build a PKCS#12 file"))
+    func inlinePKCS12ReachesTheEmulator() async throws {
+        let openssl = try #require(APNsConnectionLifecycleTests.openSSL())
+        let clock = TestClock(1_800_000_000)
+        let emulator = try await E2E.makeEmulator(key: P256.Signing.PrivateKey(), clock: clock) {
+            $0.requireClientCertificate = true
+        }
+        let client = try emulator.makeClientCertificate(commonName: "Apple Push Services: com.example.app")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("norq-p12b64-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let certPath = directory.appendingPathComponent("cert.pem").path
+        let keyPath = directory.appendingPathComponent("key.pem").path
+        let p12Path = directory.appendingPathComponent("cert.p12").path
+        try client.certificatePEM.write(toFile: certPath, atomically: true, encoding: .utf8)
+        try client.privateKeyPEM.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: openssl)
+        process.arguments = ["pkcs12", "-export", "-in", certPath, "-inkey", keyPath, "-out", p12Path,
+                             "-passout", "pass:s3cret", "-name", "norq-test"]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "openssl pkcs12 -export failed")
+        let base64 = try Data(contentsOf: URL(fileURLWithPath: p12Path)).base64EncodedString(options: .lineLength64Characters)
+        let configuration = try parse(["bundleId": Fixtures.bundleID, "pfxBase64": base64, "passphrase": "s3cret",
+                                       "endpoint": "https://localhost:\(emulator.port)", "caPem": emulator.caCertificatePEM])
+        let provider = try APNsProvider(name: "apns-p12", configuration: configuration, clock: clock.apnsClock)
+        #expect(try await E2E.send(provider, PushContent(title: "inline PKCS#12")).status == 200)
+        #expect(emulator.requests.count == 1 && emulator.requests[0].header("authorization") == nil)
+        await provider.shutdown()
+        try? await emulator.shutdown()
+    }
 }

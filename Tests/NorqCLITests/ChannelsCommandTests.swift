@@ -100,6 +100,14 @@ struct ChannelsCommandTests {
         #expect(list.status == 0 && list.stdout.hasPrefix("1 channel(s) in production") && list.stdout.contains(id), "\(list)")
         let read = try Self.norq(["channels", "read", id] + common)
         #expect(read.status == 0 && read.stdout.contains("message-storage-policy: 0 (no messages stored)"), "\(read)")
+        // A broadcast send names the message id apns-request-id and counts the channel as a channel.
+        let to = #"[{"id": "all", "push": {"channels": [{"channel": "\#(id)", "environment": "production"}]}}]"#
+        let broadcast = try Self.norq(["send", "live-activity-update", "--templates", CLI.packageRoot.path + "/templates",
+                                       "--to", to] + common)
+        #expect(broadcast.stdout.contains("channel \(id) (all) via apns  apns-request-id "), "\(broadcast)")
+        #expect(broadcast.stdout.contains(": 1 channel: "), "\(broadcast)")
+        #expect(!broadcast.stdout.contains("1 tokens"), "\(broadcast)")
+
         let deleted = try Self.norq(["channels", "delete", id] + common)
         #expect(deleted.status == 0 && deleted.stdout.hasPrefix("deleted \(id) in production"), "\(deleted)")
         #expect(emulator.channelIDs(bundleID: "com.example.app").isEmpty)

@@ -135,6 +135,14 @@ import Testing
         #expect(result.status == 0, "\(result)")
     }
 
+    @Test func environmentOptionIsTheDefaultAndATokensOwnWins() throws {
+        let to = #"[{"token": "\#(token1)", "platform": "ios", "environment": "sandbox"}, {"token": "\#(String(token1.reversed()))", "platform": "ios"}]"#
+        let result = try CLI.run(["render", "order-shipped", "-c", quickstart, "--to", to, "--environment", "production"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("POST https://api.sandbox.push.apple.com/3/device/\(token1)\n"), "\(result)")
+        #expect(result.stdout.contains("POST https://api.push.apple.com/3/device/\(String(token1.reversed()))\n"), "\(result)")
+    }
+
     @Test func helpSaysWhatEnvironmentAndIdempotencyDo() throws {
         let result = try CLI.run(["send", "--help"])
         let text = result.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")

@@ -12,6 +12,7 @@ enum DryRunFormatter {
         if let pushType = content.headers.pushType { headers.append(("apns-push-type", .string(pushType))) }
         if let collapse = content.headers.collapseID { headers.append(("apns-collapse-id", .string(collapse))) }
         if let expiration = content.headers.expiration { headers.append(("apns-expiration", .string(describe(expiration)))) }
+        if let topic = content.headers.topic { headers.append(("apns-topic", .string(topic))) }
         var object: [(String, JSONValue)] = [
             ("template", .string(template)),
             ("title", .string(content.title)),
@@ -38,6 +39,7 @@ enum DryRunFormatter {
         if let pushType = content.headers.pushType { headers.append("apns-push-type: \(pushType)") }
         if let collapse = content.headers.collapseID { headers.append("apns-collapse-id: \(collapse)") }
         if let expiration = content.headers.expiration { headers.append("apns-expiration: \(describe(expiration))") }
+        if let topic = content.headers.topic { headers.append("apns-topic: \(topic) (the push type's suffix is added)") }
         if !headers.isEmpty {
             out += style.bold("headers:") + "\n"
             for header in headers { out += "  \(header)\n" }
@@ -61,7 +63,7 @@ enum DryRunFormatter {
         switch expiration {
         case .immediately: "0 (deliver now or never)"
         case .after(let seconds): "\(seconds) s after sending"
-        case .at(let epoch): "at \(epoch) (epoch seconds)"
+        case .at(let epoch): "at \(epoch) (UNIX epoch, sent as written)"
         }
     }
 
@@ -79,6 +81,10 @@ enum DryRunFormatter {
         if let target = ios.targetContentID { fields.append(("target-content-id", .string(target))) }
         if let event = ios.event { fields.append(("event", .string(event))) }
         if let state = ios.contentState { fields.append(("content-state", state)) }
+        if let alert = ios.alertText { fields.append(("alert", .string(alert))) }
+        if let key = ios.actionLocKey { fields.append(("action-loc-key", .string(key))) }
+        if let action = ios.action { fields.append(("action", .string(action))) }
+        if let args = ios.urlArgs { fields.append(("url-args", .array(args.map(JSONValue.string)))) }
         return fields
     }
 

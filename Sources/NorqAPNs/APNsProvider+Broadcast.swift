@@ -9,7 +9,8 @@ extension APNsProvider {
 
     /// Builds `POST /4/broadcasts/apps/<bundleId>` for one channel: `apns-channel-id`, `apns-push-type:
     /// liveactivity`, `apns-priority`, `apns-expiration` (forced to 0, and any other value refused, on a channel
-    /// this provider knows to be no-storage), the plain bundle id as `apns-topic` (never the
+    /// this provider knows to be no-storage), the plain bundle id (or the per-notification topic, which must
+    /// be a plain bundle id too) as `apns-topic` and in the path (never the
     /// `.push-type.liveactivity` suffix), `apns-request-id` (the router's stable id, so a retry is the same
     /// request) and the provider token. The payload is the Live Activity payload, at most 5120 bytes.
     public func prepare(_ content: PushContent, forChannel channel: ChannelRecipient,
@@ -47,6 +48,16 @@ extension APNsProvider {
         } else {
             requestID = APNsRequestID.random()
         }
+        // A per-notification topic names another app of the team; a broadcast uses the plain bundle id.
+        var app = configuration.bundleID
+        if let topic = options.topic ?? content.headers.topic {
+            guard APNsPushType.isTopic(topic),
+                  !APNsPushType.all.contains(where: { !$0.topicSuffix.isEmpty && topic.hasSuffix($0.topicSuffix) }) else {
+                throw NorqError(.apnsInvalidTopic,
+                                "a broadcast's apns-topic must be the app's plain bundle id, got \"\(topic.prefix(80))\"")
+            }
+            app = topic
+        }
         let body = try APNsPayload.encode(content, pushType: .liveactivity, sendTime: sendTime)
         guard body.count <= Self.broadcastPayloadLimit else {
             throw NorqError(.apnsPayloadTooLarge,
@@ -56,7 +67,7 @@ extension APNsProvider {
         headers.reserveCapacity(7)
         headers.append(HTTPHeader("apns-channel-id", channel.channel))
         headers.append(HTTPHeader("apns-push-type", APNsPushType.liveactivity.rawValue))
-        headers.append(HTTPHeader("apns-topic", configuration.bundleID))
+        headers.append(HTTPHeader("apns-topic", app))
         headers.append(HTTPHeader("apns-priority", String(priority)))
         if let expiration { headers.append(HTTPHeader("apns-expiration", String(expiration))) }
         headers.append(HTTPHeader("apns-request-id", requestID))
@@ -68,7 +79,7 @@ extension APNsProvider {
         var target = channel
         target.environment = environment
         return PreparedRequest(method: "POST", authority: configuration.broadcastEndpoint(for: environment).authority,
-                               path: "/4/broadcasts/apps/" + configuration.bundleID, headers: headers, body: body,
+                               path: "/4/broadcasts/apps/" + app, headers: headers, body: body,
                                provider: name, target: .channel(target), environment: environment,
                                requestID: requestID, payloadLimit: Self.broadcastPayloadLimit, redactions: redactions)
     }

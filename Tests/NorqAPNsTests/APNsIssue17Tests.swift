@@ -49,6 +49,21 @@ func topicOptions(_ topic: String) -> SendOptions {
         }
     }
 
+    @Test func broadcastTopicIsThePlainBundleIDOfAnotherApp() throws {
+        let provider = try Fixtures.provider()
+        let content = APNsNotification.liveActivityUpdate(contentState: ["score": "1-0"]).content
+        let channel = ChannelRecipient(channel: "dHN0LXNyY2gtY2hubA==")
+        let request = try provider.prepare(content, forChannel: channel, options: topicOptions("com.example.tv"))
+        #expect(request.path == "/4/broadcasts/apps/com.example.tv")
+        #expect(request.header("apns-topic") == "com.example.tv")
+        do {
+            _ = try provider.prepare(content, forChannel: channel, options: topicOptions("com.example.tv.push-type.liveactivity"))
+            Issue.record("a suffixed broadcast topic must be refused")
+        } catch {
+            #expect(error.code == .apnsInvalidTopic)
+        }
+    }
+
     @Test func nodeAPNKeysInAps() throws {
         var content = PushContent(title: "Sale", body: "Today")
         content.ios.actionLocKey = "VIEW"

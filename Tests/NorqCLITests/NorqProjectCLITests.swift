@@ -177,6 +177,16 @@ import Testing
         #expect(sent.stdout.contains("\"title\": \"Welcome Back\""), "\(sent)")
     }
 
+    @Test func scaffoldingWhereAFileBlocksTheFolder() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let blocker = dir.appendingPathComponent("not-a-folder")
+        try Data("x".utf8).write(to: blocker)
+        let result = try CLI.run(["init", "--directory", blocker.appendingPathComponent("project").path])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("error[cli/write-failed]"), "\(result)")
+    }
+
     @Test func providerListSaysConfigOrEnv() throws {
         let result = try CLI.run(["provider", "list", "-c", Self.project])
         #expect(result.status == 0, "\(result)")

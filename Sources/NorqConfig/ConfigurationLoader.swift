@@ -78,7 +78,7 @@ public struct ConfigurationLoader: Sendable {
     public func load(yaml: String, file: String?, baseDirectory: String) throws(NorqError) -> NorqConfiguration {
         let parsed = try YAMLReader(file: file).read(yaml)
         let root = try Interpolation.apply(to: parsed, environment: environment)
-        let top = try root.mapping(allowedKeys: ["templates", "providers", "routing"], path: "the config file")
+        let top = try root.mapping(allowedKeys: ["templates", "providers", "routing", "store"], path: "the config file")
 
         var configuration = NorqConfiguration(file: file)
         if let templates = top["templates"] {
@@ -91,6 +91,9 @@ public struct ConfigurationLoader: Sendable {
         configuration.providers += try environmentProviders(excluding: Set(configuration.providers.map(\.name)))
         if let routing = top["routing"] {
             configuration.routing = try parseRouting(routing, providers: configuration.providers)
+        }
+        if let store = top["store"] {
+            configuration.store = try StoreConfiguration.parse(store, baseDirectory: baseDirectory)
         }
         return configuration
     }

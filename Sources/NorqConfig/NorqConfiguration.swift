@@ -70,6 +70,8 @@ public struct NorqConfiguration: Sendable {
     /// Provider instances in declaration order; env-var fallback instances come last.
     public var providers: [ProviderInstanceConfiguration]
     public var routing: RoutingTable
+    /// `store:`: durable delivery's database; nil when not configured (sends are delivered in process).
+    public var store: StoreConfiguration?
 
     public init(file: String? = nil, templatesDirectory: String? = nil,
                 providers: [ProviderInstanceConfiguration] = [], routing: RoutingTable = RoutingTable()) {

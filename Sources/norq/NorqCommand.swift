@@ -20,6 +20,7 @@ struct NorqCommand: AsyncParsableCommand {
             \(ExitCodes.help)
             """,
         subcommands: [RenderCommand.self, SendCommand.self, ValidateCommand.self, TestCommand.self,
-                      EmulatorCommand.self, ChannelsCommand.self]
+                      EmulatorCommand.self, ChannelsCommand.self,
+                      WorkerCommand.self, StatusCommand.self, TokensCommand.self, MigrateCommand.self]
     )
 }

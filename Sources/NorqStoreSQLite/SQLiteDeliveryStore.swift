@@ -43,6 +43,11 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         return store
     }
 
+    /// A store dropped without `close()` still closes its connection (on SQLite's thread pool).
+    deinit {
+        if !connection.isClosed { _ = connection.close() }
+    }
+
     private init(path: String, settings: DeliveryStoreSettings, connection: SQLiteConnection, logger: Logger) {
         self.path = path
         self.settings = settings

@@ -11,7 +11,7 @@ import Testing
 struct DurableRig: Sendable {
     let emulator: APNsEmulator
     let router: NotificationRouter
-    let key = P256.Signing.PrivateKey()
+    let key: P256.Signing.PrivateKey
 
     static func make(faults: APNsEmulator.Faults = .init(),
                      retry: RetryPolicy = RetryPolicy(retries: 3, backoff: .milliseconds(20), maxBackoff: .milliseconds(50)))
@@ -31,7 +31,7 @@ struct DurableRig: Sendable {
                                         policy: DeliveryPolicy(retry: retry, maxInFlight: 500),
                                         tokenCache: APNsTokenCache())
         let router = try NotificationRouter(providers: [provider], shutdownGracePeriod: .seconds(2))
-        return DurableRig(emulator: emulator, router: router)
+        return DurableRig(emulator: emulator, router: router, key: key)
     }
 
     func shutdown() async {
@@ -42,7 +42,7 @@ struct DurableRig: Sendable {
     /// Tokens as APNs has them (64 hex characters), numbered.
     static func token(_ index: Int) -> String {
         let hex = String(index, radix: 16)
-        return String(repeating: "a", count: 64 - hex.count) + hex
+        return "f" + String(repeating: "0", count: 63 - hex.count) + hex
     }
 
     static func recipients(_ count: Int, from start: Int = 0) -> [Recipient] {
@@ -54,7 +54,7 @@ struct DurableRig: Sendable {
     /// Requests the emulator answered, per apns-id.
     func requestsByID() -> [String: Int] {
         var counts: [String: Int] = [:]
-        for request in emulator.requests { counts[request.apnsID ?? "?", default: 0] += 1 }
+        for request in emulator.requests { counts[request.header("apns-id") ?? "none", default: 0] += 1 }
         return counts
     }
 }

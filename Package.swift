@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
         .library(name: "NorqTesting", targets: ["NorqTesting"]),
         .library(name: "NorqConsole", targets: ["NorqConsole"]),
+        .library(name: "NorqStoreSQLite", targets: ["NorqStoreSQLite"]),
+        .library(name: "NorqStorePostgres", targets: ["NorqStorePostgres"]),
         .executable(name: "norq", targets: ["norq"]),
     ],
     dependencies: [
@@ -32,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Durable delivery (issue 18): the embedded SQLite store and the PostgreSQL store.
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -79,6 +84,7 @@ let package = Package(
             dependencies: [
                 "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -106,6 +112,9 @@ let package = Package(
                 "NorqConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                "NorqStoreSQLite", "NorqStorePostgres",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -157,6 +166,43 @@ let package = Package(
             dependencies: [
                 "norq", "NorqCore", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // Durable delivery (issue 18): the DeliveryStore protocol and the in-memory store live in NorqCore; each
+        // database is its own target so a user who does not need PostgreSQL does not link it.
+        .target(
+            name: "NorqStoreSQLite",
+            dependencies: [
+                "NorqCore",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "NorqStorePostgres",
+            dependencies: [
+                "NorqCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqStoreTests",
+            dependencies: [
+                "norq", "NorqCore", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

@@ -164,11 +164,14 @@ public struct ConfigurationLoader: Sendable {
             configuration.routing = try parseRouting(routing, providers: configuration.providers,
                                                      unserved: configuration.unservedProviders)
         }
+        if let store = top["store"] {
+            configuration.store = try StoreConfiguration.parse(store, baseDirectory: baseDirectory)
+        }
         return configuration
     }
 
     /// Top-level keys of a config file. `notifications:` is Norq's name for our `templates:`.
-    public static let topLevelKeys = ["templates", "notifications", "providers", "routing"] + ignoredTopLevelKeys
+    public static let topLevelKeys = ["templates", "notifications", "providers", "routing", "store"] + ignoredTopLevelKeys
     /// Norq keys this router reads past (they configure email branding and code generation): accepted, kept
     /// in ``NorqConfiguration/ignoredKeys`` and shown by `norq validate`.
     public static let ignoredTopLevelKeys = ["brand", "codegen", "theme", "fonts"]

@@ -108,6 +108,8 @@ public struct NorqConfiguration: Sendable {
     public var unservedProviders: [UnservedProvider] = []
     /// Norq top-level keys present and read past (`brand`, `codegen`, ...).
     public var ignoredKeys: [String] = []
+    /// `store:`: durable delivery's database; nil when not configured (sends are delivered in process).
+    public var store: StoreConfiguration?
 
     public init(file: String? = nil, templatesDirectory: String? = nil,
                 providers: [ProviderInstanceConfiguration] = [], routing: RoutingTable = RoutingTable()) {

@@ -63,6 +63,9 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Log the router's and providers' debug messages on stderr.")
     var verbose = false
 
+    @Option(name: .long, help: ArgumentHelp("Enqueue in a durable store (a SQLite file or a postgres:// URL; default: store: of the config) and wait for the outcomes.", valueName: "PATH|URL"))
+    var store: String?
+
     func run() async throws {
         do {
             let code = try await send()
@@ -96,7 +99,19 @@ struct SendCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "norq")
         logger.logLevel = verbose ? .debug : .warning
-        let router = try NotificationRouter(configuration: configuration,
+        if let durable = try DurableCLI.storeConfiguration(option: store, configuration: configuration) {
+            let result: Result<Int32, NorqError>
+            do throws(NorqError) {
+                result = .success(try await sendDurably(store: durable, configuration: configuration, library: library,
+                                                        data: data, recipients: recipients, options: options,
+                                                        logger: logger))
+            } catch {
+                result = .failure(error)
+            }
+            if let running { try? await running.shutdown() }
+            return try result.get()
+        }
+                let router = try NotificationRouter(configuration: configuration,
                                             registry: ConfigOptions.registry(consoleToStandardError: json),
                                             templates: library, logger: logger)
         let started = ContinuousClock.now

@@ -1,0 +1,230 @@
+public import NorqCore
+public import Logging
+import Synchronization
+
+/// Durable delivery on a `DeliveryStore`: sends are committed to the store (idempotency checked there) and
+/// delivered by `DurableWorker`s, in this process or in others on the same database, through the router's
+/// providers, prepare step and retry classification.
+///
+/// ```swift
+/// let durable = DurableDelivery(router: router, store: store)
+/// let receipt = try await durable.enqueue(template: "order-shipped", data: data, to: recipients,
+///                                         options: RouterSendOptions(idempotencyKey: "order-42"))
+/// let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(60))
+/// ```
+///
+/// Guarantees: at-least-once delivery with stable ids. Every target has exactly one final outcome (every state
+/// change is a compare-and-set on its lease). A target is sent again only when the instance that held it lost its
+/// lease (crash, pause, lost database) after it may have sent it; the re-send carries the same message id
+/// (`apns-id`) and collapse id, and the row says it may have been delivered.
+public final class DurableDelivery: Sendable {
+    public let router: NotificationRouter
+    public let store: any DeliveryStore
+    public let settings: DeliveryStoreSettings
+    /// The idempotency scope of sends enqueued here (keys are unique per scope).
+    public let scope: String
+    let clock: StoreClock
+    let logger: Logger
+    /// In-process hint: a send was enqueued (workers here look at once instead of at the next poll).
+    let enqueued = WakeSignal()
+    /// In-process hint: rows were completed (waiters here look at once).
+    let completed = WakeSignal()
+
+    public init(router: NotificationRouter, store: any DeliveryStore,
+                settings: DeliveryStoreSettings = DeliveryStoreSettings(), scope: String = "",
+                clock: StoreClock = .system, logger: Logger = Logger(label: "norq.durable")) {
+        self.router = router
+        self.store = store
+        self.settings = settings
+        self.scope = scope
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// What an enqueue returns.
+    public struct Receipt: Sendable, Hashable {
+        public var sendID: String
+        /// False when the idempotency key named an earlier send (which is returned instead).
+        public var created: Bool
+        public var targetCount: Int
+    }
+
+    /// Renders `template` once with `data` and commits the send and one outbox row per target.
+    /// Throws template errors, `idempotency/key-reused`, and store errors (`store/...`).
+    public func enqueue(template: String, data: JSONValue, to recipients: [Recipient],
+                        options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> Receipt {
+        let content = try router.render(template: template, data: data, strict: options.strict)
+        var fingerprint: [UInt8] = Array("template\u{0}\(template)\u{0}".utf8)
+        data.write(into: &fingerprint)
+        return try await enqueue(content: content, templateName: template, fingerprint: fingerprint,
+                                 recipients: recipients, options: options)
+    }
+
+    /// Commits pre-built content for every target of `recipients`.
+    public func enqueue(content: PushContent, to recipients: [Recipient],
+                        options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> Receipt {
+        var fingerprint: [UInt8] = Array("content\u{0}".utf8)
+        DurableCodec.encode(content).write(into: &fingerprint)
+        return try await enqueue(content: content, templateName: nil, fingerprint: fingerprint,
+                                 recipients: recipients, options: options)
+    }
+
+    func enqueue(content: PushContent?, templateName: String?, fingerprint prefix: [UInt8], recipients: [Recipient],
+                 options: RouterSendOptions) async throws(NorqError) -> Receipt {
+        let now = clock.nowMillis()
+        var options = options
+        let callerKey = options.idempotencyKey
+        let callerSendTime = options.sendTime
+        // The send's key names every message id; the send time makes relative expirations identical on re-sends.
+        options.idempotencyKey = callerKey ?? RequestID.random()
+        if options.sendTime == nil { options.sendTime = now / 1000 }
+        var fingerprint = prefix
+        fingerprint += Array("\u{0}recipients\u{0}".utf8)
+        var targets: [NewDelivery] = []
+        targets.reserveCapacity(NotificationRouter.targetCount(recipients))
+        let plan = SendPlan(content: content, templateName: templateName, options: options)
+        let disabled = plan.templateDisabled ? NotificationRouter.disabledSkip(plan) : nil
+        var position = 0
+        for recipient in recipients {
+            let all = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
+            for target in all {
+                let stored = DurableCodec.encode(target)
+                fingerprint += Array(stored.utf8)
+                fingerprint.append(0)
+                var row = NewDelivery(position: position, target: stored, identity: target.identity, provider: nil,
+                                      recipientID: recipient.id,
+                                      messageID: RequestID.make(idempotencyKey: plan.key, token: target.identity))
+                switch router.route(target) {
+                case .outcome(let result, let provider, _):
+                    row.provider = provider
+                    row.outcome = DurableCodec.stored(result, messageID: nil, mayHaveBeenDelivered: false)
+                case .provider(let provider, _):
+                    row.provider = provider.name
+                    if let disabled {
+                        row.outcome = DurableCodec.stored(.skipped(disabled), messageID: nil, mayHaveBeenDelivered: false)
+                    }
+                }
+                targets.append(row)
+                position += 1
+            }
+        }
+        var optionsForFingerprint = options
+        optionsForFingerprint.idempotencyKey = nil
+        optionsForFingerprint.sendTime = callerSendTime
+        DurableCodec.encode(optionsForFingerprint).write(into: &fingerprint)
+        let send = NewSend(id: RequestID.random(), scope: scope, idempotencyKey: callerKey,
+                           fingerprint: RequestID.uuidV5(namespace: RequestID.namespace, name: fingerprint),
+                           content: DurableCodec.encode(content: content, templateName: templateName, options: options),
+                           targets: targets)
+        let result = try await store.enqueue(send, now: now, idempotencyWindow: settings.idempotencyWindow)
+        enqueued.signal()
+        switch result {
+        case .created(let id):
+            logger.debug("send enqueued", metadata: ["norq.send": "\(id)", "norq.targets": "\(targets.count)"])
+            return Receipt(sendID: id, created: true, targetCount: targets.count)
+        case .existing(let id):
+            logger.debug("idempotency key repeated: the original send", metadata: ["norq.send": "\(id)"])
+            let count = try await store.send(id: id)?.targetCount ?? targets.count
+            return Receipt(sendID: id, created: false, targetCount: count)
+        }
+    }
+
+    /// The progress of a send.
+    public struct Status: Sendable, Hashable {
+        public var sendID: String
+        public var targetCount: Int
+        /// Rows by state.
+        public var states: [DeliveryState: Int]
+        /// The outcomes of the finished targets, in target order (the same shape a send without a store returns).
+        public var report: SendReport
+        /// Every row (state, attempts, lease, message id), in target order.
+        public var rows: [OutboxRow]
+        /// True when every target has its final outcome.
+        public var isFinished: Bool { report.outcomes.count == targetCount }
+    }
+
+    /// The progress and outcomes of a send; throws `store/send-not-found` for an unknown id.
+    public func status(of sendID: String) async throws(NorqError) -> Status {
+        guard let send = try await store.send(id: sendID) else {
+            throw NorqError(.storeSendNotFound, "no send with id \(sendID)",
+                            hint: "sends are kept for the retention period after they finish")
+        }
+        let rows = try await store.deliveries(ofSend: sendID)
+        var states: [DeliveryState: Int] = [:]
+        for row in rows { states[row.state, default: 0] += 1 }
+        return Status(sendID: sendID, targetCount: send.targetCount, states: states,
+                      report: SendReport(outcomes: rows.compactMap(DurableCodec.outcome(of:))), rows: rows)
+    }
+
+    /// Waits until every target of the send has its outcome (woken by completions in this process, else every
+    /// poll interval), then returns the report. Throws `store/deadline-exceeded` after `timeout`.
+    public func wait(for sendID: String, timeout: Duration) async throws(NorqError) -> SendReport {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while true {
+            let current = try await status(of: sendID)
+            if current.isFinished { return current.report }
+            let left = ContinuousClock.now.duration(to: end)
+            guard left > .zero else {
+                throw NorqError(.storeDeadlineExceeded,
+                                "send \(sendID) did not finish within \(timeout): \(current.report.outcomes.count) of \(current.targetCount) targets have an outcome",
+                                hint: "is a worker running (norq worker)?")
+            }
+            if Task.isCancelled {
+                throw NorqError(.storeDeadlineExceeded, "waiting for send \(sendID) was cancelled")
+            }
+            await completed.wait(upTo: min(left, settings.pollInterval))
+        }
+    }
+
+    /// Records that `token` was registered again now: later sends reach it even if it was reported invalid.
+    public func registerToken(_ token: String) async throws(NorqError) {
+        try await store.registerToken(token, at: clock.nowMillis())
+    }
+}
+
+/// A wake-up hint between tasks of one process: `signal` resumes every waiter; `wait(upTo:)` returns at a signal
+/// or after the time given, whichever is first. Waiters are continuations, removed when cancelled.
+final class WakeSignal: Sendable {
+    private struct State {
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextID: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait(upTo timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { await self.waitForSignal() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func waitForSignal() async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let cancelled = state.withLock { state -> Bool in
+                    if Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if cancelled { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+    }
+}

@@ -1,0 +1,288 @@
+public import NorqCore
+public import ServiceLifecycle
+import Logging
+import Synchronization
+
+/// Delivers the outbox of a `DurableDelivery`: claims batches of due rows under a lease, makes one attempt per row
+/// through the router's providers, and completes the batch with one compare-and-set per row on its lease.
+///
+/// - A failed attempt that the provider's retry policy retries goes back to the outbox with `next_attempt_at`
+///   (the backoff survives restarts); the attempt count lives in the row, so a crash loop is bounded too.
+/// - Leases are renewed while a batch is in flight; a worker that loses a lease (paused, lost database) cannot
+///   finish the row: the one that took it over does, with the same message id.
+/// - Graceful shutdown stops claiming, lets the attempts in flight finish (each has a deadline), completes them,
+///   and releases rows that were claimed but not started.
+/// - A lost database never crashes the worker: claims back off and retry; completions are retried until the
+///   database answers (rows whose lease was taken meanwhile are finished by their new holder).
+///
+/// Background work (the lanes, the heartbeats, the pruner) is owned by `run()`'s task group.
+public final class DurableWorker: Service {
+    public let delivery: DurableDelivery
+    /// The lease owner written in claimed rows (host, process and a random suffix).
+    public let name: String
+    /// Batches in flight at once (each up to `settings.claimBatchSize` rows).
+    public let lanes: Int
+    /// Extra wake-ups (PostgreSQL LISTEN/NOTIFY): each element is a hint to look for due rows now.
+    let hints: AsyncStream<Void>?
+    private let stopping = Atomic<Bool>(false)
+    private let stopSignal = WakeSignal()
+    private var logger: Logger { delivery.logger }
+    private var settings: DeliveryStoreSettings { delivery.settings }
+
+    public init(delivery: DurableDelivery, name: String? = nil, lanes: Int = 2, hints: AsyncStream<Void>? = nil) {
+        self.delivery = delivery
+        self.name = name ?? "worker-" + RequestID.random().prefix(8)
+        self.lanes = max(1, lanes)
+        self.hints = hints
+    }
+
+    /// Runs until graceful shutdown or cancellation.
+    public func run() async throws {
+        logger.info("durable worker started", metadata: ["norq.worker": "\(name)"])
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { outer in
+                outer.addTask {
+                    // The lanes and the pruner end once `stop()` was called and their batches are finished.
+                    await withTaskGroup(of: Void.self) { group in
+                        for lane in 0..<self.lanes {
+                            group.addTask { await self.lane(lane) }
+                        }
+                        group.addTask { await self.prune() }
+                        await group.waitForAll()
+                    }
+                }
+                if let hints {
+                    outer.addTask {
+                        for await _ in hints { self.delivery.enqueued.signal() }
+                    }
+                }
+                await outer.next()
+                // Only the hint reader can still be running: it ends when cancelled.
+                outer.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+        logger.info("durable worker stopped", metadata: ["norq.worker": "\(name)"])
+    }
+
+    /// Asks the worker to stop: no new claims; batches in flight finish.
+    public func stop() {
+        stopping.store(true, ordering: .relaxed)
+        stopSignal.signal()
+        delivery.enqueued.signal()
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .relaxed) || Task.isCancelled }
+
+    // MARK: claiming
+
+    private func lane(_ index: Int) async {
+        var failures = 0
+        while !isStopping {
+            let rows: [OutboxRow]
+            let now = delivery.clock.nowMillis()
+            do {
+                rows = try await delivery.store.claim(
+                    owner: name, limit: settings.claimBatchSize, now: now,
+                    leaseUntil: DeliveryStoreRules.leaseExpiry(now: now, leaseDuration: settings.leaseDuration))
+                failures = 0
+            } catch {
+                failures += 1
+                let delay = Self.backoff(failures: failures, base: settings.pollInterval)
+                logger.notice("claiming failed; retrying", metadata: ["norq.error": "\(error.code)",
+                                                                      "norq.retry-in": "\(delay)"])
+                await stopSignal.wait(upTo: delay)
+                continue
+            }
+            if rows.isEmpty {
+                await delivery.enqueued.wait(upTo: settings.pollInterval)
+                continue
+            }
+            await process(rows)
+        }
+    }
+
+    /// Exponential backoff for a lost database: the poll interval doubled per failure, at most 5 s.
+    static func backoff(failures: Int, base: Duration) -> Duration {
+        min(.seconds(5), base * (1 << min(max(failures - 1, 0), 8)))
+    }
+
+    // MARK: one batch
+
+    private func process(_ rows: [OutboxRow]) async {
+        let leases = HeldLeases(rows.compactMap(\.lease))
+        let completions = await withTaskGroup(of: [RowCompletion]?.self) { group -> [RowCompletion] in
+            group.addTask {
+                await self.heartbeat(leases)
+                return nil
+            }
+            group.addTask {
+                await withTaskGroup(of: RowCompletion.self) { attempts -> [RowCompletion] in
+                    var plans: [String: SendPlan?] = [:]
+                    for row in rows {
+                        guard let lease = row.lease else { continue }
+                        if self.isStopping {
+                            // Claimed but not started: given back at once.
+                            attempts.addTask { .release(lease) }
+                            continue
+                        }
+                        if plans[row.sendID] == nil { plans[row.sendID] = .some(await self.plan(for: row.sendID)) }
+                        let plan = plans[row.sendID] ?? nil
+                        attempts.addTask { await self.attempt(row, lease: lease, plan: plan) }
+                    }
+                    var done: [RowCompletion] = []
+                    done.reserveCapacity(rows.count)
+                    for await completion in attempts {
+                        done.append(completion)
+                        _ = leases.held.withLock { $0.removeValue(forKey: completion.lease.rowID) }
+                    }
+                    return done
+                }
+            }
+            var result: [RowCompletion] = []
+            for await part in group {
+                guard let part else { continue }
+                result = part
+                group.cancelAll()  // the attempts are done: stop the heartbeat
+            }
+            return result
+        }
+        await finish(completions)
+    }
+
+    /// Renews the batch's leases every third of the lease duration until the batch is done.
+    private func heartbeat(_ leases: HeldLeases) async {
+        let period = settings.leaseDuration / 3
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: period) } catch { break }
+            let held = leases.held.withLock { Array($0.values) }
+            if held.isEmpty { break }
+            let now = delivery.clock.nowMillis()
+            do {
+                let renewed = try await delivery.store.renew(
+                    held, until: DeliveryStoreRules.leaseExpiry(now: now, leaseDuration: settings.leaseDuration))
+                if renewed.count < held.count {
+                    logger.notice("leases lost while delivering", metadata: ["norq.lost": "\(held.count - renewed.count)"])
+                }
+            } catch {
+                logger.notice("renewing leases failed", metadata: ["norq.error": "\(error.code)"])
+            }
+        }
+    }
+
+    /// The send's plan (content, options, key), or nil when it cannot be read (the rows then fail).
+    private func plan(for sendID: String) async -> SendPlan? {
+        do {
+            guard let send = try await delivery.store.send(id: sendID) else { return nil }
+            let stored = try DurableCodec.decodePlan(send.content)
+            return SendPlan(content: stored.content, templateName: stored.templateName, options: stored.options)
+        } catch {
+            logger.notice("could not read a send", metadata: ["norq.send": "\(sendID)", "norq.error": "\(error.code)"])
+            return nil
+        }
+    }
+
+    /// One attempt of one row: what to write back.
+    private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan?) async -> RowCompletion {
+        let router = delivery.router
+        func fail(_ error: NorqError) -> RowCompletion {
+            router.countFinal(.failed(error), provider: row.provider)
+            return .finish(lease, DurableCodec.stored(.failed(error), messageID: row.messageID,
+                                                      mayHaveBeenDelivered: row.mayHaveBeenDelivered))
+        }
+        guard let plan else { return fail(NorqError(.storeFailed, "the send \(row.sendID) could not be read")) }
+        let target: DeliveryTarget
+        do { target = try DurableCodec.decodeTarget(row.target) } catch { return fail(error) }
+        guard let name = row.provider, let provider = router.providers[name] else {
+            return fail(NorqError(.unknownProvider,
+                                  "provider \"\(row.provider ?? "?")\" is not configured in this instance"))
+        }
+        let job = DeliveryJob(position: row.position, target: target, recipientID: row.recipientID,
+                              provider: provider, plan: plan)
+        let requestID = row.messageID ?? job.requestID
+        let request: PreparedRequest
+        do {
+            request = try router.prepareRequest(target: target, provider: provider, plan: plan, requestID: requestID)
+        } catch {
+            return fail(error)
+        }
+        let started = router.clock.now()
+        let prepared = PreparedJob(job: job, request: request, deadline: started.advanced(by: plan.options.deadline))
+        // One attempt ends well before the lease would (the heartbeat renews it meanwhile).
+        let attemptDeadline = min(prepared.deadline, started.advanced(by: settings.leaseDuration / 2))
+        router.metrics.count("sent", provider: provider.name)
+        router.metrics.inFlightChanged(by: 1)
+        let answer = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
+            provider.startDelivery(request, deadline: attemptDeadline) { continuation.resume(returning: $0) }
+        }
+        router.metrics.inFlightChanged(by: -1)
+        var ambiguous = false
+        if case .failure(let error) = answer { ambiguous = error.possiblyProcessed }
+        let mayHaveBeenDelivered = row.mayHaveBeenDelivered || ambiguous
+        switch router.afterAttempt(answer, attempt: prepared, attempts: row.attempts, started: started) {
+        case .done(let result, let lastResponse):
+            let outcome = router.finish(prepared, result: result, attempts: row.attempts, lastResponse: lastResponse)
+            return .finish(lease, DurableCodec.stored(outcome.result, messageID: requestID,
+                                                      mayHaveBeenDelivered: mayHaveBeenDelivered))
+        case .retry(let delay, let lastResponse, let lastError):
+            let last = DurableCodec.stored(NotificationRouter.finalResult(lastResponse, lastError, request: request),
+                                           messageID: requestID, mayHaveBeenDelivered: mayHaveBeenDelivered)
+            return .retry(lease, at: DeliveryStoreRules.retryAt(now: delivery.clock.nowMillis(), delay: delay), last: last)
+        }
+    }
+
+    /// Writes a batch's completions, retrying while the database is unreachable (bounded: after ten lease
+    /// durations the rows are left to expire and be taken over).
+    private func finish(_ completions: [RowCompletion]) async {
+        guard !completions.isEmpty else { return }
+        let giveUp = ContinuousClock.now.advanced(by: settings.leaseDuration * 10)
+        var failures = 0
+        while true {
+            do {
+                let report = try await delivery.store.complete(completions, now: delivery.clock.nowMillis())
+                if !report.lost.isEmpty {
+                    logger.notice("rows taken over by another worker were not finished here",
+                                  metadata: ["norq.rows": "\(report.lost.count)"])
+                }
+                delivery.completed.signal()
+                return
+            } catch {
+                failures += 1
+                guard ContinuousClock.now < giveUp else {
+                    logger.warning("could not record outcomes; their leases will expire and the rows be re-sent",
+                                   metadata: ["norq.rows": "\(completions.count)", "norq.error": "\(error.code)"])
+                    return
+                }
+                let delay = Self.backoff(failures: failures, base: settings.pollInterval)
+                logger.notice("recording outcomes failed; retrying", metadata: ["norq.error": "\(error.code)",
+                                                                                "norq.retry-in": "\(delay)"])
+                try? await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    // MARK: pruning
+
+    /// Every minute: deletes history older than the retention, in batches of 10,000 (never one unbounded DELETE).
+    private func prune() async {
+        while !isStopping {
+            let now = delivery.clock.nowMillis()
+            let before = DeliveryStoreRules.pruneBefore(now: now, retention: settings.retention)
+            do {
+                while !isStopping, try await delivery.store.prune(finishedBefore: before, limit: 10_000) == 10_000 {}
+            } catch {
+                logger.notice("pruning history failed", metadata: ["norq.error": "\(error.code)"])
+            }
+            await stopSignal.wait(upTo: .seconds(60))
+        }
+    }
+}
+
+/// The leases of a batch not finished yet (what the heartbeat renews).
+final class HeldLeases: Sendable {
+    let held: Mutex<[Int64: Lease]>
+    init(_ leases: [Lease]) {
+        held = Mutex(Dictionary(leases.map { ($0.rowID, $0) }, uniquingKeysWith: { first, _ in first }))
+    }
+}

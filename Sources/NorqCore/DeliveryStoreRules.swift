@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How a durable store and its workers behave (the `store:` block of `norq.yaml` beyond the connection).
+public struct DeliveryStoreSettings: Sendable, Hashable {
+    /// How long a claimed row is held before another worker may take it. Workers renew leases at a third of it.
+    public var leaseDuration: Duration
+    /// How long an idempotency key protects against a repeat (24 h by default).
+    public var idempotencyWindow: Duration
+    /// How long finished rows and their sends are kept before pruning (7 days by default).
+    public var retention: Duration
+    /// The deadline of every database call.
+    public var callTimeout: Duration
+    /// Rows a worker claims at once.
+    public var claimBatchSize: Int
+    /// How often an idle worker looks for due rows (also the backstop of PostgreSQL's LISTEN/NOTIFY hint).
+    public var pollInterval: Duration
+    /// Connections in the pool (PostgreSQL).
+    public var poolSize: Int
+
+    public init(leaseDuration: Duration = .seconds(30), idempotencyWindow: Duration = .seconds(24 * 3600),
+                retention: Duration = .seconds(7 * 24 * 3600), callTimeout: Duration = .seconds(10),
+                claimBatchSize: Int = 256, pollInterval: Duration = .milliseconds(250), poolSize: Int = 4) {
+        self.leaseDuration = leaseDuration
+        self.idempotencyWindow = idempotencyWindow
+        self.retention = retention
+        self.callTimeout = callTimeout
+        self.claimBatchSize = claimBatchSize
+        self.pollInterval = pollInterval
+        self.poolSize = poolSize
+    }
+}
+
+/// The store's time: milliseconds since the UNIX epoch. Tests inject one they move by hand.
+public struct StoreClock: Sendable {
+    public var nowMillis: @Sendable () -> Int64
+    public init(nowMillis: @escaping @Sendable () -> Int64) { self.nowMillis = nowMillis }
+
+    /// The wall clock.
+    public static let system = StoreClock {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds (rounded down).
+    public var wholeMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// The decisions of durable delivery, as pure functions of their inputs (no I/O, no clock): every store applies
+/// them (the in-memory store literally, the SQL stores in their WHERE clauses, which the shared conformance tests
+/// hold to the same behaviour).
+public enum DeliveryStoreRules {
+    /// The lease expiry of a claim at `now`.
+    public static func leaseExpiry(now: Int64, leaseDuration: Duration) -> Int64 {
+        now + max(1, leaseDuration.wholeMilliseconds)
+    }
+
+    /// Whether a row may be claimed at `now`: pending and due, or leased with an expired lease.
+    public static func isClaimable(state: DeliveryState, nextAttemptAt: Int64, leaseExpiresAt: Int64?,
+                                   now: Int64) -> Bool {
+        switch state {
+        case .pending: nextAttemptAt <= now
+        case .leased: (leaseExpiresAt ?? Int64.min) <= now
+        default: false
+        }
+    }
+
+    /// A row taken over from an expired lease may already have been sent by the worker that held it: the flag
+    /// is set, and the re-send carries the same message id.
+    public static func mayHaveBeenDelivered(afterClaimingFrom state: DeliveryState, previously: Bool) -> Bool {
+        previously || state == .leased
+    }
+
+    /// When a worker should renew a lease expiring at `expiresAt`: once a third of the duration is left or less.
+    public static func needsRenewal(expiresAt: Int64, now: Int64, leaseDuration: Duration) -> Bool {
+        expiresAt - now <= leaseDuration.wholeMilliseconds / 3 * 2
+    }
+
+    /// What a repeat of an idempotency key means.
+    public enum IdempotencyDecision: Sendable, Hashable {
+        /// No live send has the key: create one.
+        case create
+        /// The key's send exists and matches: return it.
+        case existing(sendID: String)
+        /// The key's send is older than the window: it gives up the key, then a new send is created.
+        case expired(sendID: String)
+        /// Same key, other request: `idempotency/key-reused`.
+        case reused(sendID: String)
+    }
+
+    /// Decides what an enqueue with `fingerprint` does given the send that holds its key (if any).
+    public static func idempotency(existingSendID: String?, existingFingerprint: String?, existingCreatedAt: Int64?,
+                                   fingerprint: String, now: Int64, window: Duration) -> IdempotencyDecision {
+        guard let existingSendID, let existingCreatedAt else { return .create }
+        if existingCreatedAt + window.wholeMilliseconds <= now { return .expired(sendID: existingSendID) }
+        return existingFingerprint == fingerprint ? .existing(sendID: existingSendID) : .reused(sendID: existingSendID)
+    }
+
+    /// Whether a token in the registry is skipped: invalid since `invalidSince` and not registered again after it.
+    public static func isInvalid(invalidSince: Int64, registeredAt: Int64?) -> Bool {
+        guard let registeredAt else { return true }
+        return registeredAt <= invalidSince
+    }
+
+    /// The time of a retry `delay` after `now`.
+    public static func retryAt(now: Int64, delay: Duration) -> Int64 {
+        now + max(0, delay.wholeMilliseconds)
+    }
+
+    /// The cut-off of pruning at `now`: rows finished before it are deleted.
+    public static func pruneBefore(now: Int64, retention: Duration) -> Int64 {
+        now - retention.wholeMilliseconds
+    }
+
+    /// The error message of a send whose key was reused with other data.
+    public static func keyReusedError(key: String, sendID: String) -> NorqError {
+        NorqError(.idempotencyKeyReused,
+                  "idempotency key \"\(key)\" was used by send \(sendID) with other template, data or recipients",
+                  hint: "use a new key for a different send, or repeat the original request exactly")
+    }
+
+    /// The outcome of a target whose token is in the registry.
+    public static func invalidTokenOutcome(_ record: InvalidTokenRecord) -> StoredOutcome {
+        StoredOutcome(state: .skipped, reason: "the token was reported invalid (\(record.reason)) and not registered again since",
+                      code: NorqError.Code.tokenInvalid.rawValue, classification: "token-invalid",
+                      invalidSince: record.invalidSince)
+    }
+}
+
+extension NorqError.Code {
+    /// The same idempotency key was used with other template, data or recipients within the window.
+    public static let idempotencyKeyReused: Self = "idempotency/key-reused"
+    /// A target skipped because the token registry holds it as invalid.
+    public static let tokenInvalid: Self = "token/invalid"
+    /// The database could not be reached (names the host or file).
+    public static let storeUnreachable: Self = "store/unreachable"
+    /// A database call did not finish before its deadline.
+    public static let storeDeadlineExceeded: Self = "store/deadline-exceeded"
+    /// The database schema is newer than this code.
+    public static let storeSchemaTooNew: Self = "store/schema-too-new"
+    /// The SQLite file is not a database or is damaged.
+    public static let storeCorrupt: Self = "store/corrupt"
+    /// Any other database error.
+    public static let storeFailed: Self = "store/failed"
+    /// The `store:` block of `norq.yaml` (or a store URL) is invalid.
+    public static let configInvalidStore: Self = "config/invalid-store"
+    /// No send with that id.
+    public static let storeSendNotFound: Self = "store/send-not-found"
+}

@@ -1,0 +1,514 @@
+public import NorqCore
+public import Logging
+public import ServiceLifecycle
+import NIOCore
+import NIOSSL
+import PostgresNIO
+
+/// The durable store for many instances: PostgreSQL through `postgres-nio`'s `PostgresClient` (a pool of
+/// `settings.poolSize` connections).
+///
+/// - Enqueue: one transaction; the idempotency key is serialized with a transaction-scoped advisory lock on its
+///   hash, rows go in with multi-row `INSERT … SELECT FROM unnest(arrays)` (5,000 rows per statement).
+/// - Claims: `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers never wait on
+///   each other nor take the same row.
+/// - Completions: one `UPDATE … FROM unnest(…)` compare-and-set on (row id, lease token) per batch; finished rows
+///   move to `norq_history` in the same transaction. History is pruned in batches (never an unbounded `DELETE`).
+/// - Wake-ups: `NOTIFY norq_outbox` after each enqueue; `run()` LISTENs and turns notifications into hints
+///   (debounced: at most one pending), always backed by the workers' poll; `listen: false` polls only.
+/// - Deadlines: every call has `settings.callTimeout` (and the server's `statement_timeout` is set to it).
+///
+/// A `Service`: `run()` must be running (it runs the pool and the listener) while the store is used.
+public final class PostgresDeliveryStore: DeliveryStore, Service {
+    public let configuration: PostgresStoreConfiguration
+    public let settings: DeliveryStoreSettings
+    let client: PostgresClient
+    let logger: Logger
+    /// Hints from LISTEN/NOTIFY: at most one buffered (a burst of notifications is one wake-up).
+    public let hints: AsyncStream<Void>
+    private let hintContinuation: AsyncStream<Void>.Continuation
+
+    public init(configuration: PostgresStoreConfiguration, settings: DeliveryStoreSettings = DeliveryStoreSettings(),
+                logger: Logger = Logger(label: "norq.store.postgres")) {
+        self.configuration = configuration
+        self.settings = settings
+        self.logger = logger
+        var config = PostgresClient.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.username,
+            password: configuration.password, database: configuration.database, tls: Self.tls(configuration.tls))
+        config.options.maximumConnections = max(1, settings.poolSize)
+        config.options.connectTimeout = settings.callTimeout
+        config.options.additionalStartupParameters = [
+            ("statement_timeout", "\(max(1, settings.callTimeout.wholeMilliseconds))"),
+            ("application_name", "norq"),
+        ]
+        self.client = PostgresClient(configuration: config, backgroundLogger: logger)
+        (hints, hintContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    private static func tls(_ mode: PostgresStoreConfiguration.TLSMode) -> PostgresClient.Configuration.TLS {
+        switch mode {
+        case .disable: .disable
+        case .require: .require(.makeClientConfiguration())
+        default: .prefer(.makeClientConfiguration())
+        }
+    }
+
+    /// Runs the connection pool (and the LISTEN loop) until cancelled or graceful shutdown.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.client.run() }
+                if self.configuration.listen {
+                    group.addTask { await self.listen() }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        hintContinuation.finish()
+    }
+
+    /// LISTEN on `norq_outbox`, reconnecting with a delay; every notification is a hint.
+    private func listen() async {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: "norq_outbox") { notifications in
+                        for try await _ in notifications { self.hintContinuation.yield() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { break }
+                logger.debug("LISTEN ended; polling until it is back", metadata: ["norq.error": "\(Self.describe(error))"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    // MARK: - Calls
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            return "\(error.code)"
+        }
+        if let error = error as? PostgresTransactionError {
+            return describe(error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError ?? error)
+        }
+        return "\(error)"
+    }
+
+    private func mapError(_ error: any Error) -> NorqError {
+        if let error = error as? NorqError { return error }
+        if let transaction = error as? PostgresTransactionError {
+            if let inner = transaction.closureError as? NorqError { return inner }
+            return mapError(transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error)
+        }
+        let target = "PostgreSQL at \(configuration.host):\(configuration.port)"
+        if let psql = error as? PSQLError {
+            switch psql.code {
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed,
+                 .sslUnsupported, .failedToAddSSLHandler:
+                return NorqError(.storeUnreachable, "cannot reach \(target): \(Self.describe(error))")
+            case .queryCancelled:
+                return NorqError(.storeDeadlineExceeded, "\(target) cancelled a statement after \(settings.callTimeout)")
+            default:
+                if psql.serverInfo?[.sqlState] == "57014" {
+                    return NorqError(.storeDeadlineExceeded, "a statement on \(target) ran past \(settings.callTimeout)")
+                }
+                return NorqError(.storeFailed, "\(target): \(Self.describe(error))")
+            }
+        }
+        return NorqError(.storeFailed, "\(target): \(Self.describe(error))")
+    }
+
+    private func call<T: Sendable>(_ what: String,
+                                   _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(NorqError) -> T {
+        let client = self.client
+        return try await withStoreDeadline(settings.callTimeout,
+                                           "\(what) (PostgreSQL at \(configuration.host):\(configuration.port))",
+                                           mapError: { [self] in mapError($0) }) {
+            try await body(client)
+        }
+    }
+
+    private func transaction<T: Sendable>(_ what: String,
+                                          _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(NorqError) -> T {
+        let logger = self.logger
+        return try await call(what) { client in
+            try await client.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    let value = try await body(connection)
+                    try await connection.query("COMMIT", logger: logger)
+                    return value
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
+        }
+    }
+
+    // MARK: - Schema
+
+    public func migrate() async throws(NorqError) {
+        let logger = self.logger
+        let target = "\(configuration.host):\(configuration.port)"
+        do {
+            try await transaction("migrating the schema") { connection in
+                // One migrator at a time, across every instance.
+                try await connection.query("SELECT pg_advisory_xact_lock(7262352781937181)", logger: logger)
+                try await connection.query(
+                    "CREATE TABLE IF NOT EXISTS norq_schema (id int PRIMARY KEY CHECK (id = 1), version int NOT NULL)",
+                    logger: logger)
+                var current = 0
+                for try await version in try await connection.query("SELECT version FROM norq_schema WHERE id = 1",
+                                                                    logger: logger).decode(Int.self) {
+                    current = version
+                }
+                let known = PostgresSchema.migrations.count
+                if current > known {
+                    throw NorqError(.storeSchemaTooNew,
+                                    "the PostgreSQL database at \(target) has schema version \(current); this norq knows up to \(known)",
+                                    hint: "upgrade norq, or use another database")
+                }
+                for version in (current + 1)..<(known + 1) {
+                    for statement in PostgresSchema.migrations[version - 1] {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                }
+                try await connection.query(
+                    "INSERT INTO norq_schema (id, version) VALUES (1, \(known)) ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                    logger: logger)
+            }
+        } catch let error where error.code == .storeDeadlineExceeded {
+            throw NorqError(.storeUnreachable,
+                            "PostgreSQL at \(target) did not answer within \(settings.callTimeout)",
+                            hint: "is the server running and the address right? (\(configuration))")
+        }
+    }
+
+    /// The schema version in the database (0 when none).
+    public func schemaVersion() async throws(NorqError) -> Int {
+        let logger = self.logger
+        return try await call("reading the schema version") { client in
+            var version = 0
+            for try await value in try await client.query(
+                "SELECT coalesce((SELECT version FROM norq_schema WHERE id = 1), 0) FROM pg_class WHERE relname = 'norq_schema'",
+                logger: logger).decode(Int.self) {
+                version = value
+            }
+            return version
+        }
+    }
+
+    // MARK: - Enqueue
+
+    static let insertChunk = 5_000
+
+    public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
+        let logger = self.logger
+        return try await transaction("enqueueing a send") { connection in
+            if let key = send.idempotencyKey {
+                let lockKey = send.scope + "\u{1}" + key
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))", logger: logger)
+                var holder: (String, String, Int64)?
+                for try await row in try await connection.query(
+                    "SELECT id, fingerprint, created_at FROM norq_sends WHERE scope = \(send.scope) AND idempotency_key = \(key)",
+                    logger: logger).decode((String, String, Int64).self) {
+                    holder = row
+                }
+                switch DeliveryStoreRules.idempotency(existingSendID: holder?.0, existingFingerprint: holder?.1,
+                                                      existingCreatedAt: holder?.2, fingerprint: send.fingerprint,
+                                                      now: now, window: idempotencyWindow) {
+                case .existing(let id): return EnqueueResult.existing(sendID: id)
+                case .reused(let id): throw DeliveryStoreRules.keyReusedError(key: key, sendID: id)
+                case .expired(let id):
+                    try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = \(id)", logger: logger)
+                case .create: break
+                }
+            }
+            try await connection.query("""
+                INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
+                VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now), \(send.targets.count))
+                """, logger: logger)
+            var anyFinal = false
+            var start = 0
+            while start < send.targets.count {
+                let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
+                start += chunk.count
+                if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
+                let positions = chunk.map(\.position)
+                let targets = chunk.map(\.target)
+                let identities = chunk.map(\.identity)
+                let providers = chunk.map { $0.provider ?? "" }
+                let recipients = chunk.map { $0.recipientID ?? "" }
+                let messages = chunk.map { $0.messageID ?? "" }
+                let states = chunk.map { ($0.outcome?.state ?? .pending).rawValue }
+                let lastStates = chunk.map { $0.outcome?.state.rawValue ?? "" }
+                let statuses = chunk.map { $0.outcome?.status ?? -1 }
+                let reasons = chunk.map { $0.outcome?.reason ?? "" }
+                let codes = chunk.map { $0.outcome?.code ?? "" }
+                let classes = chunk.map { $0.outcome?.classification ?? "" }
+                try await connection.query("""
+                    INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id,
+                        state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification)
+                    SELECT \(send.id), u.position, u.target, u.identity, NULLIF(u.provider, ''), NULLIF(u.recipient, ''),
+                        NULLIF(u.message, ''), u.state, \(now), NULLIF(u.last_state, ''), NULLIF(u.status, -1),
+                        NULLIF(u.reason, ''), NULLIF(u.code, ''), NULLIF(u.class, '')
+                    FROM unnest(\(positions)::int[], \(targets)::text[], \(identities)::text[], \(providers)::text[],
+                        \(recipients)::text[], \(messages)::text[], \(states)::text[], \(lastStates)::text[],
+                        \(statuses)::int[], \(reasons)::text[], \(codes)::text[], \(classes)::text[])
+                        AS u(position, target, identity, provider, recipient, message, state, last_state, status, reason, code, class)
+                    """, logger: logger)
+            }
+            var skipped = 0
+            for try await _ in try await connection.query("""
+                UPDATE norq_outbox o SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
+                    last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
+                    last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
+                FROM norq_invalid_tokens t
+                WHERE o.send_id = \(send.id) AND o.state = 'pending' AND t.token = o.identity
+                    AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
+                RETURNING o.id
+                """, logger: logger) { skipped += 1 }
+            if anyFinal || skipped > 0 {
+                try await connection.query("""
+                    WITH moved AS (DELETE FROM norq_outbox WHERE send_id = \(send.id) AND state NOT IN ('pending', 'leased')
+                        RETURNING \(unescaped: PostgresSchema.rowColumns))
+                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
+                    SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
+                    """, logger: logger)
+            }
+            if send.targets.count > skipped {
+                try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
+            }
+            return EnqueueResult.created(sendID: send.id)
+        }
+    }
+
+    // MARK: - Workers
+
+    public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
+        guard limit > 0 else { return [] }
+        let base = RequestID.random()
+        let logger = self.logger
+        return try await transaction("claiming rows") { connection in
+            let rows = try await connection.query("""
+                WITH due AS (
+                    SELECT id FROM norq_outbox
+                    WHERE (state = 'pending' AND next_attempt_at <= \(now)) OR (state = 'leased' AND lease_expires_at <= \(now))
+                    ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                UPDATE norq_outbox o SET
+                    may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',
+                    state = 'leased', attempts = o.attempts + 1, lease_owner = \(owner),
+                    lease_token = \(base) || '-' || o.id, lease_expires_at = \(leaseUntil)
+                FROM due WHERE o.id = due.id
+                RETURNING \(unescaped: PostgresSchema.qualifiedRowColumns("o")), NULL::bigint AS finished_at
+                """, logger: logger)
+            var result: [OutboxRow] = []
+            for try await row in rows { result.append(try PostgresSchema.outboxRow(row)) }
+            return result.sorted { $0.id < $1.id }
+        }
+    }
+
+    public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
+        guard !leases.isEmpty else { return [] }
+        let ids = leases.map(\.rowID)
+        let tokens = leases.map(\.token)
+        let logger = self.logger
+        return try await call("renewing leases") { client in
+            var renewed: Set<Int64> = []
+            for try await id in try await client.query("""
+                UPDATE norq_outbox o SET lease_expires_at = \(until)
+                FROM unnest(\(ids)::bigint[], \(tokens)::text[]) AS i(id, token)
+                WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
+                RETURNING o.id
+                """, logger: logger).decode(Int64.self) {
+                renewed.insert(id)
+            }
+            return renewed
+        }
+    }
+
+    public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
+        guard !completions.isEmpty else { return CompletionReport() }
+        // Sorted by row id: two transactions touching the same rows lock them in the same order.
+        let sorted = completions.sorted { $0.lease.rowID < $1.lease.rowID }
+        var ids: [Int64] = [], tokens: [String] = [], kinds: [String] = [], states: [String] = [], ats: [Int64] = []
+        var lastStates: [String] = [], statuses: [Int] = [], reasons: [String] = [], codes: [String] = []
+        var classes: [String] = [], sinces: [Int64] = [], messages: [String] = [], maybes: [Bool] = []
+        var finishing: [Int64: StoredOutcome] = [:]
+        for completion in sorted {
+            let kind: String, state: DeliveryState, at: Int64, last: StoredOutcome?
+            switch completion {
+            case .finish(let lease, let outcome):
+                (kind, state, at, last) = ("finish", outcome.state, 0, outcome)
+                finishing[lease.rowID] = outcome
+            case .retry(_, let time, let outcome): (kind, state, at, last) = ("retry", .pending, time, outcome)
+            case .release: (kind, state, at, last) = ("release", .pending, 0, nil)
+            }
+            ids.append(completion.lease.rowID)
+            tokens.append(completion.lease.token)
+            kinds.append(kind)
+            states.append(state.rawValue)
+            ats.append(at)
+            lastStates.append(last?.state.rawValue ?? "")
+            statuses.append(last?.status ?? -1)
+            reasons.append(last?.reason ?? "")
+            codes.append(last?.code ?? "")
+            classes.append(last?.classification ?? "")
+            sinces.append(last?.invalidSince ?? -1)
+            messages.append(last?.messageID ?? "")
+            maybes.append(last?.mayHaveBeenDelivered ?? false)
+        }
+        let logger = self.logger
+        let allIDs = ids
+        return try await transaction("completing rows") { [ids, tokens, kinds, states, ats, lastStates, statuses, reasons, codes, classes, sinces, messages, maybes, finishing] connection in
+            var applied: Set<Int64> = []
+            var invalid: [(String, String?, StoredOutcome)] = []
+            for try await (id, identity, provider) in try await connection.query("""
+                UPDATE norq_outbox o SET
+                    state = i.state,
+                    next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE o.next_attempt_at END,
+                    attempts = CASE WHEN i.kind = 'release' THEN greatest(0, o.attempts - 1) ELSE o.attempts END,
+                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+                    may_have_been_delivered = o.may_have_been_delivered OR i.maybe,
+                    last_state = CASE WHEN i.kind = 'release' THEN o.last_state ELSE NULLIF(i.l_state, '') END,
+                    last_status = CASE WHEN i.kind = 'release' THEN o.last_status ELSE NULLIF(i.l_status, -1) END,
+                    last_reason = CASE WHEN i.kind = 'release' THEN o.last_reason ELSE NULLIF(i.l_reason, '') END,
+                    last_code = CASE WHEN i.kind = 'release' THEN o.last_code ELSE NULLIF(i.l_code, '') END,
+                    last_classification = CASE WHEN i.kind = 'release' THEN o.last_classification ELSE NULLIF(i.l_class, '') END,
+                    last_invalid_since = CASE WHEN i.kind = 'release' THEN o.last_invalid_since ELSE NULLIF(i.l_since, -1) END,
+                    last_message_id = CASE WHEN i.kind = 'release' THEN o.last_message_id ELSE NULLIF(i.l_message, '') END
+                FROM unnest(\(ids)::bigint[], \(tokens)::text[], \(kinds)::text[], \(states)::text[], \(ats)::bigint[],
+                    \(lastStates)::text[], \(statuses)::int[], \(reasons)::text[], \(codes)::text[], \(classes)::text[],
+                    \(sinces)::bigint[], \(messages)::text[], \(maybes)::bool[])
+                    AS i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
+                WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
+                RETURNING o.id, o.identity, o.provider
+                """, logger: logger).decode((Int64, String, String?).self) {
+                applied.insert(id)
+                if let outcome = finishing[id], outcome.classification == "token-invalid" {
+                    invalid.append((identity, provider, outcome))
+                }
+            }
+            for (identity, provider, outcome) in invalid {
+                let since = outcome.invalidSince ?? now
+                let reason = outcome.reason ?? "invalid"
+                try await connection.query("""
+                    INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
+                    VALUES (\(identity), \(provider), \(reason), \(since), \(now))
+                    ON CONFLICT (token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
+                        invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                    WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
+                    """, logger: logger)
+            }
+            if !applied.isEmpty {
+                let done = Array(applied)
+                try await connection.query("""
+                    WITH moved AS (DELETE FROM norq_outbox WHERE id = ANY(\(done)::bigint[]) AND state NOT IN ('pending', 'leased')
+                        RETURNING \(unescaped: PostgresSchema.rowColumns))
+                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
+                    SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
+                    """, logger: logger)
+            }
+            return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
+        }
+    }
+
+    // MARK: - Reading
+
+    public func send(id: String) async throws(NorqError) -> StoredSend? {
+        let logger = self.logger
+        return try await call("reading a send") { client in
+            var send: StoredSend?
+            for try await (sendID, scope, key, fingerprint, content, createdAt, count) in try await client.query(
+                "SELECT id, scope, idempotency_key, fingerprint, content, created_at, target_count FROM norq_sends WHERE id = \(id)",
+                logger: logger).decode((String, String, String?, String, String, Int64, Int).self) {
+                send = StoredSend(id: sendID, scope: scope, idempotencyKey: key, fingerprint: fingerprint,
+                                  content: content, createdAt: createdAt, targetCount: count)
+            }
+            return send
+        }
+    }
+
+    public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
+        let logger = self.logger
+        return try await call("reading a send's rows") { client in
+            var rows: [OutboxRow] = []
+            for try await row in try await client.query("""
+                SELECT \(unescaped: PostgresSchema.rowColumns), NULL::bigint AS finished_at FROM norq_outbox WHERE send_id = \(id)
+                UNION ALL
+                SELECT \(unescaped: PostgresSchema.rowColumns), finished_at FROM norq_history WHERE send_id = \(id)
+                """, logger: logger) {
+                rows.append(try PostgresSchema.outboxRow(row))
+            }
+            return rows.sorted { $0.position < $1.position }
+        }
+    }
+
+    public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {
+        let logger = self.logger
+        return try await call("reading the token registry") { client in
+            var records: [InvalidTokenRecord] = []
+            for try await (token, provider, reason, since, recorded, registered) in try await client.query(
+                "SELECT token, provider, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC LIMIT \(limit)",
+                logger: logger).decode((String, String?, String, Int64, Int64, Int64?).self) {
+                records.append(InvalidTokenRecord(token: token, provider: provider, reason: reason, invalidSince: since,
+                                                  recordedAt: recorded, registeredAt: registered))
+            }
+            return records
+        }
+    }
+
+    public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
+        let logger = self.logger
+        try await call("recording a token registration") { client in
+            try await client.query(
+                "UPDATE norq_invalid_tokens SET registered_at = greatest(coalesce(registered_at, \(at)), \(at)) WHERE token = \(token)",
+                logger: logger)
+        }
+    }
+
+    public func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
+        let logger = self.logger
+        return try await transaction("pruning history") { connection in
+            var deleted = 0
+            for try await _ in try await connection.query("""
+                DELETE FROM norq_history WHERE id IN (
+                    SELECT id FROM norq_history WHERE finished_at < \(before) ORDER BY finished_at LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING id
+                """, logger: logger) { deleted += 1 }
+            try await connection.query("""
+                DELETE FROM norq_sends WHERE id IN (
+                    SELECT s.id FROM norq_sends s WHERE s.created_at < \(before)
+                    AND NOT EXISTS (SELECT 1 FROM norq_outbox o WHERE o.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_history h WHERE h.send_id = s.id)
+                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                """, logger: logger)
+            return deleted
+        }
+    }
+
+    public func counts() async throws(NorqError) -> [DeliveryState: Int] {
+        let logger = self.logger
+        return try await call("counting rows") { client in
+            var counts: [DeliveryState: Int] = [:]
+            for try await (state, count) in try await client.query("""
+                SELECT state, count(*)::bigint FROM norq_outbox GROUP BY state
+                UNION ALL
+                SELECT state, count(*)::bigint FROM norq_history GROUP BY state
+                """, logger: logger).decode((String, Int64).self) {
+                counts[DeliveryState(rawValue: state), default: 0] += Int(count)
+            }
+            return counts
+        }
+    }
+
+    /// Nothing to release here: the pool closes when `run()` ends.
+    public func close() async {}
+}

@@ -1,0 +1,86 @@
+import NorqCore
+import PostgresNIO
+
+/// The PostgreSQL schema, versioned: `migrations[n - 1]` takes the database from version n - 1 to n. Never edit a
+/// released migration; append a new one.
+enum PostgresSchema {
+    static let columnNames = [
+        "id", "send_id", "position", "target", "identity", "provider", "recipient_id", "state", "attempts",
+        "next_attempt_at", "lease_owner", "lease_token", "lease_expires_at", "message_id", "may_have_been_delivered",
+        "last_state", "last_status", "last_reason", "last_code", "last_classification", "last_invalid_since",
+        "last_message_id",
+    ]
+    static let rowColumns = columnNames.joined(separator: ", ")
+    static func qualifiedRowColumns(_ alias: String) -> String {
+        columnNames.map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    static let migrations: [[String]] = [
+        // 1: sends, the hot outbox (pending and leased rows only; fillfactor leaves room for HOT updates), history,
+        // the token registry.
+        [
+            """
+            CREATE TABLE norq_sends (
+                id text PRIMARY KEY, scope text NOT NULL, idempotency_key text, fingerprint text NOT NULL,
+                content text NOT NULL, created_at bigint NOT NULL, target_count int NOT NULL)
+            """,
+            "CREATE UNIQUE INDEX norq_sends_key ON norq_sends (scope, idempotency_key) WHERE idempotency_key IS NOT NULL",
+            "CREATE INDEX norq_sends_created ON norq_sends (created_at)",
+            "CREATE SEQUENCE norq_rows_id",
+            """
+            CREATE TABLE norq_outbox (
+                id bigint PRIMARY KEY DEFAULT nextval('norq_rows_id'), send_id text NOT NULL, position int NOT NULL,
+                target text NOT NULL, identity text NOT NULL, provider text, recipient_id text, state text NOT NULL,
+                attempts int NOT NULL DEFAULT 0, next_attempt_at bigint NOT NULL, lease_owner text, lease_token text,
+                lease_expires_at bigint, message_id text, may_have_been_delivered boolean NOT NULL DEFAULT false,
+                last_state text, last_status int, last_reason text, last_code text, last_classification text,
+                last_invalid_since bigint, last_message_id text) WITH (fillfactor = 70)
+            """,
+            "CREATE INDEX norq_outbox_due ON norq_outbox (next_attempt_at) WHERE state = 'pending'",
+            "CREATE INDEX norq_outbox_leases ON norq_outbox (lease_expires_at) WHERE state = 'leased'",
+            "CREATE INDEX norq_outbox_send ON norq_outbox (send_id)",
+            """
+            CREATE TABLE norq_history (
+                id bigint PRIMARY KEY, send_id text NOT NULL, position int NOT NULL,
+                target text NOT NULL, identity text NOT NULL, provider text, recipient_id text, state text NOT NULL,
+                attempts int NOT NULL, next_attempt_at bigint NOT NULL, lease_owner text, lease_token text,
+                lease_expires_at bigint, message_id text, may_have_been_delivered boolean NOT NULL,
+                last_state text, last_status int, last_reason text, last_code text, last_classification text,
+                last_invalid_since bigint, last_message_id text, finished_at bigint NOT NULL)
+            """,
+            "CREATE INDEX norq_history_send ON norq_history (send_id)",
+            "CREATE INDEX norq_history_finished ON norq_history (finished_at)",
+            """
+            CREATE TABLE norq_invalid_tokens (
+                token text PRIMARY KEY, provider text, reason text NOT NULL, invalid_since bigint NOT NULL,
+                recorded_at bigint NOT NULL, registered_at bigint)
+            """,
+        ],
+    ]
+
+    /// A row selected with `rowColumns` followed by `finished_at`.
+    static func outboxRow(_ row: PostgresRow) throws -> OutboxRow {
+        let r = row.makeRandomAccess()
+        let lastState = try r["last_state"].decode(String?.self)
+        let maybe = try r["may_have_been_delivered"].decode(Bool.self)
+        let last = try lastState.map {
+            StoredOutcome(state: DeliveryState(rawValue: $0), status: try r["last_status"].decode(Int?.self),
+                          reason: try r["last_reason"].decode(String?.self), code: try r["last_code"].decode(String?.self),
+                          classification: try r["last_classification"].decode(String?.self),
+                          invalidSince: try r["last_invalid_since"].decode(Int64?.self),
+                          messageID: try r["last_message_id"].decode(String?.self), mayHaveBeenDelivered: maybe)
+        }
+        return OutboxRow(id: try r["id"].decode(Int64.self), sendID: try r["send_id"].decode(String.self),
+                         position: try r["position"].decode(Int.self), target: try r["target"].decode(String.self),
+                         identity: try r["identity"].decode(String.self), provider: try r["provider"].decode(String?.self),
+                         recipientID: try r["recipient_id"].decode(String?.self),
+                         state: DeliveryState(rawValue: try r["state"].decode(String.self)),
+                         attempts: try r["attempts"].decode(Int.self),
+                         nextAttemptAt: try r["next_attempt_at"].decode(Int64.self),
+                         leaseOwner: try r["lease_owner"].decode(String?.self),
+                         leaseToken: try r["lease_token"].decode(String?.self),
+                         leaseExpiresAt: try r["lease_expires_at"].decode(Int64?.self),
+                         messageID: try r["message_id"].decode(String?.self), mayHaveBeenDelivered: maybe, last: last,
+                         finishedAt: try r["finished_at"].decode(Int64?.self))
+    }
+}

@@ -1,0 +1,442 @@
+public import NorqCore
+public import Logging
+import NIOCore
+import NIOPosix
+import SQLiteNIO
+
+/// The embedded durable store: one SQLite file in WAL mode (`sqlite-nio`, which vendors SQLite).
+///
+/// One connection per store, used by one transaction at a time (an in-process lock); writers start with
+/// `BEGIN IMMEDIATE`, so two processes on one file serialize on SQLite's lock and wait at most `busy_timeout`
+/// (the call timeout) for it. Claims are one `UPDATE … RETURNING`; completions one `UPDATE … FROM (VALUES …)`
+/// compare-and-set on (row id, lease token) per batch, and finished rows move from the hot `norq_outbox` to
+/// `norq_history` in the same transaction.
+///
+/// Deadlines: every call has `settings.callTimeout`. Waiting for this process's lock is cancelled at the
+/// deadline; a statement waiting for another process's lock gives up at `busy_timeout` (the same value), so a
+/// call returns within about twice the timeout in the worst case.
+public final class SQLiteDeliveryStore: DeliveryStore {
+    /// The database file.
+    public let path: String
+    public let settings: DeliveryStoreSettings
+    private let connection: SQLiteConnection
+    private let lock = AsyncExclusiveLock()
+    private let logger: Logger
+
+    /// Opens (creating when missing) the database at `path`. Does not migrate: call `migrate()`.
+    /// Throws `store/unreachable` when the file cannot be opened, `store/corrupt` when it is not a database.
+    public static func open(path: String, settings: DeliveryStoreSettings = DeliveryStoreSettings(),
+                            logger: Logger = Logger(label: "norq.store.sqlite")) async throws(NorqError) -> SQLiteDeliveryStore {
+        let connection: SQLiteConnection
+        do {
+            connection = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+        } catch {
+            throw NorqError(.storeUnreachable, "cannot open the SQLite database \(path): \(Self.describe(error))")
+        }
+        let store = SQLiteDeliveryStore(path: path, settings: settings, connection: connection, logger: logger)
+        do throws(NorqError) {
+            try await store.configure()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        return store
+    }
+
+    /// A store dropped without `close()` still closes its connection (on SQLite's thread pool).
+    deinit {
+        if !connection.isClosed { _ = connection.close() }
+    }
+
+    private init(path: String, settings: DeliveryStoreSettings, connection: SQLiteConnection, logger: Logger) {
+        self.path = path
+        self.settings = settings
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// WAL, busy timeout, and a first read that tells a corrupt file apart.
+    private func configure() async throws(NorqError) {
+        let busy = max(1, settings.callTimeout.wholeMilliseconds)
+        try await call("opening the database") { connection in
+            _ = try await connection.query("PRAGMA busy_timeout = \(busy)")
+            _ = try await connection.query("PRAGMA journal_mode = WAL")
+            _ = try await connection.query("PRAGMA synchronous = NORMAL")
+            _ = try await connection.query("SELECT count(*) FROM sqlite_master")
+        }
+    }
+
+    // MARK: - Calls
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? SQLiteError { return error.message }
+        return "\(error)"
+    }
+
+    private func mapError(_ error: any Error) -> NorqError {
+        if let error = error as? NorqError { return error }
+        guard let sqlite = error as? SQLiteError else {
+            return NorqError(.storeFailed, "SQLite database \(path): \(error)")
+        }
+        switch sqlite.reason {
+        case .corrupt, .notADatabase, .corruptIndex, .corruptSequenceSchema, .corruptVirtualTable:
+            return NorqError(.storeCorrupt, "the SQLite file \(path) is not a database or is damaged: \(sqlite.message)",
+                             hint: "restore it from a backup or move it away to start empty")
+        case .busy, .locked, .busyTimeout, .busyInRecovery, .busyInSnapshot:
+            return NorqError(.storeDeadlineExceeded,
+                             "the SQLite database \(path) stayed locked by another process for \(settings.callTimeout)")
+        case .cantOpen, .cantOpenDirectory, .cantOpenInvalidPath, .permission, .readOnly:
+            return NorqError(.storeUnreachable, "cannot use the SQLite database \(path): \(sqlite.message)")
+        default:
+            return NorqError(.storeFailed, "SQLite database \(path): \(sqlite.message)")
+        }
+    }
+
+    /// One database call: the in-process lock, the deadline and the error mapping.
+    private func call<T: Sendable>(_ what: String,
+                                   _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
+        let connection = self.connection
+        let lock = self.lock
+        return try await withStoreDeadline(settings.callTimeout, "\(what) (SQLite \(path))",
+                                           mapError: { [self] in mapError($0) }) {
+            try await lock.withLock { try await body(connection) }
+        }
+    }
+
+    /// One write transaction (`BEGIN IMMEDIATE` … `COMMIT`, rolled back on error).
+    private func transaction<T: Sendable>(_ what: String,
+                                          _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
+        try await call(what) { connection in
+            _ = try await connection.query("BEGIN IMMEDIATE")
+            do {
+                let value = try await body(connection)
+                _ = try await connection.query("COMMIT")
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Schema
+
+    public func migrate() async throws(NorqError) {
+        let path = self.path
+        try await transaction("migrating the schema") { connection in
+            _ = try await connection.query(
+                "CREATE TABLE IF NOT EXISTS norq_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)")
+            let rows = try await connection.query("SELECT version FROM norq_schema WHERE id = 1")
+            let current = rows.first?.column("version")?.integer ?? 0
+            let known = SQLiteSchema.migrations.count
+            if current > known {
+                throw NorqError(.storeSchemaTooNew,
+                                "the SQLite database \(path) has schema version \(current); this norq knows up to \(known)",
+                                hint: "upgrade norq, or use another database file")
+            }
+            for version in (current + 1)..<(known + 1) {
+                for statement in SQLiteSchema.migrations[version - 1] {
+                    _ = try await connection.query(statement)
+                }
+            }
+            _ = try await connection.query(
+                "INSERT INTO norq_schema (id, version) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET version = excluded.version",
+                [.integer(known)])
+        }
+    }
+
+    /// The schema version in the file (0 when none).
+    public func schemaVersion() async throws(NorqError) -> Int {
+        try await call("reading the schema version") { connection in
+            let exists = try await connection.query(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'norq_schema'")
+            guard !exists.isEmpty else { return 0 }
+            return try await connection.query("SELECT version FROM norq_schema WHERE id = 1").first?
+                .column("version")?.integer ?? 0
+        }
+    }
+
+    // MARK: - Enqueue
+
+    /// Rows per multi-row INSERT (9 values each, far below SQLite's 32,766 bound parameters).
+    static let insertChunk = 500
+
+    public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
+        try await transaction("enqueueing a send") { connection in
+            if let key = send.idempotencyKey {
+                let holder = try await connection.query(
+                    "SELECT id, fingerprint, created_at FROM norq_sends WHERE scope = ? AND idempotency_key = ?",
+                    [.text(send.scope), .text(key)]).first
+                switch DeliveryStoreRules.idempotency(
+                    existingSendID: holder?.column("id")?.string, existingFingerprint: holder?.column("fingerprint")?.string,
+                    existingCreatedAt: holder?.column("created_at")?.integer.map(Int64.init),
+                    fingerprint: send.fingerprint, now: now, window: idempotencyWindow) {
+                case .existing(let id): return EnqueueResult.existing(sendID: id)
+                case .reused(let id): throw DeliveryStoreRules.keyReusedError(key: key, sendID: id)
+                case .expired(let id):
+                    _ = try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = ?", [.text(id)])
+                case .create: break
+                }
+            }
+            _ = try await connection.query(
+                "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [.text(send.id), .text(send.scope), send.idempotencyKey.map(SQLiteData.text) ?? .null,
+                 .text(send.fingerprint), .text(send.content), .integer(Int(now)), .integer(send.targets.count)])
+            var anyFinal = false
+            var start = 0
+            while start < send.targets.count {
+                let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
+                start += chunk.count
+                var sql = "INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification) VALUES "
+                var binds: [SQLiteData] = []
+                binds.reserveCapacity(chunk.count * 14)
+                for (index, target) in chunk.enumerated() {
+                    sql += index == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                    let outcome = target.outcome
+                    if outcome != nil { anyFinal = true }
+                    binds += [.text(send.id), .integer(target.position), .text(target.target), .text(target.identity),
+                              target.provider.map(SQLiteData.text) ?? .null,
+                              target.recipientID.map(SQLiteData.text) ?? .null,
+                              target.messageID.map(SQLiteData.text) ?? .null,
+                              .text(outcome?.state.rawValue ?? DeliveryState.pending.rawValue), .integer(Int(now)),
+                              outcome.map { .text($0.state.rawValue) } ?? .null,
+                              outcome?.status.map(SQLiteData.integer) ?? .null,
+                              outcome?.reason.map(SQLiteData.text) ?? .null,
+                              outcome?.code.map(SQLiteData.text) ?? .null,
+                              outcome?.classification.map(SQLiteData.text) ?? .null]
+                }
+                _ = try await connection.query(sql, binds)
+            }
+            // The token registry: targets whose token is invalid and not registered again are skipped.
+            let skipped = try await connection.query("""
+                UPDATE norq_outbox SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
+                    last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
+                    last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
+                FROM norq_invalid_tokens AS t
+                WHERE norq_outbox.send_id = ? AND norq_outbox.state = 'pending' AND t.token = norq_outbox.identity
+                    AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
+                RETURNING norq_outbox.id
+                """, [.text(send.id)])
+            if anyFinal || !skipped.isEmpty {
+                try await Self.moveFinished(connection, where: "send_id = ?", [.text(send.id)], now: now)
+            }
+            return EnqueueResult.created(sendID: send.id)
+        }
+    }
+
+    /// Moves finished rows matching `condition` from the hot outbox to history.
+    private static func moveFinished(_ connection: SQLiteConnection, where condition: String, _ binds: [SQLiteData],
+                                     now: Int64) async throws {
+        let final = "state NOT IN ('pending', 'leased') AND (\(condition))"
+        _ = try await connection.query(
+            "INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at) SELECT \(SQLiteSchema.rowColumns), ? FROM norq_outbox WHERE \(final)",
+            [.integer(Int(now))] + binds)
+        _ = try await connection.query("DELETE FROM norq_outbox WHERE \(final)", binds)
+    }
+
+    // MARK: - Workers
+
+    public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
+        guard limit > 0 else { return [] }
+        let base = RequestID.random()
+        return try await transaction("claiming rows") { connection in
+            let rows = try await connection.query("""
+                UPDATE norq_outbox SET
+                    may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
+                    state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
+                    lease_expires_at = ?3
+                WHERE id IN (
+                    SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
+                    UNION ALL
+                    SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
+                    LIMIT ?5)
+                RETURNING \(SQLiteSchema.rowColumns)
+                """, [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now)), .integer(limit)])
+            return rows.map(SQLiteSchema.outboxRow).sorted { $0.id < $1.id }
+        }
+    }
+
+    public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
+        guard !leases.isEmpty else { return [] }
+        return try await transaction("renewing leases") { connection in
+            var renewed: Set<Int64> = []
+            var start = 0
+            while start < leases.count {
+                let chunk = leases[start..<min(leases.count, start + Self.insertChunk)]
+                start += chunk.count
+                let values = Array(repeating: "(?,?)", count: chunk.count).joined(separator: ",")
+                var binds: [SQLiteData] = []
+                for lease in chunk { binds += [.integer(Int(lease.rowID)), .text(lease.token)] }
+                binds.append(.integer(Int(until)))
+                let rows = try await connection.query("""
+                    WITH i(id, token) AS (VALUES \(values))
+                    UPDATE norq_outbox SET lease_expires_at = ? FROM i
+                    WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+                    RETURNING norq_outbox.id
+                    """, binds)
+                for row in rows { if let id = row.column("id")?.integer { renewed.insert(Int64(id)) } }
+            }
+            return renewed
+        }
+    }
+
+    public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
+        guard !completions.isEmpty else { return CompletionReport() }
+        return try await transaction("completing rows") { connection in
+            var applied: Set<Int64> = []
+            var invalid: [(identity: String, provider: String?, outcome: StoredOutcome)] = []
+            var start = 0
+            while start < completions.count {
+                let chunk = completions[start..<min(completions.count, start + Self.insertChunk)]
+                start += chunk.count
+                let values = Array(repeating: "(?,?,?,?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ",")
+                var binds: [SQLiteData] = []
+                var outcomes: [Int64: StoredOutcome] = [:]
+                for completion in chunk {
+                    let lease = completion.lease
+                    let kind: String, state: DeliveryState, at: Int64, last: StoredOutcome?
+                    switch completion {
+                    case .finish(_, let outcome): (kind, state, at, last) = ("finish", outcome.state, 0, outcome)
+                    case .retry(_, let time, let outcome): (kind, state, at, last) = ("retry", .pending, time, outcome)
+                    case .release: (kind, state, at, last) = ("release", .pending, 0, nil)
+                    }
+                    if case .finish(_, let outcome) = completion { outcomes[lease.rowID] = outcome }
+                    binds += [.integer(Int(lease.rowID)), .text(lease.token), .text(kind), .text(state.rawValue),
+                              .integer(Int(at)), last.map { .text($0.state.rawValue) } ?? .null,
+                              last?.status.map(SQLiteData.integer) ?? .null, last?.reason.map(SQLiteData.text) ?? .null,
+                              last?.code.map(SQLiteData.text) ?? .null, last?.classification.map(SQLiteData.text) ?? .null,
+                              last?.invalidSince.map { .integer(Int($0)) } ?? .null,
+                              last?.messageID.map(SQLiteData.text) ?? .null,
+                              .integer(last?.mayHaveBeenDelivered == true ? 1 : 0)]
+                }
+                let rows = try await connection.query("""
+                    WITH i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
+                        AS (VALUES \(values))
+                    UPDATE norq_outbox SET
+                        state = i.state,
+                        next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE norq_outbox.next_attempt_at END,
+                        attempts = CASE WHEN i.kind = 'release' THEN max(0, norq_outbox.attempts - 1) ELSE norq_outbox.attempts END,
+                        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+                        may_have_been_delivered = max(norq_outbox.may_have_been_delivered, i.maybe),
+                        last_state = CASE WHEN i.kind = 'release' THEN norq_outbox.last_state ELSE i.l_state END,
+                        last_status = CASE WHEN i.kind = 'release' THEN norq_outbox.last_status ELSE i.l_status END,
+                        last_reason = CASE WHEN i.kind = 'release' THEN norq_outbox.last_reason ELSE i.l_reason END,
+                        last_code = CASE WHEN i.kind = 'release' THEN norq_outbox.last_code ELSE i.l_code END,
+                        last_classification = CASE WHEN i.kind = 'release' THEN norq_outbox.last_classification ELSE i.l_class END,
+                        last_invalid_since = CASE WHEN i.kind = 'release' THEN norq_outbox.last_invalid_since ELSE i.l_since END,
+                        last_message_id = CASE WHEN i.kind = 'release' THEN norq_outbox.last_message_id ELSE i.l_message END
+                    FROM i
+                    WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+                    RETURNING norq_outbox.id, norq_outbox.identity, norq_outbox.provider
+                    """, binds)
+                for row in rows {
+                    guard let id = row.column("id")?.integer.map(Int64.init) else { continue }
+                    applied.insert(id)
+                    if let outcome = outcomes[id], outcome.classification == "token-invalid",
+                       let identity = row.column("identity")?.string {
+                        invalid.append((identity, row.column("provider")?.string, outcome))
+                    }
+                }
+            }
+            for entry in invalid {
+                _ = try await connection.query("""
+                    INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
+                    VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
+                        invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                    WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
+                    """, [.text(entry.identity), entry.provider.map(SQLiteData.text) ?? .null,
+                          .text(entry.outcome.reason ?? "invalid"), .integer(Int(entry.outcome.invalidSince ?? now)),
+                          .integer(Int(now))])
+            }
+            if !applied.isEmpty {
+                let ids = applied.map(String.init).joined(separator: ",")
+                try await Self.moveFinished(connection, where: "id IN (\(ids))", [], now: now)
+            }
+            let lost = Set(completions.map(\.lease.rowID)).subtracting(applied)
+            return CompletionReport(applied: applied, lost: lost)
+        }
+    }
+
+    // MARK: - Reading
+
+    public func send(id: String) async throws(NorqError) -> StoredSend? {
+        try await call("reading a send") { connection in
+            guard let row = try await connection.query(
+                "SELECT id, scope, idempotency_key, fingerprint, content, created_at, target_count FROM norq_sends WHERE id = ?",
+                [.text(id)]).first else { return nil }
+            return StoredSend(id: row.column("id")?.string ?? id, scope: row.column("scope")?.string ?? "",
+                              idempotencyKey: row.column("idempotency_key")?.string,
+                              fingerprint: row.column("fingerprint")?.string ?? "",
+                              content: row.column("content")?.string ?? "",
+                              createdAt: Int64(row.column("created_at")?.integer ?? 0),
+                              targetCount: row.column("target_count")?.integer ?? 0)
+        }
+    }
+
+    public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
+        try await call("reading a send's rows") { connection in
+            let hot = try await connection.query(
+                "SELECT \(SQLiteSchema.rowColumns), NULL AS finished_at FROM norq_outbox WHERE send_id = ?", [.text(id)])
+            let done = try await connection.query(
+                "SELECT \(SQLiteSchema.rowColumns), finished_at FROM norq_history WHERE send_id = ?", [.text(id)])
+            return (hot + done).map(SQLiteSchema.outboxRow).sorted { $0.position < $1.position }
+        }
+    }
+
+    public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {
+        try await call("reading the token registry") { connection in
+            try await connection.query(
+                "SELECT token, provider, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC LIMIT ?",
+                [.integer(limit)]).map { row in
+                    InvalidTokenRecord(token: row.column("token")?.string ?? "", provider: row.column("provider")?.string,
+                                       reason: row.column("reason")?.string ?? "",
+                                       invalidSince: Int64(row.column("invalid_since")?.integer ?? 0),
+                                       recordedAt: Int64(row.column("recorded_at")?.integer ?? 0),
+                                       registeredAt: row.column("registered_at")?.integer.map(Int64.init))
+                }
+        }
+    }
+
+    public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
+        try await transaction("recording a token registration") { connection in
+            _ = try await connection.query(
+                "UPDATE norq_invalid_tokens SET registered_at = max(coalesce(registered_at, ?1), ?1) WHERE token = ?2",
+                [.integer(Int(at)), .text(token)])
+        }
+    }
+
+    public func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
+        try await transaction("pruning history") { connection in
+            let deleted = try await connection.query(
+                "DELETE FROM norq_history WHERE id IN (SELECT id FROM norq_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?) RETURNING id",
+                [.integer(Int(before)), .integer(limit)]).count
+            _ = try await connection.query("""
+                DELETE FROM norq_sends WHERE id IN (
+                    SELECT s.id FROM norq_sends AS s WHERE s.created_at < ?
+                    AND NOT EXISTS (SELECT 1 FROM norq_outbox AS o WHERE o.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_history AS h WHERE h.send_id = s.id)
+                    LIMIT ?)
+                """, [.integer(Int(before)), .integer(limit)])
+            return deleted
+        }
+    }
+
+    public func counts() async throws(NorqError) -> [DeliveryState: Int] {
+        try await call("counting rows") { connection in
+            var counts: [DeliveryState: Int] = [:]
+            for table in ["norq_outbox", "norq_history"] {
+                for row in try await connection.query("SELECT state, count(*) AS n FROM \(table) GROUP BY state") {
+                    if let state = row.column("state")?.string {
+                        counts[DeliveryState(rawValue: state), default: 0] += row.column("n")?.integer ?? 0
+                    }
+                }
+            }
+            return counts
+        }
+    }
+
+    public func close() async {
+        try? await lock.withLock { try await connection.close() }
+    }
+}

@@ -1,0 +1,389 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Norq
+import NorqConfig
+import NorqCore
+import NorqStorePostgres
+import NorqStoreSQLite
+import NorqTemplates
+import ServiceLifecycle
+import UnixSignals
+
+/// Opening the durable store of a configuration (or of `--store`) for the CLI commands.
+enum DurableCLI {
+    /// `--store` (a SQLite path, or a `postgres://` URL), else the configuration's `store:`; nil when neither.
+    static func storeConfiguration(option: String?, configuration: NorqConfiguration?) throws(NorqError) -> StoreConfiguration? {
+        let settings = configuration?.store?.settings ?? DeliveryStoreSettings()
+        if let option {
+            if option.hasPrefix("postgres://") || option.hasPrefix("postgresql://") {
+                return StoreConfiguration(backend: .postgres(try PostgresStoreConfiguration(url: option)), settings: settings)
+            }
+            return StoreConfiguration(backend: .sqlite(path: option), settings: settings)
+        }
+        return configuration?.store
+    }
+
+    /// The store, migrated (safe when several instances start at once), for the duration of `body`; a
+    /// PostgreSQL store's pool runs meanwhile.
+    static func withStore<T: Sendable>(_ configuration: StoreConfiguration, logger: Logger,
+                                       _ body: @escaping @Sendable (any DeliveryStore, PostgresDeliveryStore?) async throws -> T)
+        async throws -> T {
+        switch configuration.backend {
+        case .sqlite(let path):
+            let store = try await SQLiteDeliveryStore.open(path: path, settings: configuration.settings, logger: logger)
+            do {
+                try await store.migrate()
+                let value = try await body(store, nil)
+                await store.close()
+                return value
+            } catch {
+                await store.close()
+                throw error
+            }
+        case .postgres(let connection):
+            let store = PostgresDeliveryStore(configuration: connection, settings: configuration.settings, logger: logger)
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask {
+                    try await store.run()
+                    return nil
+                }
+                defer { group.cancelAll() }
+                try await store.migrate()
+                return try await body(store, store)
+            }
+        }
+    }
+
+    static func requireStore(_ option: String?, _ configuration: NorqConfiguration?) throws(NorqError) -> StoreConfiguration {
+        guard let store = try storeConfiguration(option: option, configuration: configuration) else {
+            throw NorqError(.configInvalidStore, "no durable store: add store: { sqlite: ./norq.db } to norq.yaml, or pass --store",
+                            at: configuration?.file.map { SourceLocation(file: $0) })
+        }
+        return store
+    }
+
+    static func logger(verbose: Bool) -> Logger {
+        var logger = Logger(label: "norq")
+        logger.logLevel = verbose ? .debug : .warning
+        return logger
+    }
+}
+
+extension SendCommand {
+    /// `norq send` with a store: enqueue (idempotency checked in the store), deliver with a worker in this process
+    /// (workers elsewhere may take rows too), wait for every outcome, print today's lines in target order.
+    func sendDurably(store storeConfiguration: StoreConfiguration, configuration: NorqConfiguration,
+                     library: TemplateLibrary, data: JSONValue, recipients: [Recipient],
+                     options: RouterSendOptions, logger: Logger) async throws(NorqError) -> Int32 {
+        let template = self.template
+        let json = self.json
+        let started = ContinuousClock.now
+        do {
+            let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
+                                                templates: library, logger: logger)
+            let waitLimit = Duration.seconds(max(60, 4 * deadline))
+            let (receipt, report) = try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, postgres in
+                let durable = DurableDelivery(router: router, store: store, settings: storeConfiguration.settings,
+                                              logger: logger)
+                let worker = DurableWorker(delivery: durable, lanes: 1, hints: postgres?.hints)
+                let receipt = try await durable.enqueue(template: template, data: data, to: recipients, options: options)
+                if !json {
+                    let what = receipt.created ? "enqueued as send" : "idempotency key repeated: original send"
+                    Console.out(Style.stdout.dim("\(what) \(receipt.sendID) (\(receipt.targetCount) targets)") + "\n")
+                }
+                let report = try await withThrowingTaskGroup(of: SendReport?.self) { group in
+                    group.addTask {
+                        try await worker.run()
+                        return nil
+                    }
+                    defer { worker.stop() }
+                    let report = try await durable.wait(for: receipt.sendID, timeout: waitLimit)
+                    worker.stop()
+                    try await group.waitForAll()
+                    return report
+                }
+                return (receipt, report)
+            }
+            await router.shutdown(gracePeriod: .seconds(5))
+            let elapsed = ContinuousClock.now - started
+            if json {
+                var document = Self.json(report, elapsed: elapsed)
+                if case .object(var object) = document {
+                    object["sendId"] = .string(receipt.sendID)
+                    document = .object(object)
+                }
+                Console.out(document.prettyPrinted() + "\n")
+            } else {
+                for outcome in report.outcomes { Console.out(Self.line(outcome, style: Style.stdout) + "\n") }
+                Console.out(Self.summary(report, elapsed: elapsed, style: Style.stdout) + "\n")
+            }
+            return report.allDelivered ? 0 : 2
+        } catch let error as NorqError {
+            throw error
+        } catch {
+            throw NorqError(.storeFailed, "\(error)")
+        }
+    }
+}
+
+/// `norq worker`: delivers the durable outbox until SIGTERM or SIGINT.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Deliver the durable outbox (store: in norq.yaml) until SIGTERM or SIGINT.",
+        discussion: """
+            Claims due rows in batches under a lease, sends them through the configured providers and records \
+            each outcome with a compare-and-set on its lease. Several workers (processes or machines) may share one \
+            PostgreSQL database. On SIGTERM or SIGINT the worker stops claiming, lets the requests in flight finish, \
+            records them and gives back rows it had not started.
+
+            Examples:
+              norq worker -c norq.yaml
+              norq worker --store postgres://norq@db:5432/norq --lanes 4
+
+            \(ExitCodes.help)
+            """
+    )
+
+    @OptionGroup var configOptions: ConfigOptions
+
+    @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL (default: store: of the config).", valueName: "PATH|URL"))
+    var store: String?
+
+    @Option(name: .long, help: "Batches in flight at once.")
+    var lanes: Int = 2
+
+    @Option(name: .long, help: "The lease owner name written into claimed rows (default: worker-<random>).")
+    var name: String?
+
+    @Flag(name: .long, help: "Log debug messages on stderr.")
+    var verbose = false
+
+    func run() async throws {
+        do {
+            try await work()
+        } catch let error as NorqError {
+            throw Console.fail(error)
+        }
+    }
+
+    func work() async throws(NorqError) {
+        let configuration = try configOptions.loadConfiguration()
+        let storeConfiguration = try DurableCLI.requireStore(store, configuration)
+        let logger = DurableCLI.logger(verbose: verbose)
+        let library = try? TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
+                                            templates: library, logger: logger)
+        let lanes = max(1, self.lanes)
+        let name = self.name
+        do {
+            try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, postgres in
+                let durable = DurableDelivery(router: router, store: store, settings: storeConfiguration.settings,
+                                              logger: logger)
+                let worker = DurableWorker(delivery: durable, name: name, lanes: lanes, hints: postgres?.hints)
+                Console.err("norq worker \(worker.name): delivering from \(storeConfiguration) (SIGTERM or SIGINT stops)\n")
+                // The worker stops first (it finishes or gives back its rows), then the router drains its providers.
+                let group = ServiceGroup(configuration: .init(
+                    services: [.init(service: router), .init(service: worker)],
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                try await group.run()
+                Console.err("norq worker \(worker.name): stopped\n")
+            }
+        } catch let error as NorqError {
+            throw error
+        } catch {
+            throw NorqError(.storeFailed, "\(error)")
+        }
+    }
+}
+
+/// `norq status SEND_ID`: a send's progress and outcomes.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show a durable send's progress and outcomes.",
+        discussion: """
+            Examples:
+              norq status 2c7e1f0a-…
+              norq status 2c7e1f0a-… --json
+
+            \(ExitCodes.help)
+            """
+    )
+
+    @Argument(help: "The send id (printed by norq send with a store).")
+    var sendID: String
+
+    @OptionGroup var configOptions: ConfigOptions
+
+    @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL (default: store: of the config).", valueName: "PATH|URL"))
+    var store: String?
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        do {
+            try await show()
+        } catch let error as NorqError {
+            throw Console.fail(error)
+        }
+    }
+
+    func show() async throws(NorqError) {
+        let configuration = try configOptions.loadConfigurationIfPresent()
+        let storeConfiguration = try DurableCLI.requireStore(store, configuration)
+        let logger = DurableCLI.logger(verbose: false)
+        let sendID = self.sendID
+        let json = self.json
+        do {
+            try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, _ in
+                guard try await store.send(id: sendID) != nil else {
+                    throw NorqError(.storeSendNotFound, "no send with id \(sendID) in \(storeConfiguration)")
+                }
+                let rows = try await store.deliveries(ofSend: sendID)
+                if json {
+                    Console.out(JSONValue.object(["sendId": .string(sendID), "rows": .array(rows.map(Self.json))]).prettyPrinted() + "\n")
+                    return
+                }
+                var states: [String: Int] = [:]
+                for row in rows { states[row.state.rawValue, default: 0] += 1 }
+                Console.out("send \(sendID): \(rows.count) targets: "
+                            + states.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n")
+                for row in rows {
+                    var line = "  \(row.position)  \(PushToken.redact(row.identity))  \(row.state)  attempts \(row.attempts)"
+                    if let id = row.messageID { line += "  apns-id \(id)" }
+                    if let last = row.last {
+                        if let status = last.status { line += "  \(status)" }
+                        if let code = last.code { line += " [\(code)]" }
+                        if let reason = last.reason { line += " \(reason)" }
+                    }
+                    if row.mayHaveBeenDelivered { line += "  (may have been delivered more than once)" }
+                    Console.out(line + "\n")
+                }
+            }
+        } catch let error as NorqError {
+            throw error
+        } catch {
+            throw NorqError(.storeFailed, "\(error)")
+        }
+    }
+
+    static func json(_ row: OutboxRow) -> JSONValue {
+        [
+            "position": .int(Int64(row.position)),
+            "token": .string(PushToken.redact(row.identity)),
+            "provider": .optional(row.provider),
+            "state": .string(row.state.rawValue),
+            "attempts": .int(Int64(row.attempts)),
+            "messageId": .optional(row.messageID),
+            "status": row.last?.status.map { .int(Int64($0)) } ?? .null,
+            "code": .optional(row.last?.code),
+            "reason": .optional(row.last?.reason),
+            "mayHaveBeenDelivered": .bool(row.mayHaveBeenDelivered),
+        ]
+    }
+}
+
+/// `norq tokens invalid` / `norq tokens register TOKEN`: the token registry.
+struct TokensCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokens",
+        abstract: "The token registry of the durable store: tokens providers reported invalid.",
+        subcommands: [Invalid.self, Register.self]
+    )
+
+    struct Invalid: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "invalid",
+            abstract: "List tokens reported invalid (later sends to them are skipped with token/invalid).")
+
+        @OptionGroup var configOptions: ConfigOptions
+        @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL.", valueName: "PATH|URL"))
+        var store: String?
+        @Option(name: .long, help: "At most this many, newest first.")
+        var limit: Int = 1000
+        @Flag(name: .long, help: "Print JSON.")
+        var json = false
+
+        func run() async throws {
+            do {
+                let configuration = try configOptions.loadConfigurationIfPresent()
+                let storeConfiguration = try DurableCLI.requireStore(store, configuration)
+                let limit = max(1, self.limit)
+                let json = self.json
+                try await DurableCLI.withStore(storeConfiguration, logger: DurableCLI.logger(verbose: false)) { store, _ in
+                    let records = try await store.invalidTokens(limit: limit)
+                    if json {
+                        Console.out(JSONValue.array(records.map { record in
+                            [
+                                "token": .string(record.token), "provider": .optional(record.provider),
+                                "reason": .string(record.reason), "invalidSince": .int(record.invalidSince),
+                                "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null,
+                                "skipped": .bool(record.isInvalid),
+                            ]
+                        }).prettyPrinted() + "\n")
+                        return
+                    }
+                    for record in records {
+                        let state = record.isInvalid ? "invalid" : "registered again"
+                        Console.out("\(record.token)  \(record.provider ?? "-")  \(record.reason)  since \(record.invalidSince)  \(state)\n")
+                    }
+                    Console.out("\(records.count) tokens\n")
+                }
+            } catch let error as NorqError {
+                throw Console.fail(error)
+            }
+        }
+    }
+
+    struct Register: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "register",
+            abstract: "Record that a token was registered again now (later sends reach it).")
+
+        @Argument(help: "The device token.")
+        var token: String
+        @OptionGroup var configOptions: ConfigOptions
+        @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL.", valueName: "PATH|URL"))
+        var store: String?
+
+        func run() async throws {
+            do {
+                let configuration = try configOptions.loadConfigurationIfPresent()
+                let storeConfiguration = try DurableCLI.requireStore(store, configuration)
+                let token = self.token
+                try await DurableCLI.withStore(storeConfiguration, logger: DurableCLI.logger(verbose: false)) { store, _ in
+                    try await store.registerToken(token, at: StoreClock.system.nowMillis())
+                    Console.out("registered \(PushToken.redact(token))\n")
+                }
+            } catch let error as NorqError {
+                throw Console.fail(error)
+            }
+        }
+    }
+}
+
+/// `norq migrate`: create or upgrade the store's schema.
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Create or upgrade the durable store's schema (workers and sends also do it at start).")
+
+    @OptionGroup var configOptions: ConfigOptions
+    @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL.", valueName: "PATH|URL"))
+    var store: String?
+
+    func run() async throws {
+        do {
+            let configuration = try configOptions.loadConfigurationIfPresent()
+            let storeConfiguration = try DurableCLI.requireStore(store, configuration)
+            try await DurableCLI.withStore(storeConfiguration, logger: DurableCLI.logger(verbose: false)) { _, _ in
+                Console.out("schema up to date: \(storeConfiguration)\n")
+            }
+        } catch let error as NorqError {
+            throw Console.fail(error)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import NorqCore
+import NorqStoreSQLite
+import Testing
+
+/// A fresh temporary directory, removed by the caller.
+func temporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("norq-store-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+@Suite struct InMemoryStoreTests {
+    @Test(arguments: StoreConformance.all.map(\.0))
+    func conformance(_ name: String) async throws {
+        let check = try #require(StoreConformance.all.first { $0.0 == name }?.1)
+        let store = InMemoryDeliveryStore()
+        try await store.migrate()
+        try await check(store)
+    }
+
+    @Test func concurrentEnqueuesOfOneKeyMakeOneSend() async throws {
+        try await StoreConformance.concurrentSameKey(InMemoryDeliveryStore())
+    }
+}
+
+@Suite struct SQLiteStoreTests {
+    static func withStore(_ body: (SQLiteDeliveryStore, URL) async throws -> Void) async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try await SQLiteDeliveryStore.open(path: directory.appendingPathComponent("norq.db").path)
+        try await store.migrate()
+        do {
+            try await body(store, directory)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
+    @Test(arguments: StoreConformance.all.map(\.0))
+    func conformance(_ name: String) async throws {
+        let check = try #require(StoreConformance.all.first { $0.0 == name }?.1)
+        try await Self.withStore { store, _ in try await check(store) }
+    }
+
+    @Test func concurrentEnqueuesOfOneKeyMakeOneSend() async throws {
+        try await Self.withStore { store, _ in try await StoreConformance.concurrentSameKey(store) }
+    }
+
+    @Test func twoConnectionsOnOneFileMigrateAndClaimWithoutOverlap() async throws {
+        try await Self.withStore { store, directory in
+            let path = directory.appendingPathComponent("norq.db").path
+            // Two more "instances" start at once on the same file.
+            async let a = SQLiteDeliveryStore.open(path: path)
+            async let b = SQLiteDeliveryStore.open(path: path)
+            let (first, second) = try await (a, b)
+            async let migrateA: Void = first.migrate()
+            async let migrateB: Void = second.migrate()
+            _ = try await (migrateA, migrateB)
+            _ = try await store.enqueue(StoreConformance.send(tokens: (0..<200).map { "t\($0)" }), now: 0,
+                                        idempotencyWindow: .seconds(60))
+            async let claimA = first.claim(owner: "a", limit: 150, now: 0, leaseUntil: 100)
+            async let claimB = second.claim(owner: "b", limit: 150, now: 0, leaseUntil: 100)
+            let (rowsA, rowsB) = try await (claimA, claimB)
+            #expect(rowsA.count + rowsB.count == 200)
+            #expect(Set(rowsA.map(\.id)).isDisjoint(with: rowsB.map(\.id)))
+            await first.close()
+            await second.close()
+        }
+    }
+
+    @Test func schemaNewerThanTheCodeRefusesToRun() async throws {
+        try await Self.withStore { store, directory in
+            let path = directory.appendingPathComponent("norq.db").path
+            #expect(try await store.schemaVersion() == 1)
+            // Another (newer) norq moved the schema on.
+            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 99")
+            let newer = try await SQLiteDeliveryStore.open(path: path)
+            defer { Task { await newer.close() } }
+            await #expect(throws: NorqError.self) { try await newer.migrate() }
+            do { try await newer.migrate() } catch let error as NorqError { #expect(error.code == .storeSchemaTooNew) }
+        }
+    }
+
+    @Test func corruptFileIsAClearError() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("norq.db").path
+        try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: path))
+        do {
+            let store = try await SQLiteDeliveryStore.open(path: path)
+            try await store.migrate()
+            Issue.record("a corrupt file must not open")
+        } catch {
+            #expect(error.code == .storeCorrupt)
+            #expect(error.message.contains(path))
+        }
+    }
+
+    @Test func unopenablePathIsUnreachable() async throws {
+        do {
+            _ = try await SQLiteDeliveryStore.open(path: "/nonexistent-norq-dir/sub/norq.db")
+            Issue.record("a path in a missing directory must not open")
+        } catch {
+            #expect(error.code == .storeUnreachable)
+            #expect(error.message.contains("/nonexistent-norq-dir/sub/norq.db"))
+        }
+    }
+
+    @Test func rowsSurviveReopening() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("norq.db").path
+        let first = try await SQLiteDeliveryStore.open(path: path)
+        try await first.migrate()
+        let id = try await first.enqueue(StoreConformance.send(key: "k", tokens: ["a", "b"]), now: 0,
+                                         idempotencyWindow: .seconds(60)).sendID
+        _ = try await first.claim(owner: "crashed", limit: 1, now: 0, leaseUntil: 1_000)
+        await first.close()
+        let second = try await SQLiteDeliveryStore.open(path: path)
+        try await second.migrate()
+        #expect(try await second.enqueue(StoreConformance.send(key: "k", tokens: ["a", "b"]), now: 10,
+                                         idempotencyWindow: .seconds(60)) == .existing(sendID: id))
+        #expect(try await second.claim(owner: "new", limit: 10, now: 10, leaseUntil: 2_000).count == 1)
+        let recovered = try await second.claim(owner: "new", limit: 10, now: 1_000, leaseUntil: 2_000)
+        #expect(recovered.count == 1 && recovered[0].mayHaveBeenDelivered)
+        await second.close()
+    }
+}
+
+@Suite struct DeliveryStoreRulesTests {
+    @Test func leaseExpiryAndClaimability() {
+        #expect(DeliveryStoreRules.leaseExpiry(now: 1_000, leaseDuration: .seconds(30)) == 31_000)
+        #expect(DeliveryStoreRules.isClaimable(state: .pending, nextAttemptAt: 10, leaseExpiresAt: nil, now: 10))
+        #expect(!DeliveryStoreRules.isClaimable(state: .pending, nextAttemptAt: 11, leaseExpiresAt: nil, now: 10))
+        #expect(!DeliveryStoreRules.isClaimable(state: .leased, nextAttemptAt: 0, leaseExpiresAt: 11, now: 10))
+        #expect(DeliveryStoreRules.isClaimable(state: .leased, nextAttemptAt: 0, leaseExpiresAt: 10, now: 10))
+        #expect(!DeliveryStoreRules.isClaimable(state: .delivered, nextAttemptAt: 0, leaseExpiresAt: nil, now: 10))
+        #expect(DeliveryStoreRules.mayHaveBeenDelivered(afterClaimingFrom: .leased, previously: false))
+        #expect(!DeliveryStoreRules.mayHaveBeenDelivered(afterClaimingFrom: .pending, previously: false))
+        #expect(DeliveryStoreRules.mayHaveBeenDelivered(afterClaimingFrom: .pending, previously: true))
+    }
+
+    @Test func renewal() {
+        #expect(!DeliveryStoreRules.needsRenewal(expiresAt: 30_000, now: 0, leaseDuration: .seconds(30)))
+        #expect(!DeliveryStoreRules.needsRenewal(expiresAt: 30_000, now: 9_000, leaseDuration: .seconds(30)))
+        #expect(DeliveryStoreRules.needsRenewal(expiresAt: 30_000, now: 10_000, leaseDuration: .seconds(30)))
+    }
+
+    @Test func idempotencyDecisions() {
+        let window = Duration.seconds(10)
+        #expect(DeliveryStoreRules.idempotency(existingSendID: nil, existingFingerprint: nil, existingCreatedAt: nil,
+                                               fingerprint: "f", now: 0, window: window) == .create)
+        #expect(DeliveryStoreRules.idempotency(existingSendID: "s", existingFingerprint: "f", existingCreatedAt: 0,
+                                               fingerprint: "f", now: 9_999, window: window) == .existing(sendID: "s"))
+        #expect(DeliveryStoreRules.idempotency(existingSendID: "s", existingFingerprint: "g", existingCreatedAt: 0,
+                                               fingerprint: "f", now: 9_999, window: window) == .reused(sendID: "s"))
+        #expect(DeliveryStoreRules.idempotency(existingSendID: "s", existingFingerprint: "g", existingCreatedAt: 0,
+                                               fingerprint: "f", now: 10_000, window: window) == .expired(sendID: "s"))
+        #expect(DeliveryStoreRules.keyReusedError(key: "k", sendID: "s").code == .idempotencyKeyReused)
+    }
+
+    @Test func tokenRegistryRule() {
+        #expect(DeliveryStoreRules.isInvalid(invalidSince: 100, registeredAt: nil))
+        #expect(DeliveryStoreRules.isInvalid(invalidSince: 100, registeredAt: 100))
+        #expect(!DeliveryStoreRules.isInvalid(invalidSince: 100, registeredAt: 101))
+        let record = InvalidTokenRecord(token: "t", provider: "apns", reason: "Unregistered", invalidSince: 5,
+                                        recordedAt: 6)
+        let outcome = DeliveryStoreRules.invalidTokenOutcome(record)
+        #expect(outcome.state == .skipped && outcome.code == NorqError.Code.tokenInvalid.rawValue)
+    }
+
+    @Test func retryAndPruneTimes() {
+        #expect(DeliveryStoreRules.retryAt(now: 1_000, delay: .milliseconds(250)) == 1_250)
+        #expect(DeliveryStoreRules.retryAt(now: 1_000, delay: .milliseconds(-5)) == 1_000)
+        #expect(DeliveryStoreRules.pruneBefore(now: 100_000, retention: .seconds(60)) == 40_000)
+        #expect(Duration.milliseconds(1_500).wholeMilliseconds == 1_500)
+    }
+}

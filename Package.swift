@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "NorqStoreSQLite", targets: ["NorqStoreSQLite"]),
         .library(name: "NorqStorePostgres", targets: ["NorqStorePostgres"]),
         .executable(name: "norq", targets: ["norq"]),
+        .library(name: "NorqServer", targets: ["NorqServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -37,6 +38,9 @@ let package = Package(
         // Durable delivery (issue 18): the embedded SQLite store and the PostgreSQL store.
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // `norq serve` (issue 19): the HTTP API and its Prometheus metrics.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         .target(
@@ -115,6 +119,7 @@ let package = Package(
                 "NorqStoreSQLite", "NorqStorePostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                "NorqServer",
             ],
             swiftSettings: strict
         ),
@@ -203,6 +208,31 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // `norq serve` (issue 19): the router as an authenticated HTTP service on Hummingbird 2.
+        .target(
+            name: "NorqServer",
+            dependencies: [
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqServerTests",
+            dependencies: [
+                "NorqServer", "NorqCore", "NorqConfig", "norq", "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
         ),

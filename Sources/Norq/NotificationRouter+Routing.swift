@@ -101,3 +101,11 @@ extension DeliveryTarget {
         }
     }
 }
+
+extension NotificationRouter {
+    /// The provider instance routing would choose for `target` (nil when none would): what an API server checks
+    /// against a caller's allowed providers before it enqueues.
+    public func routedProviderName(for target: DeliveryTarget) -> String? {
+        route(target).providerName
+    }
+}

@@ -167,11 +167,12 @@ public struct ConfigurationLoader: Sendable {
         if let store = top["store"] {
             configuration.store = try StoreConfiguration.parse(store, baseDirectory: baseDirectory)
         }
+        if let server = top["server"] { configuration.server = try ServerConfiguration.parse(server) }
         return configuration
     }
 
     /// Top-level keys of a config file. `notifications:` is Norq's name for our `templates:`.
-    public static let topLevelKeys = ["templates", "notifications", "providers", "routing", "store"] + ignoredTopLevelKeys
+    public static let topLevelKeys = ["templates", "notifications", "providers", "routing", "store", "server"] + ignoredTopLevelKeys
     /// Norq keys this router reads past (they configure email branding and code generation): accepted, kept
     /// in ``NorqConfiguration/ignoredKeys`` and shown by `norq validate`.
     public static let ignoredTopLevelKeys = ["brand", "codegen", "theme", "fonts"]

@@ -110,6 +110,8 @@ public struct NorqConfiguration: Sendable {
     public var ignoredKeys: [String] = []
     /// `store:`: durable delivery's database; nil when not configured (sends are delivered in process).
     public var store: StoreConfiguration?
+    /// `server:`: how `norq serve` listens and its API keys; nil when not configured.
+    public var server: ServerConfiguration?
 
     public init(file: String? = nil, templatesDirectory: String? = nil,
                 providers: [ProviderInstanceConfiguration] = [], routing: RoutingTable = RoutingTable()) {

@@ -22,6 +22,7 @@ struct NorqCommand: AsyncParsableCommand {
         subcommands: [RenderCommand.self, SendCommand.self, ValidateCommand.self, TestCommand.self,
                       EmulatorCommand.self, ChannelsCommand.self,
                       NewCommand.self, InitCommand.self, ProviderCommand.self,
-                      WorkerCommand.self, StatusCommand.self, TokensCommand.self, MigrateCommand.self]
+                      WorkerCommand.self, StatusCommand.self, TokensCommand.self, MigrateCommand.self,
+                      ServeCommand.self]
     )
 }

@@ -1,0 +1,337 @@
+import Hummingbird
+import Metrics
+import Norq
+import NorqConfig
+import NorqCore
+import NorqTemplates
+import NIOCore
+
+extension NorqServer {
+    static let idempotencyHeader = HTTPFields.Element.Name("Idempotency-Key")!
+    static let replayedHeader = HTTPFields.Element.Name("Idempotent-Replayed")!
+    /// Longest accepted `Idempotency-Key` (bytes).
+    static let maximumIdempotencyKey = 255
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        router.get("/healthz") { _, _ in ServerJSON.response(200, ["status": "ok"]) }
+        router.get("/readyz") { _, _ in try await self.readiness() }
+        router.get("/metrics") { request, context in
+            var context = context
+            try self.authorize(request, &context)
+            return await self.metricsText()
+        }
+        router.post("/v1/sends") { request, context in
+            var context = context
+            let key = try self.authorize(request, &context)
+            return try await self.send(request, key: key)
+        }
+        router.get("/v1/sends/:id") { request, context in
+            var context = context
+            try self.authorize(request, &context)
+            let id = context.parameters.get("id") ?? ""
+            return try await self.status(id: id, request: request)
+        }
+        router.post("/v1/render") { request, context in
+            var context = context
+            let key = try self.authorize(request, &context)
+            return try await self.render(request, key: key)
+        }
+        router.post("/v1/validate") { request, context in
+            var context = context
+            let key = try self.authorize(request, &context)
+            return try await self.validate(request, key: key)
+        }
+        router.post("/v1/tokens/invalid") { request, context in
+            var context = context
+            try self.authorize(request, &context)
+            return try await self.tokens(request)
+        }
+    }
+
+    // MARK: auth and rate
+
+    /// The caller's key (nil with `--no-auth`); 401 without a valid key, 429 past the key's rate.
+    @discardableResult
+    func authorize(_ request: Request, _ context: inout ServerRequestContext) throws -> APIKeyTable.Entry? {
+        let entry = keys.authenticate(authorization: request.headers[.authorization])
+        if entry == nil && !allowAnonymous {
+            throw NorqError(.serverUnauthorized, "this route needs Authorization: Bearer <API key> with a configured key")
+        }
+        let name = entry?.name ?? "anonymous"
+        context.keyName = name
+        if case .limited(let seconds) = rateLimiter.take(key: name) {
+            throw RateLimited(seconds: seconds)
+        }
+        return entry
+    }
+
+    /// `server/forbidden` unless `key` may use `template`.
+    func checkTemplate(_ template: String, key: APIKeyTable.Entry?) throws(NorqError) {
+        if let allowed = key?.templates, !allowed.contains(template) {
+            throw NorqError(.serverForbidden, "API key \(key?.name ?? "") may not use template \"\(template.prefix(100))\"")
+        }
+    }
+
+    // MARK: POST /v1/sends
+
+    func send(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
+        let limits = settings.limits
+        let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes)
+        let parsed = try SendRequest(body, library: dependencies.templates, maximumTargets: limits.recipients)
+        try checkTemplate(parsed.template, key: key)
+        let router = dependencies.delivery.router
+        if let allowed = key?.providers {
+            for recipient in parsed.recipients {
+                let targets = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
+                for target in targets {
+                    if let provider = router.routedProviderName(for: target), !allowed.contains(provider) {
+                        throw NorqError(.serverForbidden,
+                                        "API key \(key?.name ?? "") may not send through provider \"\(provider)\" (target \(target.redacted))")
+                    }
+                }
+            }
+        }
+        var options = parsed.options
+        var gateKey: String?
+        if let idempotencyKey = request.headers[Self.idempotencyHeader] {
+            guard !idempotencyKey.isEmpty, idempotencyKey.utf8.count <= Self.maximumIdempotencyKey else {
+                throw NorqError(.serverInvalidRequest, "Idempotency-Key must be 1 to \(Self.maximumIdempotencyKey) bytes")
+            }
+            // Keys are scoped per API key: one caller can never reach another's send through a shared key.
+            let scoped = (key?.name ?? "anonymous") + ":" + idempotencyKey
+            guard gate.acquire(scoped) else {
+                throw NorqError(.serverIdempotencyInProgress,
+                                "a request with this Idempotency-Key is being accepted right now; retry after it answers")
+            }
+            gateKey = scoped
+            options.idempotencyKey = scoped
+        }
+        let receipt: DurableDelivery.Receipt
+        do {
+            receipt = try await dependencies.delivery.enqueue(template: parsed.template, data: parsed.data,
+                                                              to: parsed.recipients, options: options)
+        } catch {
+            if let gateKey { gate.release(gateKey) }
+            throw error
+        }
+        if let gateKey { gate.release(gateKey) }
+        return try await accepted(receipt, request: request)
+    }
+
+    /// The answer to an accepted send: 202 with the status URL, or after `?wait=true` 200 with the outcomes
+    /// (202 `pending` when the wait ran out).
+    func accepted(_ receipt: DurableDelivery.Receipt, request: Request) async throws -> Response {
+        var headers: HTTPFields = [:]
+        if !receipt.created { headers[Self.replayedHeader] = "true" }
+        let statusURL = "/v1/sends/\(receipt.sendID)"
+        headers[.location] = statusURL
+        var answer: [String: JSONValue] = [
+            "id": .string(receipt.sendID), "targets": .int(Int64(receipt.targetCount)),
+            "statusUrl": .string(statusURL), "status": "accepted",
+        ]
+        guard wantsWait(request) else { return ServerJSON.response(202, Self.sorted(answer), headers: headers) }
+        guard let report = try await waitForOutcomes(receipt.sendID, timeout: waitTimeout(request)) else {
+            answer["status"] = "pending"
+            return ServerJSON.response(202, Self.sorted(answer), headers: headers)
+        }
+        answer["status"] = "finished"
+        answer["summary"] = ServerJSON.summary(report)
+        answer["outcomes"] = .array(report.outcomes.map(ServerJSON.outcomeEntry))
+        return ServerJSON.response(200, Self.sorted(answer), headers: headers)
+    }
+
+    /// The send's report, or nil when it did not finish within `timeout`.
+    func waitForOutcomes(_ sendID: String, timeout: Duration) async throws(NorqError) -> SendReport? {
+        do {
+            return try await dependencies.delivery.wait(for: sendID, timeout: timeout)
+        } catch {
+            if error.code == .storeDeadlineExceeded { return nil }
+            throw error
+        }
+    }
+
+    func wantsWait(_ request: Request) -> Bool {
+        guard let value = request.uri.queryParameters.get("wait") else { return false }
+        return value == "true" || value == "1"
+    }
+
+    /// `?timeout=<seconds>`, bounded by `server.limits.waitTimeout`.
+    func waitTimeout(_ request: Request) -> Duration {
+        let maximum = settings.limits.waitTimeout
+        guard let text = request.uri.queryParameters.get("timeout"), let seconds = Double(text), seconds > 0,
+              seconds.isFinite else { return maximum }
+        return min(maximum, .milliseconds(Int64(min(seconds, 86_400) * 1000)))
+    }
+
+    static func sorted(_ object: [String: JSONValue]) -> JSONValue {
+        .object(.init(uniqueKeysWithValues: object.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+    }
+
+    // MARK: GET /v1/sends/{id}
+
+    func status(id: String, request: Request) async throws -> Response {
+        guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }) else {
+            throw NorqError(.storeSendNotFound, "no send with id \(id.prefix(64))")
+        }
+        let offset = max(0, Int(request.uri.queryParameters.get("offset") ?? "") ?? 0)
+        let limit = min(1000, max(1, Int(request.uri.queryParameters.get("limit") ?? "") ?? 100))
+        let status = try await dependencies.delivery.status(of: id)
+        var states: [String: JSONValue] = [:]
+        for (state, count) in status.states { states[state.rawValue] = .int(Int64(count)) }
+        let page = status.rows.dropFirst(offset).prefix(limit)
+        let next = offset + page.count < status.rows.count ? JSONValue.int(Int64(offset + page.count)) : .null
+        return ServerJSON.response(200, Self.sorted([
+            "id": .string(id), "targets": .int(Int64(status.targetCount)), "finished": .bool(status.isFinished),
+            "states": Self.sorted(states), "summary": ServerJSON.summary(status.report),
+            "rows": .array(page.map(ServerJSON.row)),
+            "page": ["offset": .int(Int64(offset)), "limit": .int(Int64(limit)), "next": next],
+        ]))
+    }
+
+    // MARK: POST /v1/render
+
+    func render(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
+        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
+        let parsed = try SendRequest(body, library: dependencies.templates, maximumTargets: settings.limits.recipients,
+                                     recipientsRequired: false)
+        try checkTemplate(parsed.template, key: key)
+        let router = dependencies.delivery.router
+        guard !parsed.recipients.isEmpty else {
+            guard let library = dependencies.templates else {
+                throw NorqError(.noTemplates, "this server has no templates directory")
+            }
+            let compiled = try library.template(named: parsed.template)
+            let content = try compiled.render(data: parsed.data, options: RenderOptions(strict: parsed.options.strict))
+            return ServerJSON.response(200, ["content": ServerJSON.content(content, template: parsed.template)])
+        }
+        let deliveries = try router.prepare(template: parsed.template, data: parsed.data, to: parsed.recipients,
+                                            options: parsed.options)
+        return ServerJSON.response(200, ServerJSON.deliveries(deliveries, template: parsed.template))
+    }
+
+    // MARK: POST /v1/validate
+
+    /// `{"template": "<id>"}` compiles one template (and checks `data` against its schema when given);
+    /// `{}` compiles every template and reports the configuration's providers.
+    func validate(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
+        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
+        try ServerJSON.checkFields(body, allowed: ["template", "data"], in: "the body")
+        guard let library = dependencies.templates else {
+            throw NorqError(.noTemplates, "this server has no templates directory")
+        }
+        func check(_ name: String) -> JSONValue {
+            do {
+                let compiled = try library.template(named: name)
+                var problems: [JSONValue] = []
+                if let data = body["data"] {
+                    problems = compiled.schemaErrors(data).map { ["code": .string($0.code.rawValue), "message": .string($0.message)] }
+                }
+                return ["template": .string(name), "valid": .bool(problems.isEmpty), "errors": .array(problems),
+                        "warnings": .array(compiled.warnings.map { ["code": .string($0.code.rawValue), "message": .string($0.message)] })]
+            } catch {
+                return ["template": .string(name), "valid": false,
+                        "errors": [["code": .string(error.code.rawValue), "message": .string(error.message)]], "warnings": []]
+            }
+        }
+        if let name = try ServerJSON.string(body, "template", in: "the body") {
+            try checkTemplate(name, key: key)
+            _ = try library.template(named: name)  // an unknown template is an error, not a result
+            let result = check(name)
+            return ServerJSON.response(200, ["valid": result["valid"] ?? false, "templates": [result]])
+        }
+        let names = library.templateNames.filter { key?.templates?.contains($0) ?? true }
+        let results = names.map(check)
+        let valid = results.allSatisfy { $0["valid"] == .bool(true) }
+        let providers: [JSONValue] = dependencies.configuration.providers.map {
+            ["name": .string($0.name), "type": .string($0.typeName)]
+        }
+        return ServerJSON.response(200, ["valid": .bool(valid), "templates": .array(results),
+                                         "providers": .array(providers)])
+    }
+
+    // MARK: POST /v1/tokens/invalid
+
+    /// `{"tokens": [..]}`: which of these are invalid; `{"register": [..]}`: record re-registrations;
+    /// `{}` or `{"limit": n}`: the newest entries of the registry (tokens shortened).
+    func tokens(_ request: Request) async throws -> Response {
+        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
+        try ServerJSON.checkFields(body, allowed: ["tokens", "register", "limit"], in: "the body")
+        func list(_ key: String) throws(NorqError) -> [String]? {
+            guard let value = body[key] else { return nil }
+            guard case .array(let items) = value, items.count <= settings.limits.recipients else {
+                throw NorqError(.serverInvalidRequest, "\(key) must be a list of at most \(settings.limits.recipients) tokens")
+            }
+            var tokens: [String] = []
+            for item in items {
+                guard case .string(let token) = item, !token.isEmpty, token.utf8.count <= 4096 else {
+                    throw NorqError(.serverInvalidRequest, "\(key) must hold non-empty token strings")
+                }
+                tokens.append(token)
+            }
+            return tokens
+        }
+        let store = dependencies.delivery.store
+        if let register = try list("register") {
+            for token in register { try await dependencies.delivery.registerToken(token) }
+            return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
+        }
+        let limit = Int(min(100_000, max(1, try ServerJSON.int(body, "limit", in: "the body") ?? 1000)))
+        if let wanted = try list("tokens") {
+            let records = try await store.invalidTokens(limit: 100_000)
+            var byToken: [String: InvalidTokenRecord] = [:]
+            for record in records where byToken[record.token] == nil { byToken[record.token] = record }
+            let results: [JSONValue] = wanted.map { token in
+                guard let record = byToken[token] else {
+                    return ["token": .string(PushToken.redact(token)), "invalid": false]
+                }
+                return Self.tokenJSON(record)
+            }
+            return ServerJSON.response(200, ["tokens": .array(results)])
+        }
+        let records = try await store.invalidTokens(limit: limit)
+        return ServerJSON.response(200, ["tokens": .array(records.map(Self.tokenJSON))])
+    }
+
+    static func tokenJSON(_ record: InvalidTokenRecord) -> JSONValue {
+        ["token": .string(PushToken.redact(record.token)), "invalid": .bool(record.isInvalid),
+         "provider": .optional(record.provider), "reason": .string(record.reason),
+         "invalidSince": .int(record.invalidSince), "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null]
+    }
+
+    // MARK: health, readiness, metrics
+
+    func readiness() async throws -> Response {
+        let router = dependencies.delivery.router
+        guard !router.providers.isEmpty else {
+            throw NorqError(.serverNotReady, "no provider is loaded")
+        }
+        do {
+            _ = try await dependencies.delivery.store.counts()
+        } catch {
+            throw NorqError(.serverNotReady, "the store does not answer: \(error.code)")
+        }
+        return ServerJSON.response(200, ["status": "ready", "providers": .int(Int64(router.providers.count))])
+    }
+
+    func metricsText() async -> Response {
+        // Queue depth, read at scrape time (one bounded query).
+        if let counts = try? await dependencies.delivery.store.counts() {
+            for state in [DeliveryState.pending, .leased] {
+                Gauge(label: "norq_outbox_rows", dimensions: [("state", state.rawValue)]).record(counts[state] ?? 0)
+            }
+        }
+        let text = dependencies.metrics?.emitToBuffer() ?? []
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+    }
+}
+
+/// A 429 with `Retry-After`.
+struct RateLimited: Error, HTTPResponseError {
+    var seconds: Int
+    var status: HTTPResponse.Status { .tooManyRequests }
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        ServerJSON.error(NorqError(.serverRateLimited, "too many requests for this API key; retry after \(seconds) s"),
+                         headers: [.retryAfter: "\(seconds)"])
+    }
+}

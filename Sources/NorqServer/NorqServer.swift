@@ -1,0 +1,162 @@
+public import Hummingbird
+public import Logging
+public import Norq
+public import NorqConfig
+public import NorqCore
+public import NorqTemplates
+public import ServiceLifecycle
+import NIOCore
+public import Prometheus
+import Metrics
+
+/// `norq serve`: the router as an authenticated HTTP API on Hummingbird 2. A `Service`: run it in a
+/// `ServiceGroup` after the router and the durable worker, so that graceful shutdown stops the listener first
+/// (requests in flight finish), then the worker (attempts in flight finish, claimed rows are released), then the
+/// router (providers drain).
+///
+/// Every route but `/healthz` and `/readyz` needs `Authorization: Bearer <key>` (unless built with
+/// `allowAnonymous`); errors are `{"error": {"code", "message"}}` with the code's HTTP status.
+public final class NorqServer: Service {
+    /// What the server needs from the rest of the process.
+    public struct Dependencies: Sendable {
+        public var delivery: DurableDelivery
+        public var templates: TemplateLibrary?
+        /// The loaded configuration (for `/v1/validate` and `/readyz`).
+        public var configuration: NorqConfiguration
+        /// The Prometheus registry `/metrics` renders (see ``NorqServer/bootstrapMetrics()``).
+        public var metrics: PrometheusCollectorRegistry?
+
+        public init(delivery: DurableDelivery, templates: TemplateLibrary?, configuration: NorqConfiguration,
+                    metrics: PrometheusCollectorRegistry?) {
+            self.delivery = delivery
+            self.templates = templates
+            self.configuration = configuration
+            self.metrics = metrics
+        }
+    }
+
+    let settings: ServerConfiguration
+    let dependencies: Dependencies
+    let keys: APIKeyTable
+    let allowAnonymous: Bool
+    let rateLimiter: RateLimiter
+    let gate = IdempotencyGate()
+    let logger: Logger
+    let requestMetrics: RequestMetrics
+    private let onListening: @Sendable (String, Int) -> Void
+
+    /// - Parameters:
+    ///   - settings: the `server:` block (host, port, keys, limits), after `--host`/`--port`.
+    ///   - allowAnonymous: `--no-auth`: no key needed (the caller checked the address is loopback).
+    ///   - onListening: called with the bound host and port once the server accepts connections.
+    public init(settings: ServerConfiguration, dependencies: Dependencies, allowAnonymous: Bool = false,
+                logger: Logger = Logger(label: "norq.server"),
+                onListening: @escaping @Sendable (String, Int) -> Void = { _, _ in }) {
+        self.settings = settings
+        self.dependencies = dependencies
+        self.keys = APIKeyTable(settings.apiKeys)
+        self.allowAnonymous = allowAnonymous
+        self.rateLimiter = RateLimiter(ratePerSecond: settings.limits.ratePerSecond, burst: settings.limits.burst)
+        self.logger = logger
+        self.requestMetrics = RequestMetrics()
+        self.onListening = onListening
+    }
+
+    /// Refuses an insecure start: no keys without `--no-auth`, or `--no-auth` on an address that is not loopback.
+    public static func checkSecurity(_ settings: ServerConfiguration, noAuth: Bool) throws(NorqError) {
+        if noAuth {
+            guard isLoopback(settings.host) else {
+                throw NorqError(.serverInsecure,
+                                "--no-auth is allowed only on a loopback address (127.0.0.1, ::1, localhost), not \(settings.host)",
+                                hint: "add server.apiKeys to norq.yaml, or listen on 127.0.0.1")
+            }
+            return
+        }
+        guard !settings.apiKeys.isEmpty else {
+            throw NorqError(.serverInsecure, "norq serve needs at least one API key (server.apiKeys in norq.yaml)",
+                            at: settings.location,
+                            hint: "server: { apiKeys: [{ name: me, key: \"${NORQ_API_KEY}\" }] }, or --no-auth on 127.0.0.1 for local use")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
+    /// Makes a Prometheus registry the process's swift-metrics backend (once per process) and returns it.
+    public static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }
+
+    /// Listens until graceful shutdown (stops accepting, lets requests in flight finish) or cancellation.
+    public func run() async throws {
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: ErrorAndAccessMiddleware(logger: logger, metrics: requestMetrics))
+        addRoutes(to: router)
+        let idle = settings.limits.idleTimeout.components
+        let onListening = self.onListening
+        let host = settings.host
+        let app = Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: .seconds(max(1, idle.seconds)))),
+            configuration: .init(address: .hostname(host, port: settings.port), serverName: "norq"),
+            onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
+            logger: logger)
+        do {
+            try await app.run()
+        } catch let error as NorqError {
+            throw error
+        } catch let error as IOError {
+            throw NorqError(.serverBindFailed, "could not listen on \(host):\(settings.port): \(error)")
+        }
+    }
+}
+
+/// Maps every error to the JSON error body (a client mistake never becomes a 500), writes one access log line
+/// per request (method, route pattern, status, key name, duration; never a key, a token or a body) and counts
+/// requests by route pattern and status.
+struct ErrorAndAccessMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let logger: Logger
+    let metrics: RequestMetrics
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as NorqError {
+            response = ServerJSON.error(error)
+        } catch let limited as RateLimited {
+            response = ServerJSON.error(NorqError(.serverRateLimited,
+                                                  "too many requests for this API key; retry after \(limited.seconds) s"),
+                                        headers: [.retryAfter: "\(limited.seconds)"])
+        } catch let error as HTTPResponseError {
+            let code: NorqError.Code = switch error.status.code {
+            case 404: .serverNotFound
+            case 413: .serverBodyTooLarge
+            default: .serverInvalidRequest
+            }
+            var answer = ServerJSON.error(NorqError(code, error.status.code == 404
+                                                    ? "no route \(request.method) \(request.uri.path.prefix(200))"
+                                                    : "the request was refused (\(error.status.code))"))
+            if error.status.code == 405 { answer.status = .methodNotAllowed }
+            response = answer
+        } catch {
+            logger.warning("unexpected error answering a request", metadata: ["norq.error": "\(type(of: error))"])
+            response = ServerJSON.response(500, ["error": ["code": "server/internal", "message": "internal error"]])
+        }
+        let route = context.endpointPath ?? "unmatched"
+        let elapsed = ContinuousClock.now - started
+        metrics.record(route: route, method: request.method.rawValue, status: response.status.code, duration: elapsed)
+        logger.info("request", metadata: [
+            "norq.http.method": "\(request.method)", "norq.http.route": "\(route)",
+            "norq.http.status": "\(response.status.code)", "norq.api-key": "\(context.keyName ?? "-")",
+            "norq.http.duration-ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+        ])
+        return response
+    }
+}

@@ -1,0 +1,197 @@
+import Hummingbird
+import Norq
+import NorqCore
+import NIOCore
+import OrderedCollections
+
+/// JSON bodies in and out of the API: bounded reading, field checks, and the answer documents.
+enum ServerJSON {
+    static let contentType = "application/json"
+
+    /// A JSON response with `status`.
+    static func response(_ status: Int, _ body: JSONValue, headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        headers[.contentType] = contentType
+        let bytes = body.serialized()
+        return Response(status: HTTPResponse.Status(code: status), headers: headers,
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// `{"error": {"code", "message"}}` with the error's status. Messages never hold a key or a whole token.
+    static func error(_ error: NorqError, headers: HTTPFields = [:]) -> Response {
+        var object: JSONValue = ["code": .string(error.code.rawValue), "message": .string(error.message)]
+        if let hint = error.hint, case .object(var fields) = object {
+            fields["hint"] = .string(hint)
+            object = .object(fields)
+        }
+        return response(error.httpStatus, ["error": object], headers: headers)
+    }
+
+    /// Reads the body (at most `limit` bytes) and parses it as a JSON object.
+    static func readObject(_ request: Request, limit: Int) async throws(NorqError) -> [String: JSONValue] {
+        let type = request.headers[.contentType]?.lowercased() ?? ""
+        guard type == contentType || type.hasPrefix(contentType + ";") else {
+            throw NorqError(.serverUnsupportedMediaType,
+                            "the body must be JSON with Content-Type: application/json (got \(type.isEmpty ? "none" : "\(type.prefix(64))"))")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw NorqError(.serverBodyTooLarge, "the body is larger than \(limit) bytes (server.limits.bodyBytes)")
+        } catch {
+            throw NorqError(.serverInvalidRequest, "the body could not be read")
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64)
+        } catch {
+            throw NorqError(.serverInvalidRequest, "the body is not valid JSON: \(error.message)")
+        }
+        guard case .object(let object) = json else {
+            throw NorqError(.serverInvalidRequest, "the body must be a JSON object")
+        }
+        var result: [String: JSONValue] = [:]
+        for (key, value) in object { result[key] = value }
+        return result
+    }
+
+    /// Refuses fields not in `allowed` (a typo must not be silently ignored).
+    static func checkFields(_ object: [String: JSONValue], allowed: Set<String>, in place: String) throws(NorqError) {
+        for key in object.keys.sorted() where !allowed.contains(key) {
+            throw NorqError(.serverInvalidRequest, "unknown field \"\(key.prefix(64))\" in \(place)",
+                            hint: "allowed: " + allowed.sorted().joined(separator: ", "))
+        }
+    }
+
+    static func string(_ object: [String: JSONValue], _ key: String, in place: String) throws(NorqError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .string(let text) = value, !text.isEmpty else {
+            throw NorqError(.serverInvalidRequest, "\(place).\(key) must be a non-empty string")
+        }
+        return text
+    }
+
+    static func int(_ object: [String: JSONValue], _ key: String, in place: String) throws(NorqError) -> Int64? {
+        guard let value = object[key], value != .null else { return nil }
+        switch value {
+        case .int(let number): return number
+        case .double(let number) where number.rounded() == number && abs(number) < 1e15: return Int64(number)
+        default: throw NorqError(.serverInvalidRequest, "\(place).\(key) must be an integer")
+        }
+    }
+
+    static func bool(_ object: [String: JSONValue], _ key: String, in place: String) throws(NorqError) -> Bool? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .bool(let flag) = value else {
+            throw NorqError(.serverInvalidRequest, "\(place).\(key) must be true or false")
+        }
+        return flag
+    }
+
+    // MARK: documents
+
+    static func target(_ target: DeliveryTarget) -> JSONValue {
+        switch target {
+        case .token(let token):
+            return ["token": .string(token.redacted), "platform": .string(token.platform.rawValue),
+                    "environment": .optional(token.environment?.rawValue)]
+        case .channel(let channel):
+            return ["channel": .string(channel.channel), "environment": .optional(channel.environment?.rawValue)]
+        }
+    }
+
+    static func outcome(_ result: PushOutcome.Result) -> JSONValue {
+        switch result {
+        case .delivered(let delivered):
+            return ["kind": "delivered", "status": .int(Int64(delivered.status)), "messageId": .optional(delivered.messageID)]
+        case .rejected(let rejected):
+            return ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": .optional(rejected.reason),
+                    "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue),
+                    "messageId": .optional(rejected.messageID),
+                    "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null]
+        case .failed(let error):
+            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message)]
+        case .skipped(let skipped):
+            return ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
+        case .duplicate(let first):
+            return ["kind": "duplicate", "of": outcome(first)]
+        }
+    }
+
+    static func outcomeEntry(_ outcome: PushOutcome) -> JSONValue {
+        ["target": target(outcome.target), "recipient": .optional(outcome.recipientID),
+         "provider": .optional(outcome.provider), "attempts": .int(Int64(outcome.attempts)),
+         "result": self.outcome(outcome.result)]
+    }
+
+    static func row(_ row: OutboxRow) -> JSONValue {
+        [
+            "position": .int(Int64(row.position)),
+            "token": .string(PushToken.redact(row.identity)),
+            "recipient": .optional(row.recipientID),
+            "provider": .optional(row.provider),
+            "state": .string(row.state.rawValue),
+            "attempts": .int(Int64(row.attempts)),
+            "messageId": .optional(row.messageID),
+            "status": row.last?.status.map { .int(Int64($0)) } ?? .null,
+            "code": .optional(row.last?.code),
+            "reason": .optional(row.last?.reason),
+            "mayHaveBeenDelivered": .bool(row.mayHaveBeenDelivered),
+        ]
+    }
+
+    static func summary(_ report: SendReport) -> JSONValue {
+        [
+            "delivered": .int(Int64(report.delivered)), "rejected": .int(Int64(report.rejected)),
+            "failed": .int(Int64(report.failed)), "skipped": .int(Int64(report.skipped)),
+            "duplicates": .int(Int64(report.duplicates)), "allDelivered": .bool(report.allDelivered),
+        ]
+    }
+
+    static func content(_ content: PushContent, template: String) -> JSONValue {
+        var headers: [String: JSONValue] = [:]
+        if let priority = content.headers.priority { headers["apns-priority"] = .int(Int64(priority)) }
+        if let pushType = content.headers.pushType { headers["apns-push-type"] = .string(pushType) }
+        if let collapse = content.headers.collapseID { headers["apns-collapse-id"] = .string(collapse) }
+        if let topic = content.headers.topic { headers["apns-topic"] = .string(topic) }
+        var object: [String: JSONValue] = [
+            "template": .string(template), "title": .string(content.title), "body": .string(content.body),
+            "image": .optional(content.image), "actionUrl": .optional(content.actionURL),
+            "headers": .object(.init(uniqueKeysWithValues: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })),
+            "data": .object(content.data),
+        ]
+        if let native = content.nativePayload { object["nativePayload"] = native }
+        return .object(.init(uniqueKeysWithValues: object.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+    }
+
+    /// The dry run's requests; `authorization` is shown in its redacted form (never the JWT).
+    static func deliveries(_ deliveries: [PreparedDelivery], template: String) -> JSONValue {
+        let items: [JSONValue] = deliveries.map { delivery in
+            var object: [String: JSONValue] = [
+                "recipient": .optional(delivery.recipientID),
+                "target": target(delivery.target),
+                "provider": .optional(delivery.provider),
+                "routing": .string(delivery.routing),
+            ]
+            switch delivery.plan {
+            case .request(let request):
+                let headers: [JSONValue] = request.displayHeaders.map { ["name": .string($0.name), "value": .string($0.value)] }
+                let body = (try? JSONValue(parsing: request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
+                object["request"] = [
+                    "method": .string(request.method), "path": .string(request.path),
+                    "authority": .string(request.authority),
+                    "headers": .array(headers), "body": body, "bodyBytes": .int(Int64(request.body.count)),
+                ]
+            case .noRequest(let result):
+                object["outcome"] = outcome(result)
+            }
+            return .object(.init(uniqueKeysWithValues: object.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+        }
+        return ["template": .string(template), "deliveries": .array(items)]
+    }
+}
+
+extension JSONValue {
+    static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+}

@@ -1,0 +1,393 @@
+import Foundation
+import NorqCore
+import NorqTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `norq serve` as a process: every route's success and error paths, checked against docs/openapi.yaml.
+@Suite(.serialized) struct ServeEndToEndTests {
+    static func token(_ index: Int) -> String {
+        let hex = String(index, radix: 16)
+        return "a" + String(repeating: "0", count: 63 - hex.count) + hex
+    }
+
+    static func sendBody(_ tokens: [String], template: String = "order-shipped") -> JSONValue {
+        ["template": .string(template), "sample": "Default", "to": .array(tokens.map(JSONValue.string))]
+    }
+
+    @Test func everyRouteAnswersAsDocumented() async throws {
+        let contract = try OpenAPIContract.load()
+        let unregistered = Self.token(9999)
+        let served = try await ServedNorq.start(faults: .init(unregisteredTokens: [unregistered: 1_700_000_000_000]))
+        defer { Task { await served.cleanup() } }
+        func check(_ method: String, _ path: String, _ answer: ServedNorq.Answer, _ status: Int, code: String? = nil,
+                   sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+            #expect(answer.status == status, "\(method) \(path): \(answer.status) \(answer.text.prefix(300))",
+                    sourceLocation: sourceLocation)
+            if let code { #expect(answer.errorCode == code, "\(answer.text.prefix(300))", sourceLocation: sourceLocation) }
+            contract.check(method, path, answer, sourceLocation: sourceLocation)
+            #expect(!answer.text.contains(ServedNorq.fullKey) && !answer.text.contains(ServedNorq.limitedKey),
+                    "no answer holds key material", sourceLocation: sourceLocation)
+        }
+
+        // Health without a key; everything else needs one.
+        check("GET", "/healthz", try await served.request("GET", "/healthz", key: nil), 200)
+        check("GET", "/readyz", try await served.request("GET", "/readyz", key: nil), 200)
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", key: nil, json: Self.sendBody([Self.token(1)])),
+              401, code: "server/unauthorized")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", key: "wrong-key-0123456789abcdef",
+                                                            json: Self.sendBody([Self.token(1)])), 401, code: "server/unauthorized")
+        check("GET", "/metrics", try await served.request("GET", "/metrics", key: nil), 401, code: "server/unauthorized")
+
+        // A send: 202 with the id and status URL, then its status.
+        let accepted = try await served.request("POST", "/v1/sends", json: Self.sendBody([Self.token(1), Self.token(2)]))
+        check("POST", "/v1/sends", accepted, 202)
+        let id = try #require(accepted.json?["id"]?.stringValue)
+        #expect(accepted.json?["statusUrl"]?.stringValue == "/v1/sends/\(id)")
+        #expect(accepted.json?["targets"]?.intValue == 2)
+        #expect(accepted.header("Idempotent-Replayed") == nil)
+        var finished = false
+        let end = ContinuousClock.now.advanced(by: .seconds(30))
+        while !finished, ContinuousClock.now < end {
+            let status = try await served.request("GET", "/v1/sends/\(id)")
+            check("GET", "/v1/sends/{id}", status, 200)
+            finished = status.json?["finished"] == .bool(true)
+            if finished {
+                #expect(status.json?["summary"]?["delivered"]?.intValue == 2)
+                #expect(!status.text.contains(Self.token(1)), "rows show shortened tokens only")
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        #expect(finished)
+        let page = try await served.request("GET", "/v1/sends/\(id)?offset=1&limit=1")
+        check("GET", "/v1/sends/{id}", page, 200)
+        #expect(page.json?["rows"]?.arrayValue?.count == 1)
+        #expect(page.json?["page"]?["next"] == .null)
+        check("GET", "/v1/sends/{id}", try await served.request("GET", "/v1/sends/00000000-0000-0000-0000-000000000000"),
+              404, code: "store/send-not-found")
+        check("GET", "/v1/sends/{id}", try await served.request("GET", "/v1/sends/not%20an%20id"), 404, code: "store/send-not-found")
+
+        // ?wait=true answers with the outcomes.
+        let waited = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(3)]))
+        check("POST", "/v1/sends", waited, 200)
+        #expect(waited.json?["status"]?.stringValue == "finished")
+        #expect(waited.json?["outcomes"]?.arrayValue?.first?["result"]?["kind"]?.stringValue == "delivered")
+        #expect(served.emulator.requests.count == 3)
+
+        // The token registry: a 410 token is recorded, queried, and registered again.
+        let gone = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([unregistered]))
+        check("POST", "/v1/sends", gone, 200)
+        #expect(gone.json?["outcomes"]?.arrayValue?.first?["result"]?["kind"]?.stringValue == "rejected")
+        let query = try await served.request("POST", "/v1/tokens/invalid", json: ["tokens": [.string(unregistered), .string(Self.token(1))]])
+        check("POST", "/v1/tokens/invalid", query, 200)
+        #expect(query.json?["tokens"]?.arrayValue?.map { $0["invalid"] } == [.bool(true), .bool(false)])
+        #expect(!query.text.contains(unregistered), "tokens are shortened in answers")
+        let listed = try await served.request("POST", "/v1/tokens/invalid", json: [:])
+        check("POST", "/v1/tokens/invalid", listed, 200)
+        #expect(listed.json?["tokens"]?.arrayValue?.count == 1)
+        let registered = try await served.request("POST", "/v1/tokens/invalid", json: ["register": [.string(unregistered)]])
+        check("POST", "/v1/tokens/invalid", registered, 200)
+        #expect(registered.json?["registered"]?.intValue == 1)
+        check("POST", "/v1/tokens/invalid", try await served.request("POST", "/v1/tokens/invalid", json: ["tokens": "x"]),
+              400, code: "server/invalid-request")
+
+        // Render: content without recipients, the exact requests with them (no JWT).
+        let content = try await served.request("POST", "/v1/render", json: ["template": "order-shipped", "sample": "Default"])
+        check("POST", "/v1/render", content, 200)
+        #expect(content.json?["content"]?["title"]?.stringValue == "Order #ORD-123 shipped")
+        let requests = try await served.request("POST", "/v1/render", json: Self.sendBody([Self.token(5)]))
+        check("POST", "/v1/render", requests, 200)
+        #expect(requests.json?["deliveries"]?.arrayValue?.first?["request"]?["method"]?.stringValue == "POST")
+        #expect(!requests.text.lowercased().contains("bearer ey"), "the JWT is redacted")
+        check("POST", "/v1/render", try await served.request("POST", "/v1/render", json: ["template": "nope"]),
+              422, code: "template/not-found")
+
+        // Validate.
+        let all = try await served.request("POST", "/v1/validate", json: [:])
+        check("POST", "/v1/validate", all, 200)
+        #expect((all.json?["templates"]?.arrayValue?.count ?? 0) >= 3)
+        let one = try await served.request("POST", "/v1/validate", json: ["template": "order-shipped", "data": ["order": ["id": 1]]])
+        check("POST", "/v1/validate", one, 200)
+        check("POST", "/v1/validate", try await served.request("POST", "/v1/validate", json: ["template": "nope"]),
+              422, code: "template/not-found")
+        check("POST", "/v1/validate", try await served.request("POST", "/v1/validate", json: ["templat": "x"]),
+              400, code: "server/invalid-request")
+
+        // Bad input: each a JSON error with the right status.
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", body: Array("{not json".utf8)),
+              400, code: "server/invalid-request")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", body: Array("[1,2]".utf8)),
+              400, code: "server/invalid-request")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: ["template": "order-shipped", "to": [.string(Self.token(1))], "extra": 1]),
+              400, code: "server/invalid-request")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: ["template": "order-shipped", "sample": "Default"]),
+              400, code: "server/invalid-request")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: Self.sendBody([Self.token(1)]), contentType: "text/plain"),
+              415, code: "server/unsupported-media-type")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", body: Array(repeating: UInt8(ascii: " "), count: 70_000)),
+              413, code: "server/body-too-large")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: Self.sendBody((0..<101).map(Self.token))),
+              413, code: "server/too-many-recipients")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: Self.sendBody([Self.token(1)], template: "nope")),
+              422, code: "template/not-found")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: ["template": "order-shipped", "sample": "nope", "to": [.string(Self.token(1))]]),
+              422, code: "server/unknown-sample")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: ["template": "order-shipped", "sample": "Default", "to": [["token": "", "platform": "ios"]]]),
+              422)
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: ["template": "order-shipped", "sample": "Default", "to": [.string(Self.token(1))], "options": ["priority": 99]]),
+              400, code: "server/invalid-request")
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", json: ["template": "order-shipped", "sample": "Default", "to": [.string(Self.token(1))], "options": ["environment": "staging"]]),
+              422, code: "push/invalid-environment")
+
+        // Scopes: the limited key may use background-refresh only.
+        check("POST", "/v1/sends", try await served.request("POST", "/v1/sends", key: ServedNorq.limitedKey, json: Self.sendBody([Self.token(1)])),
+              403, code: "server/forbidden")
+        check("POST", "/v1/render", try await served.request("POST", "/v1/render", key: ServedNorq.limitedKey, json: ["template": "order-shipped"]),
+              403, code: "server/forbidden")
+
+        // An unknown route is a JSON 404 too.
+        let missing = try await served.request("GET", "/v1/nothing-here")
+        #expect(missing.status == 404)
+        #expect(missing.errorCode == "server/not-found")
+
+        // Metrics: Prometheus text with request and delivery series, no key or token in any label.
+        let metrics = try await served.request("GET", "/metrics")
+        check("GET", "/metrics", metrics, 200)
+        #expect(metrics.text.contains("norq_http_requests_total"))
+        #expect(metrics.text.contains("norq_outbox_rows"))
+        #expect(!metrics.text.contains(Self.token(1)) && !metrics.text.contains("full-access"))
+
+        #expect(try await served.stop() == 0, "a clean exit on SIGTERM: \(served.log.suffix(2000))")
+        #expect(!served.log.contains(ServedNorq.fullKey), "the log never holds a key")
+    }
+
+    @Test func idempotencyKeysReplayRefuseAndSerialize() async throws {
+        let served = try await ServedNorq.start(faults: .init(latency: .milliseconds(20)))
+        defer { Task { await served.cleanup() } }
+        let body = Self.sendBody([Self.token(1), Self.token(2)])
+        let first = try await served.request("POST", "/v1/sends", json: body, headers: ["Idempotency-Key": "order-1"])
+        #expect(first.status == 202)
+        let repeated = try await served.request("POST", "/v1/sends", json: body, headers: ["Idempotency-Key": "order-1"])
+        #expect(repeated.status == 202)
+        #expect(repeated.header("Idempotent-Replayed") == "true")
+        #expect(repeated.json?["id"] == first.json?["id"])
+        let reused = try await served.request("POST", "/v1/sends", json: Self.sendBody([Self.token(3)]),
+                                              headers: ["Idempotency-Key": "order-1"])
+        #expect(reused.status == 422)
+        #expect(reused.errorCode == "idempotency/key-reused")
+        // Another API key's identical key is its own send (keys are scoped per API key).
+        let other = try await served.request("POST", "/v1/sends", key: ServedNorq.limitedKey,
+                                             json: Self.sendBody([Self.token(7)], template: "background-refresh"),
+                                             headers: ["Idempotency-Key": "order-1"])
+        #expect(other.status == 202, "\(other.text)")
+        #expect(other.json?["id"] != first.json?["id"])
+
+        // 40 concurrent identical requests: one send; each answer is the send (202) or in progress (409).
+        let concurrentBody = Self.sendBody((10..<20).map(Self.token))
+        let answers = try await withThrowingTaskGroup(of: ServedNorq.Answer.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    try await served.request("POST", "/v1/sends", json: concurrentBody, headers: ["Idempotency-Key": "burst"])
+                }
+            }
+            var all: [ServedNorq.Answer] = []
+            for try await answer in group { all.append(answer) }
+            return all
+        }
+        #expect(answers.allSatisfy { $0.status == 202 || $0.status == 409 }, "\(answers.map(\.status))")
+        let ids = Set(answers.filter { $0.status == 202 }.compactMap { $0.json?["id"]?.stringValue })
+        #expect(ids.count == 1, "one send for one key")
+        #expect(answers.filter { $0.status == 202 && $0.header("Idempotent-Replayed") == nil }.count == 1,
+                "exactly one answer created it")
+        #expect(answers.filter { $0.status == 409 }.allSatisfy { $0.errorCode == "server/idempotency-in-progress" })
+        let id = try #require(ids.first)
+        let done = try await served.request("POST", "/v1/sends?wait=true", json: concurrentBody,
+                                            headers: ["Idempotency-Key": "burst"])
+        #expect(done.status == 200)
+        #expect(done.json?["id"]?.stringValue == id)
+        #expect(done.json?["summary"]?["delivered"]?.intValue == 10)
+        // Each token of the burst reached APNs once.
+        let burstTokens = Set((10..<20).map(Self.token))
+        let sent = served.emulator.requests.filter { request in burstTokens.contains { request.path.hasSuffix($0) } }
+        #expect(sent.count == 10)
+    }
+
+    @Test func aKeyPastItsRateGets429WithRetryAfter() async throws {
+        let served = try await ServedNorq.start(limits: "{ ratePerSecond: 0.01, burst: 2 }")
+        defer { Task { await served.cleanup() } }
+        #expect(try await served.request("POST", "/v1/validate", json: [:]).status == 200)
+        #expect(try await served.request("POST", "/v1/validate", json: [:]).status == 200)
+        let limited = try await served.request("POST", "/v1/validate", json: [:])
+        #expect(limited.status == 429)
+        #expect(limited.errorCode == "server/rate-limited")
+        #expect(Int(limited.header("Retry-After") ?? "") ?? 0 >= 1)
+        // Health checks are never limited, and another key has its own bucket.
+        #expect(try await served.request("GET", "/healthz", key: nil).status == 200)
+        #expect(try await served.request("POST", "/v1/validate", key: ServedNorq.limitedKey, json: [:]).status == 200)
+    }
+
+    @Test func sigtermDrainsSendsInFlightAndLosesNothing() async throws {
+        let served = try await ServedNorq.start(faults: .init(latency: .milliseconds(300)))
+        let tokens = (100..<160).map(Self.token)
+        let accepted = try await served.request("POST", "/v1/sends", json: Self.sendBody(tokens))
+        #expect(accepted.status == 202)
+        let id = try #require(accepted.json?["id"]?.stringValue)
+        // Let the worker start some attempts, then stop the server mid-send.
+        let end = ContinuousClock.now.advanced(by: .seconds(20))
+        while served.emulator.requests.isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        let status = try await served.stop(timeout: .seconds(30))
+        #expect(status == 0, "a clean exit within the grace period: \(served.log.suffix(2000))")
+        // A new process on the same database finishes what was left: every token delivered, none twice.
+        let again = try await served.restart()
+        defer { Task { await again.cleanup() } }
+        let waited = try await again.request("GET", "/v1/sends/\(id)?limit=1000")
+        #expect(waited.status == 200)
+        var finished = waited.json?["finished"] == .bool(true)
+        var last = waited
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+        while !finished, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            last = try await again.request("GET", "/v1/sends/\(id)?limit=1000")
+            finished = last.json?["finished"] == .bool(true)
+        }
+        #expect(finished, "\(last.text.prefix(500))")
+        #expect(last.json?["summary"]?["delivered"]?.intValue == Int64(tokens.count))
+        let ids = again.emulator.requests.compactMap { $0.header("apns-id") }
+        #expect(Set(ids).count == tokens.count, "every token reached APNs")
+        #expect(ids.count == tokens.count, "none twice: a graceful stop finishes or releases, it never abandons")
+    }
+
+    @Test func refusesToStartInsecurely() async throws {
+        let served = try await ServedNorq.start()
+        defer { Task { await served.cleanup() } }
+        for (arguments, expected) in [(["--no-auth", "--host", "0.0.0.0"], "server/insecure"),
+                                      (["--port", "\(served.port)"], "server/bind-failed")] {
+            let process = Process()
+            process.executableURL = ServedNorq.executable
+            process.arguments = ["serve", "-c", served.config.path] + (arguments.contains("--port") ? [] : ["--port", "0"]) + arguments
+            process.currentDirectoryURL = served.directory
+            var environment = ProcessInfo.processInfo.environment
+            environment["NORQ_TEST_FULL_KEY"] = ServedNorq.fullKey
+            environment["NORQ_TEST_LIMITED_KEY"] = ServedNorq.limitedKey
+            process.environment = environment
+            let pipe = Pipe()
+            process.standardError = pipe
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 1)
+            #expect(output.contains(expected), "\(output)")
+        }
+        // A configuration without keys refuses to start without --no-auth.
+        let bare = served.directory.appendingPathComponent("bare.yaml")
+        let text = try String(contentsOf: served.config, encoding: .utf8)
+        try String(text[..<text.range(of: "server:")!.lowerBound]).write(to: bare, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = ServedNorq.executable
+        process.arguments = ["serve", "-c", bare.path, "--port", "0"]
+        process.currentDirectoryURL = served.directory
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(output.contains("server/insecure"), "\(output)")
+    }
+
+    /// Random request bodies (bounded: 10,000 of them, 16 at a time): never a 500, never a crash, always a JSON
+    /// body, and an error body whenever the status is 4xx.
+    @Test func fuzzedBodiesNeverCauseAServerError() async throws {
+        let served = try await ServedNorq.start()
+        defer { Task { await served.cleanup() } }
+        let routes = ["/v1/sends", "/v1/render", "/v1/validate", "/v1/tokens/invalid"]
+        var generator = SplitMix(seed: 0x5EED)
+        let bodies: [(String, [UInt8])] = (0..<10_000).map { index in
+            (routes[index % routes.count], Fuzz.body(&generator))
+        }
+        var failures: [String] = []
+        for chunk in stride(from: 0, to: bodies.count, by: 16) {
+            let slice = bodies[chunk..<min(chunk + 16, bodies.count)]
+            let answers = try await withThrowingTaskGroup(of: (String, [UInt8], ServedNorq.Answer).self) { group in
+                for (route, body) in slice {
+                    group.addTask { (route, body, try await served.request("POST", route, body: body)) }
+                }
+                var all: [(String, [UInt8], ServedNorq.Answer)] = []
+                for try await answer in group { all.append(answer) }
+                return all
+            }
+            for (route, body, answer) in answers {
+                let bad = answer.status >= 500 || answer.json == nil || (answer.status >= 400 && answer.errorCode == nil)
+                if bad, failures.count < 5 {
+                    failures.append("\(route) \(answer.status) \(answer.text.prefix(200)) for \(String(decoding: body.prefix(200), as: UTF8.self))")
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        #expect(try await served.request("GET", "/healthz", key: nil).status == 200, "still alive")
+    }
+}
+
+/// A small deterministic random generator (SplitMix64) for the fuzz.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Request bodies: random JSON shaped like the API's (known and unknown fields, wrong types, huge numbers,
+/// deep nesting), truncated JSON, and random bytes.
+enum Fuzz {
+    static let keys = ["template", "data", "sample", "to", "options", "tokens", "register", "limit", "priority",
+                       "environment", "token", "platform", "recipients", "collapseId", "strict", "x"]
+    static let strings = ["order-shipped", "background-refresh", "Default", "ios", "android", "sandbox", "",
+                          "nope", "\u{0}", "../../etc/passwd", "{{x}}", String(repeating: "a", count: 300),
+                          ServeEndToEndTests.token(1), "é漢字🙂"]
+
+    static func value<G: RandomNumberGenerator>(_ g: inout G, depth: Int) -> JSONValue {
+        switch Int.random(in: 0..<(depth > 4 ? 5 : 8), using: &g) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &g))
+        case 2: return .int([0, -1, 1, 10, 99, Int64.max, Int64.min][Int.random(in: 0..<7, using: &g)])
+        case 3: return .double([0.5, -1e300, 1e308][Int.random(in: 0..<3, using: &g)])
+        case 4: return .string(strings[Int.random(in: 0..<strings.count, using: &g)])
+        case 5, 6:
+            var object: [(String, JSONValue)] = []
+            for _ in 0..<Int.random(in: 0..<5, using: &g) {
+                object.append((keys[Int.random(in: 0..<keys.count, using: &g)], value(&g, depth: depth + 1)))
+            }
+            return .object(.init(object, uniquingKeysWith: { a, _ in a }))
+        default:
+            return .array((0..<Int.random(in: 0..<4, using: &g)).map { _ in value(&g, depth: depth + 1) })
+        }
+    }
+
+    static func body<G: RandomNumberGenerator>(_ g: inout G) -> [UInt8] {
+        switch Int.random(in: 0..<10, using: &g) {
+        case 0:
+            return (0..<Int.random(in: 0..<200, using: &g)).map { _ in UInt8.random(in: 0...255, using: &g) }
+        case 1:
+            let text = value(&g, depth: 0).serialized()
+            return Array(text.prefix(Int.random(in: 0...max(0, text.count), using: &g)))
+        case 2:
+            return Array(String(repeating: "[", count: Int.random(in: 50..<300, using: &g)).utf8)
+        default:
+            var object: [(String, JSONValue)] = [("template", .string(strings[Int.random(in: 0..<3, using: &g)]))]
+            for _ in 0..<Int.random(in: 0..<4, using: &g) {
+                object.append((keys[Int.random(in: 0..<keys.count, using: &g)], value(&g, depth: 1)))
+            }
+            return JSONValue.object(.init(object, uniquingKeysWith: { a, _ in a })).serialized()
+        }
+    }
+}

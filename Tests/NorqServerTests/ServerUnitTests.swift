@@ -1,0 +1,187 @@
+import NorqConfig
+import NorqCore
+@testable import NorqServer
+import Synchronization
+import Testing
+
+/// The pure parts of the server: the token bucket, the key table, the `server:` block, error statuses.
+@Suite struct TokenBucketTests {
+    static let second: UInt64 = 1_000_000_000
+
+    @Test func allowsTheBurstThenRefusesWithRetryAfter() {
+        var bucket = TokenBucket.full(burst: 3, now: 0)
+        for _ in 0..<3 {
+            let (next, decision) = TokenBucket.take(bucket, now: 0, ratePerSecond: 1, burst: 3)
+            #expect(decision == .allowed)
+            bucket = next
+        }
+        let (_, refused) = TokenBucket.take(bucket, now: 0, ratePerSecond: 1, burst: 3)
+        #expect(refused == .limited(retryAfterSeconds: 1))
+    }
+
+    @Test func refillsAtTheRateAndNeverAboveTheBurst() {
+        var bucket = TokenBucket(tokens: 0, updatedAt: 0)
+        var (next, decision) = TokenBucket.take(bucket, now: Self.second / 2, ratePerSecond: 1, burst: 2)
+        #expect(decision == .limited(retryAfterSeconds: 1), "half a token after 0.5 s")
+        bucket = next
+        (next, decision) = TokenBucket.take(bucket, now: Self.second, ratePerSecond: 1, burst: 2)
+        #expect(decision == .allowed, "one token after 1 s")
+        // A long idle period refills to the burst only.
+        (next, _) = TokenBucket.take(next, now: 1000 * Self.second, ratePerSecond: 1, burst: 2)
+        #expect(next.tokens == 1)
+    }
+
+    @Test func retryAfterReflectsASlowRate() {
+        let empty = TokenBucket(tokens: 0, updatedAt: 0)
+        let (_, decision) = TokenBucket.take(empty, now: 0, ratePerSecond: 0.1, burst: 1)
+        #expect(decision == .limited(retryAfterSeconds: 10))
+    }
+
+    @Test func aClockGoingBackwardsDoesNotAddTokens() {
+        let bucket = TokenBucket(tokens: 0, updatedAt: 10 * Self.second)
+        let (next, decision) = TokenBucket.take(bucket, now: 5 * Self.second, ratePerSecond: 1, burst: 5)
+        #expect(decision == .limited(retryAfterSeconds: 1))
+        #expect(next.updatedAt == 10 * Self.second)
+    }
+
+    @Test func theLimiterKeepsOneBucketPerKeyWithAnInjectedClock() {
+        let time = TestClock()
+        let limiter = RateLimiter(ratePerSecond: 1, burst: 1, now: { time.now })
+        #expect(limiter.take(key: "a") == .allowed)
+        #expect(limiter.take(key: "a") == .limited(retryAfterSeconds: 1))
+        #expect(limiter.take(key: "b") == .allowed, "another key has its own bucket")
+        time.now = 2 * Self.second
+        #expect(limiter.take(key: "a") == .allowed)
+    }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let value = Atomic<UInt64>(0)
+    var now: UInt64 {
+        get { value.load(ordering: .relaxed) }
+        set { value.store(newValue, ordering: .relaxed) }
+    }
+}
+
+@Suite struct APIKeyTableTests {
+    let table = APIKeyTable([
+        .init(name: "billing", secret: "billing-secret-0123456789", templates: ["order-shipped"]),
+        .init(name: "ops", secret: "ops-secret-0123456789abcdef"),
+    ])
+
+    @Test func findsTheKeyByItsBearerToken() {
+        #expect(table.authenticate(authorization: "Bearer billing-secret-0123456789")?.name == "billing")
+        #expect(table.authenticate(authorization: "bearer ops-secret-0123456789abcdef")?.name == "ops")
+        #expect(table.authenticate(authorization: "Bearer billing-secret-0123456789")?.templates == ["order-shipped"])
+    }
+
+    @Test func refusesWrongMissingOrMalformedKeys() {
+        #expect(table.authenticate(authorization: nil) == nil)
+        #expect(table.authenticate(authorization: "Bearer ") == nil)
+        #expect(table.authenticate(authorization: "Bearer billing-secret-012345678") == nil)
+        #expect(table.authenticate(authorization: "Basic billing-secret-0123456789") == nil)
+        #expect(table.authenticate(authorization: "billing-secret-0123456789") == nil)
+    }
+
+    @Test func keepsOnlyDigests() {
+        #expect(table.entries.allSatisfy { $0.digest.count == 32 })
+        #expect(!"\(table.entries)".contains("billing-secret"))
+    }
+
+    @Test func comparesEqualLengthDigestsOnly() {
+        #expect(APIKeyTable.constantTimeEqual([1, 2, 3], [1, 2, 3]))
+        #expect(!APIKeyTable.constantTimeEqual([1, 2, 3], [1, 2, 4]))
+        #expect(!APIKeyTable.constantTimeEqual([1, 2], [1, 2, 3]))
+    }
+}
+
+@Suite struct ServerConfigurationTests {
+    func load(_ yaml: String, environment: [String: String] = [:]) throws(NorqError) -> NorqConfiguration {
+        try ConfigurationLoader(registry: ProviderTypeRegistry(), environment: environment)
+            .load(yaml: yaml, file: "norq.yaml", baseDirectory: ".")
+    }
+
+    @Test func parsesHostPortKeysAndLimits() throws {
+        let configuration = try load("""
+            server:
+              host: 0.0.0.0
+              port: 9090
+              apiKeys:
+                - { name: billing, key: "${KEY_A}", templates: [order-shipped], providers: [apns] }
+                - { name: ops, key: "${KEY_B}" }
+              limits: { bodyBytes: 4096, recipients: 50, ratePerSecond: 2.5, burst: 5, waitTimeout: 3s, idleTimeout: 10s }
+            """, environment: ["KEY_A": "secret-a-0123456789abcdef", "KEY_B": "secret-b-0123456789abcdef"])
+        let server = try #require(configuration.server)
+        #expect(server.host == "0.0.0.0")
+        #expect(server.port == 9090)
+        #expect(server.apiKeys.map(\.name) == ["billing", "ops"])
+        #expect(server.apiKeys[0].templates == ["order-shipped"])
+        #expect(server.apiKeys[0].providers == ["apns"])
+        #expect(server.limits.bodyBytes == 4096)
+        #expect(server.limits.recipients == 50)
+        #expect(server.limits.ratePerSecond == 2.5)
+        #expect(server.limits.burst == 5)
+        #expect(server.limits.waitTimeout == .seconds(3))
+        #expect(!"\(server)".contains("secret"), "the description never prints a key")
+        #expect(!"\(server.apiKeys[0])".contains("secret"))
+    }
+
+    @Test(arguments: [
+        ("server: { port: 70000 }", "config/invalid-server"),
+        ("server: { apiKeys: [{ key: abcdefabcdefabcdef }] }", "config/invalid-server"),
+        ("server: { apiKeys: [{ name: a }] }", "config/invalid-server"),
+        ("server: { apiKeys: [{ name: a, key: short }] }", "config/invalid-server"),
+        ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef }, { name: a, key: bcdefabcdefabcdefa }] }", "config/invalid-server"),
+        ("server: { apiKeys: nope }", "config/invalid-server"),
+        ("server: { limits: { bodyBytes: 10 } }", "config/invalid-server"),
+        ("server: { limits: { ratePerSecond: 0 } }", "config/invalid-server"),
+        ("server: { limits: { idleTimeout: 10ms } }", "config/invalid-server"),
+        ("server: { portt: 1 }", "config/unknown-key"),
+        ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef, scopes: [] }] }", "config/unknown-key"),
+    ])
+    func refusesInvalidBlocks(yaml: String, code: String) {
+        #expect {
+            _ = try load(yaml)
+        } throws: { error in
+            guard let error = error as? NorqError else { return false }
+            return error.code.rawValue == code && !error.message.contains("abcdefabcdef")
+        }
+    }
+
+    @Test func anUnsetKeyVariableNamesTheVariable() {
+        #expect {
+            _ = try load("server: { apiKeys: [{ name: a, key: \"${NORQ_MISSING_KEY}\" }] }")
+        } throws: { error in
+            (error as? NorqError)?.code == .configUnsetVariable
+        }
+    }
+
+    @Test func refusesAnInsecureStart() {
+        #expect(throws: NorqError.self) { try NorqServer.checkSecurity(ServerConfiguration(), noAuth: false) }
+        #expect(throws: NorqError.self) { try NorqServer.checkSecurity(ServerConfiguration(host: "0.0.0.0"), noAuth: true) }
+        #expect(throws: Never.self) { try NorqServer.checkSecurity(ServerConfiguration(host: "127.0.0.1"), noAuth: true) }
+        #expect(throws: Never.self) { try NorqServer.checkSecurity(ServerConfiguration(host: "::1"), noAuth: true) }
+        let keyed = ServerConfiguration(host: "0.0.0.0", apiKeys: [.init(name: "a", secret: "abcdefabcdefabcdef")])
+        #expect(throws: Never.self) { try NorqServer.checkSecurity(keyed, noAuth: false) }
+        do {
+            try NorqServer.checkSecurity(ServerConfiguration(host: "10.0.0.1"), noAuth: true)
+        } catch {
+            #expect(error.code == .serverInsecure)
+        }
+    }
+
+    @Test func clientMistakesAreNeverServerErrors() {
+        #expect(NorqError(.serverUnauthorized, "").httpStatus == 401)
+        #expect(NorqError(.serverForbidden, "").httpStatus == 403)
+        #expect(NorqError(.storeSendNotFound, "").httpStatus == 404)
+        #expect(NorqError(.serverIdempotencyInProgress, "").httpStatus == 409)
+        #expect(NorqError(.serverBodyTooLarge, "").httpStatus == 413)
+        #expect(NorqError(.serverUnsupportedMediaType, "").httpStatus == 415)
+        #expect(NorqError(.serverRateLimited, "").httpStatus == 429)
+        #expect(NorqError("template/not-found", "").httpStatus == 422)
+        #expect(NorqError("idempotency/key-reused", "").httpStatus == 422)
+        #expect(NorqError("push/invalid-recipient", "").httpStatus == 422)
+        #expect(NorqError("store/unreachable", "").httpStatus == 503)
+    }
+}

@@ -43,6 +43,7 @@ extension NorqError {
         case .serverRateLimited: 429
         case .serverInvalidRequest, .invalidJSON: 400
         case .serverNotReady: 503
+        case .serverUnknownSample: 422
         default:
             switch code.area {
             case "store", "provider": 503

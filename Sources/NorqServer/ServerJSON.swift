@@ -34,10 +34,13 @@ enum ServerJSON {
             throw NorqError(.serverUnsupportedMediaType,
                             "the body must be JSON with Content-Type: application/json (got \(type.isEmpty ? "none" : "\(type.prefix(64))"))")
         }
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw NorqError(.serverBodyTooLarge, "the body is larger than \(limit) bytes (server.limits.bodyBytes)")
+        }
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch is NIOTooManyBytesError {
             throw NorqError(.serverBodyTooLarge, "the body is larger than \(limit) bytes (server.limits.bodyBytes)")
         } catch {
             throw NorqError(.serverInvalidRequest, "the body could not be read")

@@ -14,14 +14,17 @@ import Glibc
     }
 
     static func sendBody(_ tokens: [String], template: String = "order-shipped") -> JSONValue {
-        ["template": .string(template), "sample": "Default", "to": .array(tokens.map(JSONValue.string))]
+        // order-shipped with its "Default" sample; another template with its first sample.
+        template == "order-shipped"
+            ? ["template": .string(template), "sample": "Default", "to": .array(tokens.map(JSONValue.string))]
+            : ["template": .string(template), "to": .array(tokens.map(JSONValue.string))]
     }
 
     @Test func everyRouteAnswersAsDocumented() async throws {
         let contract = try OpenAPIContract.load()
         let unregistered = Self.token(9999)
         let served = try await ServedNorq.start(faults: .init(unregisteredTokens: [unregistered: 1_700_000_000_000]))
-        defer { Task { await served.cleanup() } }
+        defer { served.cleanupNow() }
         func check(_ method: String, _ path: String, _ answer: ServedNorq.Answer, _ status: Int, code: String? = nil,
                    sourceLocation: Testing.SourceLocation = #_sourceLocation) {
             #expect(answer.status == status, "\(method) \(path): \(answer.status) \(answer.text.prefix(300))",
@@ -166,7 +169,7 @@ import Glibc
 
     @Test func idempotencyKeysReplayRefuseAndSerialize() async throws {
         let served = try await ServedNorq.start(faults: .init(latency: .milliseconds(20)))
-        defer { Task { await served.cleanup() } }
+        defer { served.cleanupNow() }
         let body = Self.sendBody([Self.token(1), Self.token(2)])
         let first = try await served.request("POST", "/v1/sends", json: body, headers: ["Idempotency-Key": "order-1"])
         #expect(first.status == 202)
@@ -217,7 +220,7 @@ import Glibc
 
     @Test func aKeyPastItsRateGets429WithRetryAfter() async throws {
         let served = try await ServedNorq.start(limits: "{ ratePerSecond: 0.01, burst: 2 }")
-        defer { Task { await served.cleanup() } }
+        defer { served.cleanupNow() }
         #expect(try await served.request("POST", "/v1/validate", json: [:]).status == 200)
         #expect(try await served.request("POST", "/v1/validate", json: [:]).status == 200)
         let limited = try await served.request("POST", "/v1/validate", json: [:])
@@ -231,18 +234,23 @@ import Glibc
 
     @Test func sigtermDrainsSendsInFlightAndLosesNothing() async throws {
         let served = try await ServedNorq.start(faults: .init(latency: .milliseconds(300)))
+        defer { served.cleanupNow() }
         let tokens = (100..<160).map(Self.token)
         let accepted = try await served.request("POST", "/v1/sends", json: Self.sendBody(tokens))
         #expect(accepted.status == 202)
         let id = try #require(accepted.json?["id"]?.stringValue)
-        // Let the worker start some attempts, then stop the server mid-send.
+        // Let the worker start some attempts (8 per batch, 2 batches at once, 300 ms each), then stop the server
+        // mid-send: the attempts in flight finish, the rest stays in the store.
         let end = ContinuousClock.now.advanced(by: .seconds(20))
         while served.emulator.requests.isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
         let status = try await served.stop(timeout: .seconds(30))
         #expect(status == 0, "a clean exit within the grace period: \(served.log.suffix(2000))")
+        let beforeRestart = served.emulator.requests.count
+        #expect(beforeRestart > 0 && beforeRestart < tokens.count, "stopped mid-send: \(beforeRestart) of \(tokens.count) sent")
         // A new process on the same database finishes what was left: every token delivered, none twice.
         let again = try await served.restart()
-        defer { Task { await again.cleanup() } }
+        defer { again.cleanupNow() }
         let waited = try await again.request("GET", "/v1/sends/\(id)?limit=1000")
         #expect(waited.status == 200)
         var finished = waited.json?["finished"] == .bool(true)
@@ -262,7 +270,7 @@ import Glibc
 
     @Test func refusesToStartInsecurely() async throws {
         let served = try await ServedNorq.start()
-        defer { Task { await served.cleanup() } }
+        defer { served.cleanupNow() }
         for (arguments, expected) in [(["--no-auth", "--host", "0.0.0.0"], "server/insecure"),
                                       (["--port", "\(served.port)"], "server/bind-failed")] {
             let process = Process()
@@ -304,7 +312,7 @@ import Glibc
     /// body, and an error body whenever the status is 4xx.
     @Test func fuzzedBodiesNeverCauseAServerError() async throws {
         let served = try await ServedNorq.start()
-        defer { Task { await served.cleanup() } }
+        defer { served.cleanupNow() }
         let routes = ["/v1/sends", "/v1/render", "/v1/validate", "/v1/tokens/invalid"]
         var generator = SplitMix(seed: 0x5EED)
         let bodies: [(String, [UInt8])] = (0..<10_000).map { index in

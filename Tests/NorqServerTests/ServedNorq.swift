@@ -87,6 +87,7 @@ final class ServedNorq: Sendable {
                   sqlite: ./norq.db
                   pollInterval: 50ms
                   leaseDuration: 3s
+                  claimBatchSize: 8
                 server:
                   host: 127.0.0.1
                   port: 0
@@ -159,6 +160,18 @@ final class ServedNorq: Sendable {
             return nil
         }
         return process.terminationStatus
+    }
+
+    /// For `defer`: stops the server process now (SIGTERM, at most 30 s, then SIGKILL) and removes the directory;
+    /// the in-process emulator ends with the test process.
+    func cleanupNow() {
+        if process.isRunning {
+            process.terminate()
+            var waited = 0
+            while process.isRunning, waited < 3000 { usleep(10_000); waited += 1 }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// Stops the server and the emulator and removes the directory.

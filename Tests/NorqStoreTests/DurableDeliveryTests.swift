@@ -197,3 +197,25 @@ import Testing
         }
     }
 }
+
+@Suite struct DurableStoreFailureTests {
+    @Test func aSendThatCannotBeReadFailsItsRowsWithStoreFailed() async throws {
+        let rig = try await DurableRig.make()
+        defer { Task { await rig.shutdown() } }
+        try await DurableDeliveryTests.withSQLite { store in
+            let durable = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
+            let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(2))
+            // Another (broken) writer damaged the stored content.
+            try await SQLiteTestSupport.execute(path: store.path, "UPDATE norq_sends SET content = 'not json'")
+            try await withWorker(DurableWorker(delivery: durable)) {
+                let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
+                #expect(report.failed == 2)
+                for outcome in report.outcomes {
+                    guard case .failed(let error) = outcome.result else { continue }
+                    #expect(error.code == .storeFailed)
+                }
+            }
+            #expect(rig.emulator.requests.isEmpty, "nothing is sent from content that cannot be read")
+        }
+    }
+}

@@ -258,8 +258,16 @@ extension DurableRig {
             try PostgresTestServer.controlServer("start")
             print("chaos: started again")
             #expect(a.isRunning && b.isRunning, "a lost database crashes no worker")
+            var polls = 0
             try await Chaos.waitUntil("every target to finish", timeout: .seconds(90)) {
-                (try? await store.counts())?[.delivered] == count
+                let counts: [DeliveryState: Int]?
+                do { counts = try await store.counts() } catch {
+                    counts = nil
+                    if polls % 20 == 0 { print("chaos: counts unavailable: \(error)") }
+                }
+                if polls % 20 == 0, let counts { print("chaos: \(counts.map { "\($0.key)=\($0.value)" }.sorted())") }
+                polls += 1
+                return counts?[.delivered] == count
             }
             try await Chaos.stop(a, setup, "a")
             try await Chaos.stop(b, setup, "b")

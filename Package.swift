@@ -202,7 +202,7 @@ let package = Package(
         .testTarget(
             name: "NorqStoreTests",
             dependencies: [
-                "norq", "NorqCore", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
+                "norq", "NorqCore", "NorqConfig", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -103,6 +103,9 @@ public final class DurableWorker: Service {
         }
     }
 
+    /// How many claims a row may have: the attempts of the retry policy and 3 more for leases lost while sending.
+    static func allowedClaims(retries: Int) -> Int { max(0, retries) + 1 + 3 }
+
     /// Exponential backoff for a lost database: the poll interval doubled per failure, at most 5 s.
     static func backoff(failures: Int, base: Duration) -> Duration {
         min(.seconds(5), base * (1 << min(max(failures - 1, 0), 8)))
@@ -197,6 +200,14 @@ public final class DurableWorker: Service {
         guard let name = row.provider, let provider = router.providers[name] else {
             return fail(NorqError(.unknownProvider,
                                   "provider \"\(row.provider ?? "?")\" is not configured in this instance"))
+        }
+        // Claims beyond what the retry policy allows (their holders lost the leases while sending: a crash loop)
+        // end the row instead of sending again.
+        let allowed = DurableWorker.allowedClaims(retries: provider.policy.retry.retries)
+        guard row.attempts <= allowed else {
+            return fail(NorqError(.storeAttemptsExhausted,
+                                  "claimed \(row.attempts) times (at most \(allowed)): earlier workers lost their leases while sending",
+                                  possiblyProcessed: row.mayHaveBeenDelivered))
         }
         let job = DeliveryJob(position: row.position, target: target, recipientID: row.recipientID,
                               provider: provider, plan: plan)

@@ -51,8 +51,9 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         let backend: Backend
         switch (map["sqlite"], map["postgres"]) {
         case (let sqlite?, nil):
-            backend = .sqlite(path: ConfigurationLoader.resolve(try sqlite.string(path: "store.sqlite"),
-                                                                against: baseDirectory))
+            var path = try sqlite.string(path: "store.sqlite")
+            while path.hasPrefix("./") { path.removeFirst(2) }
+            backend = .sqlite(path: ConfigurationLoader.resolve(path, against: baseDirectory))
         case (nil, let postgres?):
             backend = .postgres(try parsePostgres(postgres))
         case (.some, .some):

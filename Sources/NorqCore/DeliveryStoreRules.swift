@@ -153,6 +153,9 @@ extension NorqError.Code {
     public static let storeFailed: Self = "store/failed"
     /// The `store:` block of `norq.yaml` (or a store URL) is invalid.
     public static let configInvalidStore: Self = "config/invalid-store"
+    /// A row was claimed more often than its retry policy allows (its holders kept losing their leases while
+    /// sending, e.g. a worker that crashes on it): finished as failed without another attempt.
+    public static let storeAttemptsExhausted: Self = "store/attempts-exhausted"
     /// No send with that id.
     public static let storeSendNotFound: Self = "store/send-not-found"
 }

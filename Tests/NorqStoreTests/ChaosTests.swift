@@ -6,6 +6,7 @@ import NorqCore
 import NorqStorePostgres
 import NorqStoreSQLite
 import NorqTesting
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -35,6 +36,8 @@ enum Chaos {
         let rig: DurableRig
         let directory: URL
         let config: URL
+        /// Every worker started: killed at cleanup, so a failed test leaves no process behind.
+        let workers = WorkerList()
 
         static func make(store: String, latency: Duration = .milliseconds(40), claimBatchSize: Int = 16,
                          leaseDuration: String = "2s") async throws -> Setup {
@@ -69,6 +72,7 @@ enum Chaos {
         }
 
         func cleanup() async {
+            workers.killAll()
             await rig.shutdown()
             try? FileManager.default.removeItem(at: directory)
         }
@@ -84,6 +88,7 @@ enum Chaos {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             process.standardError = try FileHandle(forWritingTo: log)
             try process.run()
+            workers.add(process.processIdentifier)
             return process
         }
 
@@ -141,6 +146,18 @@ enum Chaos {
     }
 }
 
+/// The pids of started workers.
+final class WorkerList: Sendable {
+    private let pids = Mutex<[pid_t]>([])
+    func add(_ pid: pid_t) { pids.withLock { $0.append(pid) } }
+    func killAll() {
+        for pid in pids.withLock({ $0 }) {
+            kill(pid, SIGCONT)
+            kill(pid, SIGKILL)
+        }
+    }
+}
+
 extension DurableRig {
     var keyPEM: String { key.pemRepresentation }
 }
@@ -148,8 +165,19 @@ extension DurableRig {
 @Suite(.serialized) struct SQLiteChaosTests {
     @Test func killedWorkerProcessIsRestartedAndNothingIsLostOrFinishedTwice() async throws {
         let setup = try await Chaos.Setup.make(store: "sqlite: ./norq.db", latency: .milliseconds(150))
-        defer { Task { await setup.cleanup() } }
         let store = try await SQLiteDeliveryStore.open(path: setup.directory.appendingPathComponent("norq.db").path)
+        do {
+            try await Self.killAndRestart(setup, store)
+        } catch {
+            await store.close()
+            await setup.cleanup()
+            throw error
+        }
+        await store.close()
+        await setup.cleanup()
+    }
+
+    static func killAndRestart(_ setup: Chaos.Setup, _ store: SQLiteDeliveryStore) async throws {
         try await store.migrate()
         let durable = DurableDelivery(router: setup.rig.router, store: store)
         let count = 400
@@ -168,7 +196,6 @@ extension DurableRig {
         try await Chaos.stop(second, setup, "w2")
         // Two lanes of 16 rows each were in flight at most.
         try await Chaos.verify(store, sendID: receipt.sendID, count: count, setup: setup, maxResent: 32)
-        await store.close()
     }
 }
 
@@ -219,16 +246,28 @@ extension DurableRig {
             let b = try setup.startWorker("b")
             try await Chaos.waitUntil("100 requests") { setup.rig.emulator.requests.count >= 100 }
             // Restart mid-burst.
+            print("chaos: restarting PostgreSQL")
             try PostgresTestServer.controlServer("stop")
             try PostgresTestServer.controlServer("start")
+            print("chaos: restarted")
             try await Chaos.waitUntil("300 requests") { setup.rig.emulator.requests.count >= 300 }
             // Unreachable for 10 s.
+            print("chaos: stopping PostgreSQL for 10 s")
             try PostgresTestServer.controlServer("stop")
             try await Task.sleep(for: .seconds(10))
             try PostgresTestServer.controlServer("start")
+            print("chaos: started again")
             #expect(a.isRunning && b.isRunning, "a lost database crashes no worker")
+            var polls = 0
             try await Chaos.waitUntil("every target to finish", timeout: .seconds(90)) {
-                (try? await store.counts())?[.delivered] == count
+                let counts: [DeliveryState: Int]?
+                do { counts = try await store.counts() } catch {
+                    counts = nil
+                    if polls % 20 == 0 { print("chaos: counts unavailable: \(error)") }
+                }
+                if polls % 20 == 0, let counts { print("chaos: \(counts.map { "\($0.key)=\($0.value)" }.sorted())") }
+                polls += 1
+                return counts?[.delivered] == count
             }
             try await Chaos.stop(a, setup, "a")
             try await Chaos.stop(b, setup, "b")

@@ -197,3 +197,48 @@ import Testing
         }
     }
 }
+
+@Suite struct DurableStoreFailureTests {
+    @Test func aSendThatCannotBeReadFailsItsRowsWithStoreFailed() async throws {
+        let rig = try await DurableRig.make()
+        defer { Task { await rig.shutdown() } }
+        try await DurableDeliveryTests.withSQLite { store in
+            let durable = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
+            let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(2))
+            // Another (broken) writer damaged the stored content.
+            try await SQLiteTestSupport.execute(path: store.path, "UPDATE norq_sends SET content = 'not json'")
+            try await withWorker(DurableWorker(delivery: durable)) {
+                let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
+                #expect(report.failed == 2)
+                for outcome in report.outcomes {
+                    guard case .failed(let error) = outcome.result else { continue }
+                    #expect(error.code == .storeFailed)
+                }
+            }
+            #expect(rig.emulator.requests.isEmpty, "nothing is sent from content that cannot be read")
+        }
+    }
+}
+
+@Suite struct DurableCrashLoopTests {
+    @Test func aRowWhoseHoldersKeepLosingTheirLeasesEndsFailedWithoutAnotherAttempt() async throws {
+        let rig = try await DurableRig.make(retry: RetryPolicy(retries: 1, backoff: .milliseconds(10)))
+        defer { Task { await rig.shutdown() } }
+        let store = InMemoryDeliveryStore()
+        let durable = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
+        let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(1))
+        // Five workers claimed it and died (the leases expire at once).
+        let now = StoreClock.system.nowMillis()
+        for _ in 0..<5 { _ = try await store.claim(owner: "crashed", limit: 1, now: now, leaseUntil: now) }
+        try await withWorker(DurableWorker(delivery: durable)) {
+            let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
+            guard case .failed(let error)? = report.outcomes.first?.result else {
+                Issue.record("the row must fail")
+                return
+            }
+            #expect(error.code == .storeAttemptsExhausted)
+            #expect(error.possiblyProcessed)
+        }
+        #expect(rig.emulator.requests.isEmpty)
+    }
+}

@@ -5,6 +5,10 @@ import NorqStorePostgres
 import PostgresNIO
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The PostgreSQL server of the tests: `scripts/test.sh` starts one and exports its URL. Without the URL the
 /// PostgreSQL tests FAIL, unless `NORQ_SKIP_POSTGRES=1` asks to skip them (then they are reported as skipped).
 enum PostgresTestServer {
@@ -73,19 +77,27 @@ enum PostgresTestServer {
         }
     }
 
-    /// `pgctl stop|start` (the chaos tests).
+    /// `pgctl stop|start` (the chaos tests). Spawned and reaped with posix_spawn/waitpid: Foundation's `Process`
+    /// missed the exit of `pg_ctl start` (its server child keeps running) and waited forever.
     static func controlServer(_ action: String) throws {
         guard let control else {
             Issue.record("NORQ_TEST_POSTGRES_CTL is not set: run the tests with scripts/test.sh")
             return
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: control)
-        process.arguments = [action]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "pgctl \(action) failed")
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(control), strdup(action), nil]
+        defer { for arg in argv { free(arg) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let spawned = posix_spawn(&pid, control, &actions, nil, argv, environ)
+        #expect(spawned == 0, "pgctl \(action) could not start")
+        guard spawned == 0 else { return }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        #expect(status == 0, "pgctl \(action) failed (status \(status))")
     }
 }
 

@@ -217,7 +217,8 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         case .overrunReceiveWindow:
             if first { overrun(context, request) } else { answer(context, request) }
         case .dataOnIdleStream, .zeroWindowUpdateOnConnection, .zeroWindowUpdateOnStream, .connectionWindowOverflow,
-             .streamWindowOverflow, .initialWindowSizeTooLarge, .enablePush, .badPriorityFrameSize:
+             .streamWindowOverflow, .initialWindowSizeTooLarge, .initialWindowSizeOverflowsStream, .enablePush,
+             .badPriorityFrameSize:
             if first {
                 write(context, offendingFrame(stream: stream))
                 violated = true
@@ -236,6 +237,13 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         case .connectionWindowOverflow: return HostileFrames.windowUpdateFrame(stream: 0, increment: 0x7fff_ffff)
         case .streamWindowOverflow: return HostileFrames.windowUpdateFrame(stream: stream, increment: 0x7fff_ffff)
         case .initialWindowSizeTooLarge: return HostileFrames.settingsFrame([(0x4, 0x8000_0000)])
+        case .initialWindowSizeOverflowsStream:
+            // The stream's send window at the client is at most the initial 1 MiB; after this update it is close
+            // to 2^31-1, and the SETTINGS delta (2^31-1 - 1 MiB) takes it far past the maximum.
+            var frames = HostileFrames.windowUpdateFrame(stream: stream, increment: UInt32(0x7fff_ffff - Self.receiveWindow))
+            var settings = HostileFrames.settingsFrame([(0x4, 0x7fff_ffff)])
+            frames.writeBuffer(&settings)
+            return frames
         case .enablePush: return HostileFrames.settingsFrame([(0x2, 1)])
         case .badPriorityFrameSize:
             return HostileFrames.frame(HostileFrames.priority, flags: 0, stream: stream) { $0.writeInteger(UInt32(0)) }

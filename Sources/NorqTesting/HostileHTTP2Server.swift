@@ -40,6 +40,7 @@ public final class HostileHTTP2Server: Sendable {
             case connectionWindowOverflow
             case streamWindowOverflow
             case initialWindowSizeTooLarge
+            case initialWindowSizeOverflowsStream
             case enablePush
             case firstFrameNotSettings
             case badPriorityFrameSize
@@ -101,6 +102,11 @@ public final class HostileHTTP2Server: Sendable {
         public static let streamWindowOverflow = Fault(.streamWindowOverflow, "stream window overflow")
         /// Defect 9: SETTINGS_INITIAL_WINDOW_SIZE of 2^31 (connection error FLOW_CONTROL_ERROR), then the answer.
         public static let initialWindowSizeTooLarge = Fault(.initialWindowSizeTooLarge, "SETTINGS_INITIAL_WINDOW_SIZE 2^31")
+        /// Defect 9: a WINDOW_UPDATE that brings the request's stream window close to 2^31-1, then
+        /// SETTINGS_INITIAL_WINDOW_SIZE = 2^31-1, whose delta takes that window past 2^31-1 (connection error
+        /// FLOW_CONTROL_ERROR, RFC 9113 §6.9.2), then the answer.
+        public static let initialWindowSizeOverflowsStream = Fault(.initialWindowSizeOverflowsStream,
+                                                                   "SETTINGS_INITIAL_WINDOW_SIZE delta overflows a stream window")
         /// Defect 9: SETTINGS_ENABLE_PUSH = 1 from the server (connection error PROTOCOL_ERROR), then the answer.
         public static let enablePush = Fault(.enablePush, "SETTINGS_ENABLE_PUSH 1")
         /// Defect 9: the server's first frame is a PING, not SETTINGS (connection error PROTOCOL_ERROR); then it

@@ -169,6 +169,7 @@ struct HostileHTTP2EndToEndTests {
         ProtocolCase(fault: .connectionWindowOverflow, code: 0x3, connectionError: true),
         ProtocolCase(fault: .streamWindowOverflow, code: 0x3, connectionError: false),
         ProtocolCase(fault: .initialWindowSizeTooLarge, code: 0x3, connectionError: true),
+        ProtocolCase(fault: .initialWindowSizeOverflowsStream, code: 0x3, connectionError: true),
         ProtocolCase(fault: .enablePush, code: 0x1, connectionError: true),
         ProtocolCase(fault: .firstFrameNotSettings, code: 0x1, connectionError: true),
         ProtocolCase(fault: .badPriorityFrameSize, code: 0x6, connectionError: false),

@@ -57,11 +57,19 @@ final class HostileConnectionHandler: ChannelInboundHandler {
     private var closing = false
     /// The server broke the protocol on this connection: later answers may rightly be discarded by the client.
     private var violated = false
+    private let connectionIndex: Int
+    /// When set, frames are gathered here instead of written (one flight, one TLS record).
+    private var flight: ByteBuffer?
+    /// Wire sizes of the flight before a reset, one per connection in turn.
+    static let flightSizes = [128, 256, 512, 1024, 2048, 4096]
+    /// TLS 1.3 record overhead with an AEAD of 16-byte tags: 5 bytes of header, 1 of content type, 16 of tag.
+    static let recordOverhead = 22
 
-    init(shared: HostileShared, fault: HostileHTTP2Server.Fault, reset: RawResetHandler) {
+    init(shared: HostileShared, fault: HostileHTTP2Server.Fault, reset: RawResetHandler, connectionIndex: Int) {
         self.shared = shared
         self.fault = fault
         self.reset = reset
+        self.connectionIndex = connectionIndex
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -275,8 +283,19 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         holdTimer?.cancel()
         holdTimer = nil
         guard !closing else { return }
+        flight = ByteBuffer()
         for request in held.dropLast() { answer(context, request) }
         held = []
+        var frames = flight ?? ByteBuffer()
+        flight = nil
+        // Pad to the first size (from this connection's turn on) that holds the answers plus a 9-byte frame header.
+        let sizes = Self.flightSizes.indices.map { Self.flightSizes[($0 + connectionIndex) % Self.flightSizes.count] }
+        if let size = sizes.first(where: { $0 - Self.recordOverhead >= frames.readableBytes + 9 }) {
+            let padding = size - Self.recordOverhead - frames.readableBytes - 9
+            var pad = HostileFrames.frame(0xfa, flags: 0, stream: 0) { $0.writeRepeatingByte(0, count: padding) }
+            frames.writeBuffer(&pad)
+        }
+        write(context, frames)
         context.flush()
         closing = true
         reset.reset()
@@ -379,6 +398,11 @@ final class HostileConnectionHandler: ChannelInboundHandler {
 
     private func write(_ context: ChannelHandlerContext, _ frame: ByteBuffer) {
         guard !closing, frame.readableBytes > 0 else { return }
+        if flight != nil {
+            var frame = frame
+            flight!.writeBuffer(&frame)
+            return
+        }
         context.write(wrapOutboundOut(frame), promise: nil)
     }
 

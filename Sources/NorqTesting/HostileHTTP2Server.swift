@@ -65,6 +65,11 @@ public final class HostileHTTP2Server: Sendable {
         /// those that came within 50 ms of the first held one) and writes, in one flight, `200` answers to all held
         /// requests but the last, then resets the TCP connection (SO_LINGER 0): the answers reach the client just
         /// before the RST, and the last request may have been processed.
+        ///
+        /// The flight is one TLS record padded (with a frame of an unknown type, which a client must ignore) to a
+        /// power of two from 256 to 16,384 bytes on the wire, a different one per connection: a client that reads
+        /// into a buffer of that size fills it exactly, and its next read returns the reset, in the same read loop
+        /// (SwiftNIO then closes without a read-complete, the moment where buffered TLS plaintext was dropped).
         public static func resetConnection(holding: Int) -> Fault {
             Fault(.resetConnection(holding: max(1, holding)), "TCP reset after \(holding) held requests")
         }
@@ -208,7 +213,8 @@ public final class HostileHTTP2Server: Sendable {
                     try sync.addHandler(reset)
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
                     try sync.addHandler(HostileConnectionHandler(
-                        shared: shared, fault: faulty ? shared.configuration.fault : .none, reset: reset))
+                        shared: shared, fault: faulty ? shared.configuration.fault : .none, reset: reset,
+                        connectionIndex: index))
                 }
             }
             .bind(host: shared.configuration.host, port: shared.configuration.port).get()

@@ -60,8 +60,12 @@ final class HostileConnectionHandler: ChannelInboundHandler {
     private let connectionIndex: Int
     /// When set, frames are gathered here instead of written (one flight, one TLS record).
     private var flight: ByteBuffer?
-    /// Wire sizes of the flight before a reset, one per connection in turn.
-    static let flightSizes = [128, 256, 512, 1024, 2048, 4096]
+    /// Wire sizes of the flight before a reset, one per connection in turn. A client reading with SwiftNIO's adaptive
+    /// buffer (a power of two that doubles after a full read, four reads per loop) fills its buffer exactly at the
+    /// end of the flight when the flight is its buffer size (the small ones), or, when the padding comes first, the
+    /// sum of a doubling series from its buffer size that ends inside a read loop (128·511, 512·127, 1024·63,
+    /// 2048·31 bytes): its next read is then the reset.
+    static let flightSizes = [128, 65_408, 256, 65_024, 512, 64_512, 1024, 63_488, 2048, 4096]
     /// TLS 1.3 record overhead with an AEAD of 16-byte tags: 5 bytes of header, 1 of content type, 16 of tag.
     static let recordOverhead = 22
 
@@ -286,19 +290,38 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         flight = ByteBuffer()
         for request in held.dropLast() { answer(context, request) }
         held = []
-        var frames = flight ?? ByteBuffer()
+        var answers = flight ?? ByteBuffer()
         flight = nil
-        // Pad to the first size (from this connection's turn on) that holds the answers plus a 9-byte frame header.
-        let sizes = Self.flightSizes.indices.map { Self.flightSizes[($0 + connectionIndex) % Self.flightSizes.count] }
-        if let size = sizes.first(where: { $0 - Self.recordOverhead >= frames.readableBytes + 9 }) {
-            let padding = size - Self.recordOverhead - frames.readableBytes - 9
-            var pad = HostileFrames.frame(0xfa, flags: 0, stream: 0) { $0.writeRepeatingByte(0, count: padding) }
-            frames.writeBuffer(&pad)
-        }
-        write(context, frames)
+        write(context, Self.padded(&answers, connectionIndex: connectionIndex))
         context.flush()
         closing = true
         reset.reset()
+    }
+
+    /// `answers` padded with frames of an unknown type (which a client must ignore) so that the flight is one of
+    /// `flightSizes` on the wire (TLS records of at most 16 KiB of plaintext, 22 bytes of overhead each): small
+    /// flights end with the padding, large ones start with it.
+    static func padded(_ answers: inout ByteBuffer, connectionIndex: Int) -> ByteBuffer {
+        let sizes = flightSizes.indices.map { flightSizes[($0 + connectionIndex) % flightSizes.count] }
+        for wire in sizes {
+            let records = (wire + 16_384 + recordOverhead - 1) / (16_384 + recordOverhead)
+            var padding = wire - records * recordOverhead - answers.readableBytes
+            let frames = (padding + 16_384 + 9 - 1) / (16_384 + 9)
+            guard frames >= 1, padding - 9 * frames >= 0 else { continue }
+            var pad = ByteBuffer()
+            for index in 0..<frames {
+                let payload = index == frames - 1 ? padding - 9 : min(16_384, padding - 9)
+                pad.writeImmutableBuffer(HostileFrames.frame(0xfa, flags: 0, stream: 0) { $0.writeRepeatingByte(0, count: payload) })
+                padding -= payload + 9
+            }
+            if wire <= 16_384 {
+                answers.writeBuffer(&pad)
+                return answers
+            }
+            pad.writeBuffer(&answers)
+            return pad
+        }
+        return answers
     }
 
     /// HEADERS then CONTINUATION frames of the client's max frame size at most.

@@ -302,12 +302,12 @@ struct HostileRun: CustomStringConvertible {
                   !statistics.answeredAfterViolation.contains(token) else { continue }
             if statistics.okByToken[token, default: 0] > 0 {
                 #expect(outcome.result.kind == "delivered",
-                        "\(token.prefix(12)) was answered 200 but reported \(outcome.result.kind) (\(outcome.failureCode ?? ""))",
+                        "\(token.suffix(8)) was answered 200 but reported \(outcome.result.kind) (\(outcome.failureCode ?? ""))",
                         sourceLocation: sourceLocation)
             } else if processedMeansPossiblyDelivered, statistics.requestsByToken[token, default: 0] > 0,
                       outcome.result.kind == "failed" {
                 #expect(outcome.mayHaveBeenDelivered,
-                        "\(token.prefix(12)) reached the server but its failure does not say it may have been delivered",
+                        "\(token.suffix(8)) reached the server but its failure does not say it may have been delivered",
                         sourceLocation: sourceLocation)
             }
         }

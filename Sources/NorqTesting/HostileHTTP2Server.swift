@@ -66,10 +66,10 @@ public final class HostileHTTP2Server: Sendable {
         /// requests but the last, then resets the TCP connection (SO_LINGER 0): the answers reach the client just
         /// before the RST, and the last request may have been processed.
         ///
-        /// The flight is one TLS record padded (with a frame of an unknown type, which a client must ignore) to a
-        /// power of two from 256 to 16,384 bytes on the wire, a different one per connection: a client that reads
-        /// into a buffer of that size fills it exactly, and its next read returns the reset, in the same read loop
-        /// (SwiftNIO then closes without a read-complete, the moment where buffered TLS plaintext was dropped).
+        /// The flight is padded (with frames of an unknown type, which a client must ignore) to a size on the wire
+        /// that fills a SwiftNIO client's read buffer exactly (2048 bytes, and a few others, one per connection in
+        /// turn): the client's next read, in the same read loop, returns the reset, and SwiftNIO closes without a
+        /// read-complete (where TLS plaintext that was decrypted but not yet passed on can be lost).
         public static func resetConnection(holding: Int) -> Fault {
             Fault(.resetConnection(holding: max(1, holding)), "TCP reset after \(holding) held requests")
         }

@@ -225,6 +225,23 @@ final class HostileConnectionHandler: ChannelInboundHandler {
             answer(context, request)
         case .silentFirstRequest:
             if !shared.takeFirstRequest() { answer(context, request) }
+        case .rejectAll(let status, let reason):
+            let open = streams.count
+            shared.update { $0.statistics.maxOpenStreams = max($0.statistics.maxOpenStreams, open) }
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) { [self] in
+                guard !closing, streams[stream] != nil else { return }
+                streams[stream] = nil
+                var block = ByteBuffer()
+                HostileFrames.literal(":status", String(status), into: &block)
+                if let id = request.apnsID { HostileFrames.literal("apns-id", id, into: &block) }
+                HostileFrames.literal("content-type", "application/json", into: &block)
+                writeHeaders(context, stream: stream, block: block, endStream: false)
+                let body = ByteBuffer(string: #"{"reason":""# + reason + #""}"#)
+                write(context, HostileFrames.frame(HostileFrames.data, flags: HostileFrames.endStream, stream: stream) {
+                    $0.writeImmutableBuffer(body)
+                })
+                context.flush()
+            }
         case .missingStatus:
             guard first else { return answer(context, request) }
             streams[stream] = nil

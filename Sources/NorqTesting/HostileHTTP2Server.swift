@@ -34,6 +34,7 @@ public final class HostileHTTP2Server: Sendable {
             case continuationFlood(bytes: Int)
             case interimResponse
             case silentFirstRequest
+            case rejectAll(status: Int, reason: String)
             case dataOnIdleStream
             case zeroWindowUpdateOnConnection
             case zeroWindowUpdateOnStream
@@ -93,6 +94,11 @@ public final class HostileHTTP2Server: Sendable {
         public static let interimResponse = Fault(.interimResponse, "103 before 200")
         /// Defect 8: the first request the server receives is never answered; every other one is.
         public static let silentFirstRequest = Fault(.silentFirstRequest, "no answer to the first request")
+        /// Defect 8: every request is answered `status` with `{"reason": reason}` (APNs style), 20 ms after it
+        /// arrived, so that a client that keeps one stream at a time shows in ``Statistics/maxOpenStreams``.
+        public static func rejectAll(status: Int = 400, reason: String = "BadDeviceToken") -> Fault {
+            Fault(.rejectAll(status: status, reason: reason), "\(status) \(reason) to every request, 20 ms late")
+        }
         /// Defect 9: a DATA frame on an idle stream (connection error PROTOCOL_ERROR), then the answer.
         public static let dataOnIdleStream = Fault(.dataOnIdleStream, "DATA on an idle stream")
         /// Defect 9: WINDOW_UPDATE of 0 on the connection (connection error PROTOCOL_ERROR), then the answer.
@@ -160,6 +166,8 @@ public final class HostileHTTP2Server: Sendable {
         public var goAwayCodesReceived: [UInt32] = []
         /// Error codes of the RST_STREAM frames the client sent.
         public var resetCodesReceived: [UInt32] = []
+        /// The most requests that were open at once on one connection (received, not yet answered).
+        public var maxOpenStreams = 0
         /// Connections the client closed (or that failed) while the server still had them open (not by ``stop()``).
         public var connectionsClosedByClient = 0
         /// Whether a CONTINUATION flood was written to its end (a client that bounds header blocks closes first).

@@ -151,6 +151,15 @@ struct HostileHTTP2EndToEndTests {
         #expect(run.report?.mayHaveBeenDelivered == 1, "\(run)")
     }
 
+    @Test("8: a connection that only sees 4xx answers does not stay serial (any complete answer ends the warm-up)")
+    func rejectionsEndTheWarmUp() async throws {
+        let run = try await HostileRun.send(.rejectAll(status: 400, reason: "BadDeviceToken"), tokens: 10)
+        run.checkInvariants()
+        #expect(run.report?.rejected == 10, "\(run)")
+        #expect(run.statistics.requests == 10, "a permanent rejection is not retried; \(run)")
+        #expect(run.statistics.maxOpenStreams > 1, "one stream at a time after 4xx answers; \(run)")
+    }
+
     // MARK: Defect 9
 
     struct ProtocolCase: Sendable, CustomTestStringConvertible {

@@ -109,7 +109,14 @@ final class HostileConnectionHandler: ChannelInboundHandler {
             }
             guard buffer.readBytes(length: Self.preface.count) == Self.preface else { return close(context) }
             prefaceSeen = true
-            sendPreface(context)
+            if case .delayedSettings(let milliseconds) = fault.kind {
+                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) { [self] in
+                    sendPreface(context)
+                    context.flush()
+                }
+            } else {
+                sendPreface(context)
+            }
         }
         while !closing, buffer.readableBytes >= 9 {
             let start = buffer.readerIndex
@@ -198,7 +205,8 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         shared.update { $0.statistics.requestsByToken[request.token, default: 0] += 1 }
         let first = requestsOnConnection == 1
         switch fault.kind {
-        case .none, .goAwayAfterSettings, .closeAfterSettings, .firstFrameNotSettings:
+        case .none, .goAwayAfterSettings, .closeAfterSettings, .firstFrameNotSettings, .delayedSettings,
+             .delayedHandshake:
             answer(context, request)
         case .resetConnection(let holding):
             if first { return answer(context, request) }

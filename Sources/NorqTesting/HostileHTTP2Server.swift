@@ -35,6 +35,8 @@ public final class HostileHTTP2Server: Sendable {
             case interimResponse
             case silentFirstRequest
             case rejectAll(status: Int, reason: String)
+            case delayedSettings(milliseconds: Int)
+            case delayedHandshake(milliseconds: Int)
             case dataOnIdleStream
             case zeroWindowUpdateOnConnection
             case zeroWindowUpdateOnStream
@@ -98,6 +100,14 @@ public final class HostileHTTP2Server: Sendable {
         /// arrived, so that a client that keeps one stream at a time shows in ``Statistics/maxOpenStreams``.
         public static func rejectAll(status: Int = 400, reason: String = "BadDeviceToken") -> Fault {
             Fault(.rejectAll(status: status, reason: reason), "\(status) \(reason) to every request, 20 ms late")
+        }
+        /// Defect 10: the server's SETTINGS (its preface) come this long after the client's preface; then it behaves.
+        public static func delayedSettings(milliseconds: Int) -> Fault {
+            Fault(.delayedSettings(milliseconds: milliseconds), "SETTINGS \(milliseconds) ms late")
+        }
+        /// Defect 10: the TLS handshake starts this long after the TCP connection was accepted; then it behaves.
+        public static func delayedHandshake(milliseconds: Int) -> Fault {
+            Fault(.delayedHandshake(milliseconds: milliseconds), "TLS handshake \(milliseconds) ms late")
         }
         /// Defect 9: a DATA frame on an idle stream (connection error PROTOCOL_ERROR), then the answer.
         public static let dataOnIdleStream = Fault(.dataOnIdleStream, "DATA on an idle stream")
@@ -166,6 +176,8 @@ public final class HostileHTTP2Server: Sendable {
         public var goAwayCodesReceived: [UInt32] = []
         /// Error codes of the RST_STREAM frames the client sent.
         public var resetCodesReceived: [UInt32] = []
+        /// Connections open now.
+        public var openConnections = 0
         /// The most requests that were open at once on one connection (received, not yet answered).
         public var maxOpenStreams = 0
         /// Connections the client closed (or that failed) while the server still had them open (not by ``stop()``).
@@ -216,13 +228,23 @@ public final class HostileHTTP2Server: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let index = shared.connectionOpened(channel)
                     let faulty = shared.configuration.faultyConnections.map { index < $0 } ?? true
+                    let fault = faulty ? shared.configuration.fault : .none
                     let reset = RawResetHandler()
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(reset)
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.addHandler(HostileConnectionHandler(
-                        shared: shared, fault: faulty ? shared.configuration.fault : .none, reset: reset,
-                        connectionIndex: index))
+                    let addTLS = {
+                        try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                        try sync.addHandler(HostileConnectionHandler(shared: shared, fault: fault, reset: reset,
+                                                                     connectionIndex: index))
+                    }
+                    guard case .delayedHandshake(let milliseconds) = fault.kind else { return try addTLS() }
+                    // Nothing is read (the ClientHello waits in the socket) until the TLS handler is there.
+                    try channel.syncOptions?.setOption(.autoRead, value: false)
+                    channel.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) {
+                        guard channel.isActive else { return }
+                        try? addTLS()
+                        try? channel.syncOptions?.setOption(.autoRead, value: true)
+                    }
                 }
             }
             .bind(host: shared.configuration.host, port: shared.configuration.port).get()
@@ -283,13 +305,16 @@ final class HostileShared: Sendable {
         update { state in
             state.channels[ObjectIdentifier(channel)] = channel
             state.statistics.connections += 1
+            state.statistics.openConnections += 1
             return state.statistics.connections - 1
         }
     }
 
     func connectionClosed(_ channel: any Channel, byClient: Bool) {
         update { state in
-            state.channels[ObjectIdentifier(channel)] = nil
+            if state.channels.removeValue(forKey: ObjectIdentifier(channel)) != nil {
+                state.statistics.openConnections -= 1
+            }
             if byClient, !state.stopping { state.statistics.connectionsClosedByClient += 1 }
         }
     }

@@ -207,6 +207,32 @@ struct HostileHTTP2EndToEndTests {
         }
     }
 
+    // MARK: Defect 10
+
+    @Test("10: a connection that finishes opening after the router shut down is closed",
+          arguments: [Fault.delayedHandshake(milliseconds: 400), .delayedSettings(milliseconds: 400)])
+    func connectionReadyAfterShutdown(_ late: Fault) async throws {
+        let server = try HostileHTTP2Server(configuration: .init(fault: late))
+        try await server.start()
+        let router = try HostileRun.makeRouter(server)
+        let tokens = (0..<3).map { ios(HostileRun.token($0)) }
+        let sending = Task {
+            try? await router.send(content: PushContent(title: "late", body: "settings"), to: recipients(tokens),
+                                   options: RouterSendOptions(deadline: .seconds(2)))
+        }
+        // The TCP connection is there; the TLS handshake or the server's SETTINGS are still 300 ms away.
+        _ = await server.statistics(within: .seconds(2)) { $0.connections >= 1 }
+        try await Task.sleep(for: .milliseconds(100))
+        let shutDown = await HostileRun.firstOf(within: .seconds(3)) { await router.shutdown(gracePeriod: .milliseconds(50)) }
+        #expect(shutDown != nil, "the router's shutdown did not end within 3 s")
+        let report = await HostileRun.firstOf(within: .seconds(3)) { await sending.value }
+        #expect(report != nil, "the send did not end after the shutdown")
+        // The connection becomes ready about 400 ms after it was accepted: the client must close it, not keep it.
+        let statistics = await server.statistics(within: .seconds(2)) { $0.openConnections == 0 && $0.connections >= 1 }
+        #expect(statistics.openConnections == 0, "a connection stayed open after the shutdown")
+        await server.stop()
+    }
+
     // MARK: The server itself
 
     @Test("without a fault the hostile server answers every push once")
@@ -245,15 +271,7 @@ struct HostileRun: CustomStringConvertible {
                      ambiguous: AmbiguousRetry = .collapsible) async throws -> HostileRun {
         let server = try HostileHTTP2Server(configuration: .init(fault: fault, faultyConnections: faultyConnections))
         try await server.start()
-        var configuration = APNsConfiguration(authentication: credentials.authentication, bundleID: "com.example.app")
-        configuration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: server.port)
-        configuration.additionalTrustRootsPEM = server.caCertificatePEM   // what `caPath:` loads
-        configuration.connectionsPerEndpoint = 1
-        var policy = retry
-        policy.ambiguous = ambiguous
-        let provider = try APNsProvider(name: "apns", configuration: configuration,
-                                        policy: DeliveryPolicy(retry: policy), tokenCache: APNsTokenCache())
-        let router = try NotificationRouter(providers: [provider])
+        let router = try makeRouter(server, ambiguous: ambiguous)
         let tokens = (0..<count).map(token)
         var pushContent = PushContent(title: "hostile", body: "server")
         pushContent.headers.collapseID = collapseID
@@ -288,6 +306,19 @@ struct HostileRun: CustomStringConvertible {
         return "[\(outcomes)] in \(elapsed); server: \(statistics.requests) requests, \(statistics.oks) 200s, "
             + "\(statistics.connections) connections, GOAWAY \(statistics.goAwayCodesReceived), "
             + "RST_STREAM \(statistics.resetCodesReceived.prefix(10))\(firstFailure)"
+    }
+
+    /// A router with one APNs provider (one connection) whose sandbox endpoint is `server`, trusting its CA.
+    static func makeRouter(_ server: HostileHTTP2Server, ambiguous: AmbiguousRetry = .collapsible) throws -> NotificationRouter {
+        var configuration = APNsConfiguration(authentication: credentials.authentication, bundleID: "com.example.app")
+        configuration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: server.port)
+        configuration.additionalTrustRootsPEM = server.caCertificatePEM   // what `caPath:` loads
+        configuration.connectionsPerEndpoint = 1
+        var policy = retry
+        policy.ambiguous = ambiguous
+        let provider = try APNsProvider(name: "apns", configuration: configuration,
+                                        policy: DeliveryPolicy(retry: policy), tokenCache: APNsTokenCache())
+        return try NotificationRouter(providers: [provider])
     }
 
     /// The invariants every defect test checks. `except`: tokens whose outcome may be anything (still exactly one).

@@ -18,4 +18,6 @@ extension NorqError.Code {
     /// `routing.push` names a provider this router does not serve (a Norq provider of another channel, or
     /// a push provider without an implementation here, such as `expo`).
     public static let configProviderNotServed: Self = "config/provider-not-served"
+    /// `retry.ambiguous` is not `never`, `collapsible` or `always`.
+    public static let configInvalidAmbiguousRetry: Self = "config/invalid-ambiguous-retry"
 }

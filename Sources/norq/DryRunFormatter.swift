@@ -153,7 +153,8 @@ enum DryRunFormatter {
                     "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null,
                     "invalidSinceISO": .optional(rejected.invalidSince.map(isoDate(milliseconds:)))]
         case .failed(let error):
-            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message)]
+            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message),
+                    "mayHaveBeenDelivered": .bool(error.possiblyProcessed)]
         case .skipped(let skipped):
             return ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
         case .duplicate(let first):

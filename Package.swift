@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "NorqTemplates", targets: ["NorqTemplates"]),
         .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
         .library(name: "NorqTesting", targets: ["NorqTesting"]),
+        .library(name: "NorqFCM", targets: ["NorqFCM"]),
         .executable(name: "norq", targets: ["norq"]),
     ],
     dependencies: [
@@ -95,6 +96,8 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                // RS256 verification of the FCM emulator's OAuth assertions (issue 15).
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -148,6 +151,30 @@ let package = Package(
             dependencies: [
                 "norq", "NorqCore", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // FCM HTTP v1 provider (issue 15).
+        .target(
+            name: "NorqFCM",
+            dependencies: [
+                "NorqCore",
+                // The apns block of an FCM message reuses the APNs payload rules.
+                "NorqAPNs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqFCMTests",
+            dependencies: [
+                "NorqFCM", "NorqCore", "NorqAPNs", "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

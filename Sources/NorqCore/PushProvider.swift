@@ -62,6 +62,10 @@ public protocol PushProvider: Sendable {
 
     /// Stops accepting requests and drains the ones in flight.
     func shutdown() async
+
+    /// Whether a final rejection tells the application to stop using the token (the router then raises an
+    /// `InvalidTokenEvent`). The provider owns this fact; the default is "classified token-invalid".
+    func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool
 }
 
 extension NorqError.Code {
@@ -77,6 +81,10 @@ extension PushProvider {
     }
 
     public func shutdown() async {}
+
+    public func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool {
+        response.classification == .tokenInvalid
+    }
 
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {

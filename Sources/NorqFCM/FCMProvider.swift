@@ -253,3 +253,12 @@ public final class FCMProvider: PushProvider {
         return .success(FCMAccessToken(value: value, issuedAt: now, expiresAt: now + lifetime))
     }
 }
+
+/// What the router and the CLI learn about FCM through `PushProvider`, from the FCM table.
+extension FCMProvider {
+    /// Every FCM error code and canonical status of `FCMResponseTable`.
+    public var knownReasons: Set<String> { FCMResponseTable.reasonStrings }
+
+    /// FCM's message `name` (`projects/<id>/messages/<id>`).
+    public var messageIDName: String { "fcm-message" }
+}

@@ -52,6 +52,15 @@ public enum FCMResponseTable {
         FCMErrorCode("APNS_AUTH_ERROR", 401, .credentials),
     ]
 
+    /// The canonical (google.rpc) statuses an answer without an FCM error code may carry as its reason.
+    public static let canonicalStatuses: Set<String> = [
+        "INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND", "RESOURCE_EXHAUSTED", "UNAVAILABLE",
+        "INTERNAL", "DEADLINE_EXCEEDED", "FAILED_PRECONDITION", "UNIMPLEMENTED",
+    ]
+
+    /// Every reason string the table knows: the error codes and the canonical statuses.
+    public static let reasonStrings: Set<String> = Set(errorCodes.map(\.errorCode)).union(canonicalStatuses)
+
     /// The canonical status of an expired or invalid access token (no FCM error code).
     public static let unauthenticated = "UNAUTHENTICATED"
     /// Code of an `errorCode` FCM sent that is not in the table (the code itself is kept as the reason).

@@ -21,7 +21,7 @@ struct SendCommand: AsyncParsableCommand {
         commandName: "send",
         abstract: "Send a template to recipients through the configured providers (or the built-in APNs emulator).",
         discussion: """
-            Prints one line per token (delivered with its apns-id, rejected with the reason, failed or skipped \
+            Prints one line per token (delivered with its message id: apns-id, fcm-message; rejected with the reason, failed or skipped \
             with why) and a summary. With --emulator, the APNs emulator runs in-process on 127.0.0.1, accepts \
             the configuration's own keys, and every APNs provider is pointed at it: a real HTTP/2 + TLS send \
             that reaches no Apple server. A progress line is shown on a terminal for more than 100 tokens.
@@ -101,11 +101,13 @@ struct SendCommand: AsyncParsableCommand {
         outcomes.reserveCapacity(total)
         let stream = try router.sendStreaming(template: template, data: data, to: recipients, options: options)
         let style = Style.stdout
+        // Each provider names its own message id (apns-id, fcm-message, ...).
+        let idNames = router.providers.mapValues(\.messageIDName)
         for await outcome in stream {
             outcomes.append(outcome)
             if !json {
                 if progress { Console.err("\r\u{1B}[K") }
-                Console.out(Self.line(outcome, style: style) + "\n")
+                Console.out(Self.line(outcome, style: style, idNames: idNames) + "\n")
                 if progress { Console.err("sending: \(outcomes.count)/\(total)") }
             }
         }
@@ -123,13 +125,14 @@ struct SendCommand: AsyncParsableCommand {
         return report.allDelivered ? 0 : 2
     }
 
-    static func line(_ outcome: PushOutcome, style: Style) -> String {
+    static func line(_ outcome: PushOutcome, style: Style, idNames: [String: String] = [:]) -> String {
         let who = DryRunFormatter.label(outcome.target) + (outcome.recipientID.map { " (\($0))" } ?? "")
         let provider = outcome.provider.map { " via \($0)" } ?? ""
         let attempts = outcome.attempts > 1 ? " after \(outcome.attempts) attempts" : ""
         switch outcome.result {
         case .delivered(let delivered):
-            return style.green("delivered") + "  \(who)\(provider)  apns-id \(delivered.messageID ?? "-")\(attempts)"
+            let idName = outcome.provider.flatMap { idNames[$0] } ?? "message-id"
+            return style.green("delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(attempts)"
         case .rejected(let rejected):
             return style.red("rejected ") + "  \(who)\(provider)  \(rejected.status) \(rejected.reason ?? "") (\(rejected.classification))\(attempts)"
         case .failed(let error):

@@ -21,11 +21,15 @@ final class FakeProvider: PushProvider {
     let platforms: Set<Platform>
     let policy: DeliveryPolicy
     let supportsChannels: Bool
+    /// The reasons this fake's answers use, kept as metric labels (`PushProvider.knownReasons`).
+    let knownReasons: Set<String>
     let script: Script
     let state = Mutex(State())
 
     init(name: String, platforms: Set<Platform> = [.ios], retry: RetryPolicy = FakeProvider.fastRetry,
          maxInFlight: Int = 1000, supportsChannels: Bool = false,
+         knownReasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken", "ServiceUnavailable",
+                                      "TooManyRequests", "InternalServerError"],
          script: @escaping Script = { _, _ throws(NorqError) in FakeProvider.ok() }) {
         self.name = name
         self.typeName = "fake"
@@ -33,6 +37,7 @@ final class FakeProvider: PushProvider {
         self.policy = DeliveryPolicy(retry: retry, idempotency: IdempotencyPolicy(requestIDHeader: "x-request-id"),
                                      maxInFlight: maxInFlight)
         self.supportsChannels = supportsChannels
+        self.knownReasons = knownReasons
         self.script = script
     }
 

@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
         .library(name: "NorqTesting", targets: ["NorqTesting"]),
         .library(name: "NorqFCM", targets: ["NorqFCM"]),
+        .library(name: "NorqProviderTesting", targets: ["NorqProviderTesting"]),
         .executable(name: "norq", targets: ["norq"]),
     ],
     dependencies: [
@@ -116,7 +117,8 @@ let package = Package(
         .testTarget(name: "NorqTemplatesTests", dependencies: ["NorqTemplates", "NorqCore"], swiftSettings: strict),
         .testTarget(
             name: "NorqAPNsTests",
-            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", "NorqProviderTesting",
+                           .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: strict
@@ -124,7 +126,7 @@ let package = Package(
         .testTarget(
             name: "NorqTests",
             dependencies: [
-                "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting",
+                "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting", "NorqProviderTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -154,6 +156,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The fake provider and the provider conformance suite, for our tests and third-party providers (issue 15).
+        .target(name: "NorqProviderTesting", dependencies: ["NorqCore"], swiftSettings: strict),
         // FCM HTTP v1 provider (issue 15).
         .target(
             name: "NorqFCM",
@@ -171,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "NorqFCMTests",
             dependencies: [
-                "NorqFCM", "NorqCore", "NorqAPNs", "NorqTesting",
+                "NorqFCM", "NorqCore", "NorqAPNs", "NorqTesting", "NorqProviderTesting", "Norq",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -166,6 +166,7 @@ let package = Package(
                 // The apns block of an FCM message reuses the APNs payload rules.
                 "NorqAPNs",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

@@ -60,7 +60,15 @@ public final class FCMProvider: PushProvider {
         let tokenLogger = logger
         self.tokens = FCMAccessTokenCache(clock: clock) { completion in
             Self.fetchToken(signer: signer, endpoint: endpoint, transport: tokenTransport ?? transport, clock: clock,
-                            timeout: timeout, logger: tokenLogger, completion: completion)
+                            timeout: timeout, logger: tokenLogger) { result in
+                switch result {
+                case .success: FCMMetrics.tokenRequest(provider: name, result: "ok")
+                case .failure(let error):
+                    FCMMetrics.tokenRequest(provider: name, result: error.code == .fcmTokenRequestFailed ? "refused" : "transport")
+                    tokenLogger.warning("the OAuth token request failed", metadata: ["norq.error": "\(error.code)"])
+                }
+                completion(result)
+            }
         }
     }
 
@@ -159,6 +167,7 @@ public final class FCMProvider: PushProvider {
                     let response = interpret(answer)
                     if response.status == 401, response.reason == FCMResponseTable.unauthenticated {
                         tokens.reportRejected(token.value)
+                        FCMMetrics.unauthenticated(provider: name, repeated: renewedAfterRefusal)
                         if !renewedAfterRefusal {
                             logger.notice("FCM refused the access token (401 UNAUTHENTICATED); renewing it and sending again")
                             attempt(request, deadline: deadline, renewedAfterRefusal: true, completion: completion)

@@ -36,6 +36,15 @@ public final class FCMProvider: PushProvider {
         var bytes: [UInt8]
     }
 
+    /// - Parameters:
+    ///   - clock: the wall clock for assertions, token expiry and send times (inject one to simulate hours).
+    public convenience init(name: String, configuration: FCMConfiguration, policy: DeliveryPolicy = DeliveryPolicy(),
+                            logger: Logger = Logger(label: "norq.fcm"), clock: FCMClock = .system) throws(NorqError) {
+        let transports = try FCMInterimTransport.make(configuration: configuration, logger: logger)
+        try self.init(name: name, configuration: configuration, policy: policy, logger: logger, clock: clock,
+                      transport: transports.api, tokenTransport: transports.token)
+    }
+
     init(name: String, configuration: FCMConfiguration, policy: DeliveryPolicy, logger: Logger, clock: FCMClock,
          transport: any FCMTransport, tokenTransport: (any FCMTransport)?) throws(NorqError) {
         self.name = name

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NorqAPNs
+import NorqFCM
 import NorqConfig
 import NorqCore
 import NorqTemplates
@@ -82,7 +83,8 @@ struct ConfigOptions: ParsableArguments {
     @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")
     var templates: String?
 
-    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+    /// The provider types the CLI knows: the one registry every command uses.
+    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType(), FCMProviderType()]) }
 
     /// Loads the configuration (explicit path or discovery).
     func loadConfiguration() throws(NorqError) -> NorqConfiguration {

@@ -19,12 +19,13 @@ import Darwin
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send a template to recipients through the configured providers (or the built-in APNs emulator).",
+        abstract: "Send a template to recipients through the configured providers (or the built-in APNs and FCM emulators).",
         discussion: """
             Prints one line per token (delivered with its message id: apns-id, fcm-message; rejected with the reason, failed or skipped \
-            with why) and a summary. With --emulator, the APNs emulator runs in-process on 127.0.0.1, accepts \
-            the configuration's own keys, and every APNs provider is pointed at it: a real HTTP/2 + TLS send \
-            that reaches no Apple server. A progress line is shown on a terminal for more than 100 tokens.
+            with why) and a summary. With --emulator, the APNs emulator (for APNs providers) and the FCM \
+            emulator (for FCM providers) run in-process on 127.0.0.1, accept the configuration's own keys and \
+            service accounts, and every APNs and FCM provider is pointed at them: a real HTTP/2 + TLS send that \
+            reaches no Apple or Google server. A progress line is shown on a terminal for more than 100 tokens.
 
             Examples:
               norq send order-shipped -c examples/quickstart/norq.yaml \\
@@ -47,7 +48,7 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var tuning: SendTuningOptions
 
-    @Flag(name: .long, help: "Start the APNs emulator in-process and send to it instead of Apple.")
+    @Flag(name: .long, help: "Start the APNs and FCM emulators in-process (for the configured APNs and FCM providers) and send to them instead of Apple and Google.")
     var emulator = false
 
     @Option(name: .long, help: ArgumentHelp("Bound on all attempts of one token, in seconds.", valueName: "SECONDS"))
@@ -81,13 +82,18 @@ struct SendCommand: AsyncParsableCommand {
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))
 
-        var running: APNsEmulator?
+        var running: EmulatorSetup.Attached?
         if emulator {
-            let (rewritten, started) = try await EmulatorSetup.attach(to: configuration)
-            configuration = rewritten
-            running = started
+            let attached = try await EmulatorSetup.attach(to: configuration)
+            configuration = attached.configuration
+            running = attached
             if !json {
-                Console.out(Style.stdout.dim("APNs emulator (in-process) at https://localhost:\(started.port); nothing leaves this machine") + "\n")
+                if let apns = attached.apns {
+                    Console.out(Style.stdout.dim("APNs emulator (in-process) at https://localhost:\(apns.port); nothing leaves this machine") + "\n")
+                }
+                if let fcm = attached.fcm {
+                    Console.out(Style.stdout.dim("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine") + "\n")
+                }
             }
         }
         var logger = Logger(label: "norq")
@@ -114,7 +120,7 @@ struct SendCommand: AsyncParsableCommand {
         if progress { Console.err("\r\u{1B}[K") }
         let elapsed = ContinuousClock.now - started
         await router.shutdown(gracePeriod: .seconds(5))
-        if let running { try? await running.shutdown() }
+        if let running { await running.shutdown() }
 
         let report = SendReport(outcomes: outcomes)
         if json {

@@ -35,8 +35,8 @@ struct ValidateCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the result as JSON on stdout.")
     var json = false
 
-    /// The provider types the CLI knows.
-    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+    /// The CLI's one registry (`ConfigOptions.registry`).
+    static var registry: ProviderTypeRegistry { ConfigOptions.registry }
 
     func run() async throws {
         let loader = ConfigurationLoader(registry: Self.registry)

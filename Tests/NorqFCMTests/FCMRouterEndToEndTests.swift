@@ -159,3 +159,34 @@ import Testing
         try await setup.shutdown()
     }
 }
+
+/// Two FCM instances (two Firebase projects) in one router.
+@Suite(.serialized) struct FCMSeveralProjectsTests {
+    @Test func eachTokenGoesToItsOwnProject() async throws {
+        var emulatorConfiguration = FCMEmulator.Configuration()  // any project id
+        try emulatorConfiguration.trust(serviceAccountJSON: FCMPaths.demoAccountJSON)
+        let emulator = try FCMEmulator(configuration: emulatorConfiguration)
+        try await emulator.start()
+        func provider(_ name: String, project: String) throws -> FCMProvider {
+            var configuration = try demoConfiguration()
+            configuration.projectID = project
+            configuration.endpoint = FCMURL(host: "127.0.0.1", port: emulator.port)
+            configuration.tokenEndpoint = FCMURL(host: "127.0.0.1", port: emulator.port, path: "/token")
+            configuration.additionalTrustRootsPEM = emulator.caCertificatePEM
+            return try FCMProvider(name: name, configuration: configuration)
+        }
+        let router = try NotificationRouter(providers: [try provider("fcm", project: "shop-us"),
+                                                        try provider("fcm-eu", project: "shop-eu")],
+                                            byPlatform: [.android: "fcm"])
+        let report = try await router.send(content: PushContent(title: "x"), to: [Recipient(tokens: [
+            PushToken(token: androidToken, platform: .android),
+            PushToken(token: androidToken2, platform: .android, provider: "fcm-eu"),
+        ])])
+        #expect(report.delivered == 2)
+        let paths = Dictionary(emulator.deliveredMessages.map { ($0.target?.value ?? "", $0.path) }, uniquingKeysWith: { a, _ in a })
+        #expect(paths[androidToken] == "/v1/projects/shop-us/messages:send")
+        #expect(paths[androidToken2] == "/v1/projects/shop-eu/messages:send")
+        await router.shutdown()
+        try await emulator.shutdown()
+    }
+}

@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "NorqConsole", targets: ["NorqConsole"]),
         .library(name: "NorqStoreSQLite", targets: ["NorqStoreSQLite"]),
         .library(name: "NorqStorePostgres", targets: ["NorqStorePostgres"]),
+        .library(name: "NorqFCM", targets: ["NorqFCM"]),
+        .library(name: "NorqProviderTesting", targets: ["NorqProviderTesting"]),
         .executable(name: "norq", targets: ["norq"]),
         .library(name: "NorqServer", targets: ["NorqServer"]),
     ],
@@ -106,13 +108,15 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                // RS256 verification of the FCM emulator's OAuth assertions (issue 15).
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "norq",
             dependencies: [
-                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting",
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting", "NorqFCM",
                 "NorqConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -136,7 +140,8 @@ let package = Package(
         .testTarget(name: "NorqTemplatesTests", dependencies: ["NorqTemplates", "NorqCore"], swiftSettings: strict),
         .testTarget(
             name: "NorqAPNsTests",
-            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", "NorqProviderTesting",
+                           .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: strict
@@ -144,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "NorqTests",
             dependencies: [
-                "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting",
+                "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting", "NorqProviderTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -157,6 +162,7 @@ let package = Package(
             dependencies: [
                 "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -233,6 +239,39 @@ let package = Package(
                 "NorqServer", "NorqCore", "NorqConfig", "norq", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        // The fake provider and the provider conformance suite, for our tests and third-party providers (issue 15).
+        .target(name: "NorqProviderTesting", dependencies: ["NorqCore"], swiftSettings: strict),
+        // FCM HTTP v1 provider (issue 15).
+        .target(
+            name: "NorqFCM",
+            dependencies: [
+                "NorqCore",
+                // The apns block of an FCM message reuses the APNs payload rules.
+                "NorqAPNs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // INTERIM (FCMInterimTransport) until NorqHTTP2 lands.
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqFCMTests",
+            dependencies: [
+                "NorqFCM", "NorqCore", "NorqAPNs", "NorqTesting", "NorqProviderTesting", "Norq",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

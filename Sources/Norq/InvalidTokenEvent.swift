@@ -1,6 +1,7 @@
 public import NorqCore
 
-/// A device token the provider reported invalid (`Unregistered`, `ExpiredToken`, `BadDeviceToken`):
+/// A device token the provider reported invalid (APNs `Unregistered`, `ExpiredToken`, `BadDeviceToken`; FCM
+/// `UNREGISTERED`, or `INVALID_ARGUMENT` naming the token):
 /// the application should stop sending to it. Never raised for credential problems.
 public struct InvalidTokenEvent: Sendable, Hashable {
     public var token: PushToken
@@ -27,14 +28,15 @@ public struct InvalidTokenEvent: Sendable, Hashable {
         self.recipientID = recipientID
     }
 
-    /// The reasons that raise an event.
+    /// APNs' reasons that raise an event. The provider decides (`PushProvider.isInvalidTokenAnswer`); this copy
+    /// is kept for source compatibility only.
+    @available(*, deprecated, message: "the provider decides: PushProvider.isInvalidTokenAnswer(_:)")
     public static let reasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken"]
 
-    /// The event for a rejection, or nil when it is not an invalid-token rejection.
+    /// The event for a rejection the provider said invalidates the token (`PushProvider.isInvalidTokenAnswer`).
     static func from(response: DeliveryResponse, token: PushToken, provider: String,
                      environment: PushEnvironment?, recipientID: String?) -> InvalidTokenEvent? {
-        guard response.classification == .tokenInvalid, let reason = response.reason,
-              reasons.contains(reason) else { return nil }
+        let reason = response.reason ?? "status \(response.status)"
         var hint: String?
         if reason == "BadDeviceToken" {
             let other = environment == .production ? "sandbox" : "production"

@@ -7,7 +7,8 @@ extension NotificationRouter {
                 lastResponse: DeliveryResponse?) -> PushOutcome {
         // `prepared.job` is read in place, not copied (a copy retains each of its references).
         countFinal(result, provider: prepared.job.provider.name)
-        if let lastResponse, lastResponse.classification == .tokenInvalid, case .token(let token) = prepared.job.target,
+        if let lastResponse, prepared.job.provider.isInvalidTokenAnswer(lastResponse),
+           case .token(let token) = prepared.job.target,
            let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: prepared.job.provider.name,
                                               environment: prepared.request.environment,
                                               recipientID: prepared.job.recipientID) {

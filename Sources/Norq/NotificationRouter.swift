@@ -102,7 +102,8 @@ public final class NotificationRouter: Service {
         self.templates = templates
         self.deduplication = deduplication
         self.logger = logger
-        self.metrics = RouterMetrics(factory: metricsFactory, providers: names)
+        self.metrics = RouterMetrics(factory: metricsFactory, providers: names,
+                                     reasons: providers.reduce(into: Set<String>()) { $0.formUnion($1.knownReasons) })
         self.clock = clock
         self.shutdownGracePeriod = shutdownGracePeriod
         self.onInvalidToken = onInvalidToken

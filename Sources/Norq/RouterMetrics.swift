@@ -5,17 +5,14 @@ import Synchronization
 /// The router's swift-metrics instruments. Labels carry provider instance names and bounded reason
 /// strings only, never tokens.
 final class RouterMetrics: Sendable {
-    /// Reasons kept as label values; any other reason is counted as `other`.
-    static let knownReasons: Set<String> = [
-        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
-        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
-        "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
-        "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken",
-        "UnrelatedKeyInRequest", "BadPath", "MethodNotAllowed", "ExpiredToken", "Unregistered",
-        "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests", "InternalServerError",
-        "ServiceUnavailable", "Shutdown",
+    /// The router's own codes kept as reason labels (provider reasons come from `PushProvider.knownReasons`).
+    static let routingReasons: Set<String> = [
         "routing/no-provider", "routing/unknown-provider", "routing/platform-not-supported",
     ]
+
+    /// Reasons kept as label values (the providers' `knownReasons` and the routing codes); any other reason is
+    /// counted as `other`.
+    let knownReasons: Set<String>
 
     private let factory: any MetricsFactory
     private let prefix: String
@@ -43,7 +40,9 @@ final class RouterMetrics: Sendable {
     }
     private let plain: [String: ProviderInstruments]
 
-    init(factory: (any MetricsFactory)?, prefix: String = "norq", providers: [String] = []) {
+    init(factory: (any MetricsFactory)?, prefix: String = "norq", providers: [String] = [],
+         reasons: Set<String> = []) {
+        self.knownReasons = reasons.union(Self.routingReasons)
         let factory = factory ?? MetricsSystem.factory
         self.factory = factory
         self.prefix = prefix
@@ -61,7 +60,7 @@ final class RouterMetrics: Sendable {
         self.plain = plain
     }
 
-    static func reasonLabel(_ reason: String?) -> String {
+    func reasonLabel(_ reason: String?) -> String {
         guard let reason else { return "none" }
         return knownReasons.contains(reason) ? reason : "other"
     }
@@ -72,7 +71,7 @@ final class RouterMetrics: Sendable {
             return
         }
         var dimensions: [(String, String)] = [("provider", provider ?? "none")]
-        if let reason { dimensions.append(("reason", Self.reasonLabel(reason))) }
+        if let reason { dimensions.append(("reason", reasonLabel(reason))) }
         let key = name + "|" + dimensions.map { $0.0 + "=" + $0.1 }.joined(separator: ",")
         let counter = counters.withLock { counters in
             if let existing = counters[key] { return existing }

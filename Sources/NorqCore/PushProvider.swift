@@ -72,6 +72,18 @@ public protocol PushProvider: Sendable {
     /// collapsible` (the default) the router sends such a request again after a failure that the server may have
     /// processed. The default returns nil (never re-sent under `collapsible`).
     func collapseID(of request: PreparedRequest) -> String?
+
+    /// Whether a final rejection tells the application to stop using the token (the router then raises an
+    /// `InvalidTokenEvent`). The provider owns this fact; the default is "classified token-invalid".
+    func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool
+
+    /// Every reason string this provider's answers may carry (`DeliveryResponse.reason`): the router keeps these
+    /// as metric label values and counts any other as `other`, so labels stay bounded. Default: none.
+    var knownReasons: Set<String> { get }
+
+    /// What the provider calls the message id of a delivered outcome (`apns-id`, FCM's message `name`), for
+    /// display (the CLI prints it beside the id). Default `message-id`.
+    var messageIDName: String { get }
 }
 
 extension NorqError.Code {
@@ -89,6 +101,14 @@ extension PushProvider {
     public func shutdown() async {}
 
     public func collapseID(of request: PreparedRequest) -> String? { nil }
+
+    public func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool {
+        response.classification == .tokenInvalid
+    }
+
+    public var knownReasons: Set<String> { [] }
+
+    public var messageIDName: String { "message-id" }
 
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {

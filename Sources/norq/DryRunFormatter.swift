@@ -196,7 +196,7 @@ enum DryRunFormatter {
 
     static func outcomeText(_ result: PushOutcome.Result) -> String {
         switch result {
-        case .delivered(let delivered): "delivered \(delivered.status)" + (delivered.messageID.map { " apns-id \($0)" } ?? "")
+        case .delivered(let delivered): "delivered \(delivered.status)" + (delivered.messageID.map { " message id \($0)" } ?? "")
         case .rejected(let rejected):
             "\(rejected.status) \(rejected.reason ?? "") [\(rejected.code.rawValue), \(rejected.classification.rawValue)]"
         case .failed(let error): "error[\(error.code.rawValue)]: \(error.message)"

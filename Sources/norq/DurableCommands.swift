@@ -115,7 +115,8 @@ extension SendCommand {
                 }
                 Console.out(document.prettyPrinted() + "\n")
             } else {
-                for outcome in report.outcomes { Console.out(Self.line(outcome, style: Style.stdout) + "\n") }
+                let idNames = router.providers.mapValues(\.messageIDName)
+                for outcome in report.outcomes { Console.out(Self.line(outcome, style: Style.stdout, idNames: idNames) + "\n") }
                 Console.out(Self.summary(report, elapsed: elapsed, style: Style.stdout) + "\n")
             }
             return report.allDelivered ? 0 : 2

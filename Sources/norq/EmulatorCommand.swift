@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import NorqCore
+import NorqFCM
 import NorqTesting
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ import Darwin
 struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulator",
-        abstract: "Run the APNs emulator (HTTP/2 + TLS on 127.0.0.1) until Ctrl-C or SIGTERM.",
+        abstract: "Run the APNs emulator (and with --fcm the FCM emulator; HTTP/2 + TLS on 127.0.0.1) until Ctrl-C or SIGTERM.",
         discussion: """
             Prints its address and the path of its CA certificate; point a provider at it with \
             `endpoint: https://127.0.0.1:PORT` and `caPath: <that file>` in norq.yaml (or NORQ_APNS_ENDPOINT and \
@@ -30,6 +31,7 @@ struct EmulatorCommand: AsyncParsableCommand {
               norq emulator --config norq.yaml --unregistered <token> \\
                   --error-rate 0.1 --latency-ms 20
               norq emulator --config norq.yaml --log-requests  # a JSON line per request
+              norq emulator --config examples/quickstart/norq.yaml --fcm  # APNs and FCM
 
             \(ExitCodes.help)
             """
@@ -98,6 +100,15 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON line per request received (method, path, authority, headers, body, answer).")
     var logRequests = false
 
+    @Flag(name: .long, help: "Also run the FCM emulator (OAuth token endpoint and messages:send), trusting the FCM service accounts of --config and --service-account.")
+    var fcm = false
+
+    @Option(name: .long, help: ArgumentHelp("With --fcm: trust this service-account JSON key file (repeatable).", valueName: "PATH"))
+    var serviceAccount: [String] = []
+
+    @Option(name: .long, help: "With --fcm: the FCM emulator's port (0 picks a free one).")
+    var fcmPort: Int = 0
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (0...1).contains(errorRate) else { throw ValidationError("--error-rate must be between 0 and 1") }
@@ -118,7 +129,7 @@ struct EmulatorCommand: AsyncParsableCommand {
         var teams: Set<String> = []
         if let config {
             let configuration = try ConfigOptions(config: config).loadConfiguration()
-            let credentials = try EmulatorSetup.credentials(of: configuration)
+            let credentials = try EmulatorSetup.credentials(of: configuration, requireAPNs: !fcm)
             keys = credentials.keys
             teams = credentials.teams
         }
@@ -178,13 +189,60 @@ struct EmulatorCommand: AsyncParsableCommand {
             banner += "auth: ES256 JWT with \(list)\(teamID.map { " iss=\($0)" } ?? " (any team)")\n"
         }
         banner += "norq.yaml: endpoint: \(emulator.endpoint)  caPath: \(caPath)\n"
+        var fcmEmulator: FCMEmulator?
+        var fcmCAPath: String?
+        if fcm {
+            let (started, path, lines) = try await startFCM()
+            fcmEmulator = started
+            fcmCAPath = path
+            banner += lines
+        }
         banner += "Ctrl-C to stop.\n"
         Console.out(banner)
 
         await Self.waitForSignal(emulator: logRequests ? emulator : nil)
         try? await emulator.shutdown()
+        try? await fcmEmulator?.shutdown()
         if caOut == nil { try? FileManager.default.removeItem(atPath: caPath) }
+        if let fcmCAPath { try? FileManager.default.removeItem(atPath: fcmCAPath) }
         Console.err("emulator stopped\n")
+    }
+
+    /// Starts the FCM emulator trusting the FCM service accounts of `--config` and `--service-account`; returns it,
+    /// the path of its CA certificate and the banner lines.
+    func startFCM() async throws(NorqError) -> (FCMEmulator, String, String) {
+        var accounts: [FCMServiceAccount] = []
+        if let config { accounts += EmulatorSetup.fcmServiceAccounts(of: try ConfigOptions(config: config).loadConfiguration()) }
+        for path in serviceAccount {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw NorqError(.cliFileNotFound, "--service-account: no such file '\(path)'")
+            }
+            accounts.append(try FCMServiceAccount(json: String(decoding: data, as: UTF8.self),
+                                                  location: SourceLocation(file: path)))
+        }
+        guard !accounts.isEmpty else {
+            throw NorqError(.cliInvalidOption, "--fcm needs a service account to trust: --service-account PATH, or a --config with an FCM provider",
+                            hint: "the demo one: --service-account examples/keys/fcm-service-account-DEMO.json")
+        }
+        let faults = FCMEmulator.Faults(
+            unregisteredTokens: Set(unregistered), silentTokens: Set(silentToken), errorRate: errorRate,
+            errorAnswer: .code(errorStatus == 429 ? "QUOTA_EXCEEDED" : "UNAVAILABLE", retryAfterSeconds: retryAfter),
+            latency: .milliseconds(latencyMs), goAwayAfterStreams: goawayAfter, dropConnectionAfterStreams: dropAfter)
+        let emulator = try await EmulatorSetup.startFCM(accounts: accounts, host: host, port: fcmPort,
+                                                        recordRequests: logRequests, faults: faults)
+        let caPath = (NSTemporaryDirectory() as NSString)
+            .appendingPathComponent("norq-fcm-emulator-\(getpid())-\(emulator.port)-ca.pem")
+        do {
+            try emulator.writeCACertificate(to: caPath)
+        } catch {
+            try? await emulator.shutdown()
+            throw NorqError(.cliEmulatorFailed, "cannot write the FCM emulator's CA certificate to \(caPath): \(error)")
+        }
+        var lines = "FCM emulator listening on \(emulator.endpoint)\n"
+        lines += "FCM CA certificate: \(caPath)\n"
+        lines += "FCM auth: RS256 assertions of " + accounts.map(\.clientEmail).joined(separator: ", ") + "\n"
+        lines += "norq.yaml (fcm): endpoint: \(emulator.endpoint)  tokenEndpoint: \(emulator.tokenEndpoint)  caPath: \(caPath)\n"
+        return (emulator, caPath, lines)
     }
 
     /// Waits for SIGINT or SIGTERM; meanwhile prints new requests when `emulator` is given.

@@ -3,9 +3,11 @@ import Foundation
 import NorqAPNs
 import NorqConfig
 import NorqCore
+import NorqFCM
 import NorqTesting
 
-/// Starts the in-process APNs emulator for a configuration and points the configuration's APNs providers at it.
+/// Starts the in-process emulators for a configuration (APNs for its APNs providers, FCM for its FCM providers)
+/// and points those providers at them.
 enum EmulatorSetup {
     /// The accepted JWT keys and team of the configuration's APNs providers (token auth only).
     struct Credentials {
@@ -14,7 +16,19 @@ enum EmulatorSetup {
         var apnsProviders = 0
     }
 
-    static func credentials(of configuration: NorqConfiguration) throws(NorqError) -> Credentials {
+    /// The emulators started for a configuration, and the configuration pointed at them.
+    struct Attached {
+        var configuration: NorqConfiguration
+        var apns: APNsEmulator?
+        var fcm: FCMEmulator?
+
+        func shutdown() async {
+            try? await apns?.shutdown()
+            try? await fcm?.shutdown()
+        }
+    }
+
+    static func credentials(of configuration: NorqConfiguration, requireAPNs: Bool = true) throws(NorqError) -> Credentials {
         var credentials = Credentials()
         for instance in configuration.providers {
             guard let apns = instance.configuration as? APNsConfiguration else { continue }
@@ -24,11 +38,16 @@ enum EmulatorSetup {
                 credentials.teams.insert(teamID)
             }
         }
-        guard credentials.apnsProviders > 0 else {
+        guard credentials.apnsProviders > 0 || !requireAPNs else {
             throw NorqError(.cliNoAPNsProvider, "the configuration has no APNs provider to point at the emulator",
                             at: configuration.file.map { SourceLocation(file: $0) })
         }
         return credentials
+    }
+
+    /// The service-account JSON keys of the configuration's FCM providers.
+    static func fcmServiceAccounts(of configuration: NorqConfiguration) -> [FCMServiceAccount] {
+        configuration.providers.compactMap { ($0.configuration as? FCMConfiguration)?.serviceAccount }
     }
 
     /// The P-256 public key (PEM) of a private key PEM (PKCS#8 `.p8` or SEC1), or the public key PEM itself.
@@ -38,30 +57,76 @@ enum EmulatorSetup {
         throw NorqError(.cliInvalidOption, "\(source): not a P-256 private or public key in PEM form")
     }
 
-    /// Starts an emulator accepting the configuration's keys and rewrites every APNs provider's endpoints
-    /// (sandbox and production) and trust roots to it.
-    static func attach(to configuration: NorqConfiguration) async throws(NorqError) -> (NorqConfiguration, APNsEmulator) {
-        let credentials = try credentials(of: configuration)
-        let emulator: APNsEmulator
+    /// An FCM emulator trusting `accounts` (any project id), started on `host:port`.
+    static func startFCM(accounts: [FCMServiceAccount], host: String = "127.0.0.1", port: Int = 0,
+                         recordRequests: Bool = true, faults: FCMEmulator.Faults = .init()) async throws(NorqError) -> FCMEmulator {
         do {
-            emulator = try APNsEmulator(configuration: .init(
-                teamID: credentials.teams.count == 1 ? credentials.teams.first : nil,
-                signingKeys: credentials.keys))
+            var configuration = FCMEmulator.Configuration(host: host, port: port, recordRequests: recordRequests,
+                                                          faults: faults)
+            for account in accounts {
+                let json = JSONValue.object(["client_email": .string(account.clientEmail),
+                                             "private_key": .string(account.privateKeyPEM)]).compactDescription
+                try configuration.trust(serviceAccountJSON: json)
+            }
+            let emulator = try FCMEmulator(configuration: configuration)
             try await emulator.start()
+            return emulator
         } catch {
-            throw NorqError(.cliEmulatorFailed, "the APNs emulator could not start: \(error)")
+            throw NorqError(.cliEmulatorFailed, "the FCM emulator could not start on \(host):\(port): \(error)")
         }
-        var rewritten = configuration
-        let endpoint = APNsEndpoint(host: "localhost", port: emulator.port)
-        for index in rewritten.providers.indices {
-            guard var apns = rewritten.providers[index].configuration as? APNsConfiguration else { continue }
-            apns.sandboxEndpoint = endpoint
-            apns.productionEndpoint = endpoint
-            apns.additionalTrustRootsPEM = emulator.caCertificatePEM
-            apns.caPath = "(in-process emulator CA)"
-            apns.proxy = nil
-            rewritten.providers[index].configuration = apns
+    }
+
+    /// Starts an APNs emulator when the configuration has APNs providers and an FCM emulator when it has FCM
+    /// providers, and rewrites those providers' endpoints and trust roots to them. At least one is required.
+    static func attach(to configuration: NorqConfiguration) async throws(NorqError) -> Attached {
+        let credentials = try credentials(of: configuration, requireAPNs: false)
+        let accounts = fcmServiceAccounts(of: configuration)
+        guard credentials.apnsProviders > 0 || !accounts.isEmpty else {
+            throw NorqError(.cliNoAPNsProvider, "the configuration has no APNs or FCM provider to point at the emulator",
+                            at: configuration.file.map { SourceLocation(file: $0) })
         }
-        return (rewritten, emulator)
+        var attached = Attached(configuration: configuration)
+        if credentials.apnsProviders > 0 {
+            let emulator: APNsEmulator
+            do {
+                emulator = try APNsEmulator(configuration: .init(
+                    teamID: credentials.teams.count == 1 ? credentials.teams.first : nil,
+                    signingKeys: credentials.keys))
+                try await emulator.start()
+            } catch {
+                throw NorqError(.cliEmulatorFailed, "the APNs emulator could not start: \(error)")
+            }
+            attached.apns = emulator
+            let endpoint = APNsEndpoint(host: "localhost", port: emulator.port)
+            for index in attached.configuration.providers.indices {
+                guard var apns = attached.configuration.providers[index].configuration as? APNsConfiguration else { continue }
+                apns.sandboxEndpoint = endpoint
+                apns.productionEndpoint = endpoint
+                apns.additionalTrustRootsPEM = emulator.caCertificatePEM
+                apns.caPath = "(in-process emulator CA)"
+                apns.proxy = nil
+                attached.configuration.providers[index].configuration = apns
+            }
+        }
+        if !accounts.isEmpty {
+            let emulator: FCMEmulator
+            do throws(NorqError) {
+                emulator = try await startFCM(accounts: accounts)
+            } catch {
+                await attached.shutdown()
+                throw error
+            }
+            attached.fcm = emulator
+            for index in attached.configuration.providers.indices {
+                guard var fcm = attached.configuration.providers[index].configuration as? FCMConfiguration else { continue }
+                fcm.endpoint = FCMURL(host: "localhost", port: emulator.port)
+                fcm.tokenEndpoint = FCMURL(host: "localhost", port: emulator.port, path: "/token")
+                fcm.additionalTrustRootsPEM = emulator.caCertificatePEM
+                fcm.caPath = "(in-process emulator CA)"
+                fcm.proxy = nil
+                attached.configuration.providers[index].configuration = fcm
+            }
+        }
+        return attached
     }
 }

@@ -19,12 +19,13 @@ import Darwin
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send a template to recipients through the configured providers (or the built-in APNs emulator).",
+        abstract: "Send a template to recipients through the configured providers (or the built-in APNs and FCM emulators).",
         discussion: """
-            Prints one line per token (delivered with its apns-id, rejected with the reason, failed or skipped \
-            with why) and a summary. With --emulator, the APNs emulator runs in-process on 127.0.0.1, accepts \
-            the configuration's own keys, and every APNs provider is pointed at it: a real HTTP/2 + TLS send \
-            that reaches no Apple server. A progress line is shown on a terminal for more than 100 tokens.
+            Prints one line per token (delivered with its message id: apns-id, fcm-message; rejected with the reason, failed or skipped \
+            with why) and a summary. With --emulator, the APNs emulator (for APNs providers) and the FCM \
+            emulator (for FCM providers) run in-process on 127.0.0.1, accept the configuration's own keys and \
+            service accounts, and every APNs and FCM provider is pointed at them: a real HTTP/2 + TLS send that \
+            reaches no Apple or Google server. A progress line is shown on a terminal for more than 100 tokens.
 
             Idempotency: --idempotency-key K fixes each token's apns-id and deduplicates repeats of K within \
             this one process. It does not yet protect across runs: two `norq send` runs with the same key both \
@@ -51,7 +52,7 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var tuning: SendTuningOptions
 
-    @Flag(name: .long, help: "Start the APNs emulator in-process and send to it instead of Apple.")
+    @Flag(name: .long, help: "Start the APNs and FCM emulators in-process (for the configured APNs and FCM providers) and send to them instead of Apple and Google.")
     var emulator = false
 
     @Option(name: .long, help: ArgumentHelp("Bound on all attempts of one token, in seconds.", valueName: "SECONDS"))
@@ -88,13 +89,18 @@ struct SendCommand: AsyncParsableCommand {
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))
 
-        var running: APNsEmulator?
+        var running: EmulatorSetup.Attached?
         if emulator {
-            let (rewritten, started) = try await EmulatorSetup.attach(to: configuration)
-            configuration = rewritten
-            running = started
+            let attached = try await EmulatorSetup.attach(to: configuration)
+            configuration = attached.configuration
+            running = attached
             if !json {
-                Console.out(Style.stdout.dim("APNs emulator (in-process) at https://localhost:\(started.port); nothing leaves this machine") + "\n")
+                if let apns = attached.apns {
+                    Console.out(Style.stdout.dim("APNs emulator (in-process) at https://localhost:\(apns.port); nothing leaves this machine") + "\n")
+                }
+                if let fcm = attached.fcm {
+                    Console.out(Style.stdout.dim("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine") + "\n")
+                }
             }
         }
         var logger = Logger(label: "norq")
@@ -121,19 +127,20 @@ struct SendCommand: AsyncParsableCommand {
         outcomes.reserveCapacity(total)
         let stream = try router.sendStreaming(template: template, data: data, to: recipients, options: options)
         let style = Style.stdout
+        // Each provider names its own message id (apns-id, fcm-message, ...).
+        let idNames = router.providers.mapValues(\.messageIDName)
         for await outcome in stream {
             outcomes.append(outcome)
             if !json {
                 if progress { Console.err("\r\u{1B}[K") }
-                let typeName = outcome.provider.flatMap { configuration.provider(named: $0)?.typeName }
-                Console.out(Self.line(outcome, style: style, typeName: typeName) + "\n")
+                Console.out(Self.line(outcome, style: style, idNames: idNames) + "\n")
                 if progress { Console.err("sending: \(outcomes.count)/\(total)") }
             }
         }
         if progress { Console.err("\r\u{1B}[K") }
         let elapsed = ContinuousClock.now - started
         await router.shutdown(gracePeriod: .seconds(5))
-        if let running { try? await running.shutdown() }
+        if let running { await running.shutdown() }
 
         let report = SendReport(outcomes: outcomes)
         if json {
@@ -144,19 +151,19 @@ struct SendCommand: AsyncParsableCommand {
         return report.allDelivered ? 0 : 2
     }
 
-    /// The name of the provider's message id on this outcome's line: APNs calls it `apns-id` for a device
-    /// push and `apns-request-id` for a broadcast; other providers' ids are shown as `id`.
-    static func messageIDName(_ outcome: PushOutcome, typeName: String?) -> String {
-        guard typeName == nil || typeName == "apns" else { return "id" }
-        if case .channel = outcome.target { return "apns-request-id" }
-        return "apns-id"
+    /// The name of the provider's message id on this outcome's line (the provider's own, `apns-id`,
+    /// `fcm-message`, ...); an APNs broadcast answer's id is its `apns-request-id`.
+    static func messageIDName(_ outcome: PushOutcome, idNames: [String: String]) -> String {
+        let name = outcome.provider.flatMap { idNames[$0] } ?? "message-id"
+        if case .channel = outcome.target, name == "apns-id" { return "apns-request-id" }
+        return name
     }
 
-    static func line(_ outcome: PushOutcome, style: Style, typeName: String? = nil) -> String {
+    static func line(_ outcome: PushOutcome, style: Style, idNames: [String: String] = [:]) -> String {
         let who = DryRunFormatter.label(outcome.target) + (outcome.recipientID.map { " (\($0))" } ?? "")
         let provider = outcome.provider.map { " via \($0)" } ?? ""
         let attempts = outcome.attempts > 1 ? " after \(outcome.attempts) attempts" : ""
-        let idName = messageIDName(outcome, typeName: typeName)
+        let idName = messageIDName(outcome, idNames: idNames)
         switch outcome.result {
         case .delivered(let delivered):
             let unique = delivered.uniqueID.map { "  apns-unique-id \($0)" } ?? ""

@@ -43,7 +43,7 @@ struct ValidateCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Fail (exit 1) on warnings too.")
     var strict = false
 
-    /// The provider types the CLI knows.
+    /// The CLI's one registry (`ConfigOptions.registry`).
     static var registry: ProviderTypeRegistry { ConfigOptions.registry }
 
     func run() async throws {

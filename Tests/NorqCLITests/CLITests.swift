@@ -80,11 +80,12 @@ func parseJSON(_ text: String) throws -> Any {
     }
 
     @Test func tokenWithoutRequestExitsTwo() throws {
-        let to = #"[{"token": "nothex", "platform": "ios"}, {"token": "abc", "platform": "web", "keys": {"p256dh": "p", "auth": "a"}}]"#
+        // The web token routes to FCM (the only web provider of the quickstart), which refuses an endpoint URL.
+        let to = #"[{"token": "nothex", "platform": "ios"}, {"token": "https://push.example/x", "platform": "web", "keys": {"p256dh": "p", "auth": "a"}}]"#
         let result = try CLI.run(["render", "order-shipped", "--config", quickstart, "--to", to])
         #expect(result.status == 2, "\(result)")
         #expect(result.stdout.contains("no request: error[apns/invalid-token-format]"), "\(result)")
-        #expect(result.stdout.contains("no request: skipped [routing/no-provider]"), "\(result)")
+        #expect(result.stdout.contains("no request: error[fcm/invalid-token-format]"), "\(result)")
     }
 }
 
@@ -274,9 +275,12 @@ func parseJSON(_ text: String) throws -> Any {
                                   "--to", recipientsFile, "--emulator"])
         #expect(result.status == 0, "\(result)")
         let delivered = result.stdout.split(separator: "\n").filter { $0.hasPrefix("delivered") }
-        #expect(delivered.count == 2, "\(result)")
+        #expect(delivered.count == 4, "\(result)")
         #expect(result.stdout.contains("ios token a1b2c3d4… (user-1) via apns  apns-id "), "\(result)")
-        #expect(result.stdout.contains("2 tokens: 2 delivered, 0 rejected, 0 failed, 0 skipped"), "\(result)")
+        #expect(result.stdout.contains("android token dQw4w9Wg… (user-1) via fcm  fcm-message projects/norq-demo/messages/"), "\(result)")
+        #expect(result.stdout.contains("ios token fX7tQ2kL… (user-2) via fcm  fcm-message projects/norq-demo/messages/"), "\(result)")
+        #expect(result.stdout.contains("FCM emulator (in-process) at https://localhost:"), "\(result)")
+        #expect(result.stdout.contains("4 tokens: 4 delivered, 0 rejected, 0 failed, 0 skipped"), "\(result)")
     }
 
     @Test func sendJSONAndExitTwoWhenSomeAreNotDelivered() throws {
@@ -313,7 +317,8 @@ func parseJSON(_ text: String) throws -> Any {
                   caPath: \(dir.appendingPathComponent("ca.pem").path)
 
             """.utf8).write(to: config)
-        let result = try CLI.run(["send", "order-shipped", "--config", config.path, "--to", recipientsFile])
+        let iosOnly = #"[{"id": "user-1", "push": {"tokens": [{"token": "\#(token1)", "platform": "ios"}]}}, {"id": "user-2", "push": {"tokens": [{"token": "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0", "platform": "ios"}]}}]"#
+        let result = try CLI.run(["send", "order-shipped", "--config", config.path, "--to", iosOnly])
         #expect(result.status == 2, "\(result)")
         #expect(result.stdout.contains("rejected   ios token a1b2c3d4… (user-1) via apns  410 Unregistered error[apns/unregistered] (token-invalid)  invalid since "), "\(result)")
         #expect(result.stdout.contains("delivered  ios token 0f1e2d3c… (user-2)"), "\(result)")

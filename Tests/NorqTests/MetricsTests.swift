@@ -76,3 +76,24 @@ struct MetricsTests {
         #expect(!metrics.allKeys.contains { $0.contains("token-000") || $0.contains("SomethingNew") })
     }
 }
+
+@Suite("Metrics reason labels come from the providers")
+struct ProviderReasonLabelTests {
+    @Test("a reason is a label when its provider knows it (each provider's own table), else other")
+    func labelsFromProviders() async throws {
+        let metrics = RecordingMetrics()
+        let first = FakeProvider(name: "one", platforms: [.ios], knownReasons: ["UnrelatedKeyIdInToken"]) { _, _ throws(NorqError) in
+            FakeProvider.fail(403, "UnrelatedKeyIdInToken", .credentials)
+        }
+        let second = FakeProvider(name: "two", platforms: [.android], knownReasons: ["UNREGISTERED"]) { request, _ throws(NorqError) in
+            request.path.hasSuffix("a1") ? FakeProvider.fail(404, "UNREGISTERED", .tokenInvalid)
+                : FakeProvider.fail(400, "NOT_IN_ANY_TABLE", .permanent)
+        }
+        let r = try NotificationRouter(providers: [first, second], metricsFactory: metrics, clock: SleepRecorder().clock)
+        let tokens = [ios("i1"), PushToken(token: "a1", platform: .android), PushToken(token: "a2", platform: .android)]
+        _ = try await r.send(content: PushContent(title: "t"), to: recipients(tokens))
+        #expect(metrics.value("norq_rejected_total", [("provider", "one"), ("reason", "UnrelatedKeyIdInToken")]) == 1)
+        #expect(metrics.value("norq_rejected_total", [("provider", "two"), ("reason", "UNREGISTERED")]) == 1)
+        #expect(metrics.value("norq_rejected_total", [("provider", "two"), ("reason", "other")]) == 1)
+    }
+}

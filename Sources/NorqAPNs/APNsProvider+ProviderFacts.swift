@@ -1,0 +1,25 @@
+public import NorqCore
+
+extension APNsResponseTable {
+    /// The reasons after which the application should stop using a token (an `InvalidTokenEvent`):
+    /// `DeviceTokenNotForTopic` is token-invalid for this app but not a dead token, so it raises none.
+    public static let invalidTokenEventReasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken"]
+
+    /// Every documented reason string (the router's metric labels).
+    public static let reasonStrings: Set<String> = Set(reasons.map(\.reason))
+}
+
+/// What the router and the CLI learn about APNs through `PushProvider`, from the APNs tables.
+extension APNsProvider {
+    /// A token-invalid answer whose reason is one of `APNsResponseTable.invalidTokenEventReasons`.
+    public func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool {
+        guard response.classification == .tokenInvalid, let reason = response.reason else { return false }
+        return APNsResponseTable.invalidTokenEventReasons.contains(reason)
+    }
+
+    /// Every reason of `APNsResponseTable`.
+    public var knownReasons: Set<String> { APNsResponseTable.reasonStrings }
+
+    /// `apns-id`.
+    public var messageIDName: String { "apns-id" }
+}

@@ -1,0 +1,282 @@
+public import NorqCore
+public import Logging
+import Synchronization
+
+/// The built-in FCM HTTP v1 provider: builds `POST /v1/projects/<id>/messages:send` requests for registration
+/// tokens (Android, iOS and web apps using Firebase), topics and conditions; authenticates with an OAuth2
+/// access token minted from a service account (RS256 assertion), cached and renewed early, single-flight;
+/// and sends over pooled HTTP/2 connections.
+///
+/// A 401 `UNAUTHENTICATED` renews the access token once and sends again within the same delivery (FCM did not
+/// process the refused request); a second one is returned as a `credentials-problem` answer: a provider-level
+/// error, never an invalid token.
+public final class FCMProvider: PushProvider {
+    public let name: String
+    public var typeName: String { "fcm" }
+    public let platforms: Set<Platform> = [.ios, .android, .web]
+    public let policy: DeliveryPolicy
+    public let configuration: FCMConfiguration
+
+    let logger: Logger
+    let clock: FCMClock
+    let signer: FCMAssertionSigner
+    let tokens: FCMAccessTokenCache
+    let transport: any FCMTransport
+    /// The token endpoint's transport when it is another origin than the API's.
+    let tokenTransport: (any FCMTransport)?
+    private let redactions: [String: String]
+    private let placeholderAuthorization = "Bearer <access token fetched at send time>"
+    private let lastMessage = Mutex<CachedMessage?>(nil)
+
+    /// The serialized message (without target) of the last content, reused for every token of a send.
+    private struct CachedMessage: Sendable {
+        var contentID: UInt64
+        var blocks: FCMMessage.Blocks
+        var options: FCMMessage.Options
+        var bytes: [UInt8]
+    }
+
+    /// - Parameters:
+    ///   - clock: the wall clock for assertions, token expiry and send times (inject one to simulate hours).
+    public convenience init(name: String, configuration: FCMConfiguration, policy: DeliveryPolicy = DeliveryPolicy(),
+                            logger: Logger = Logger(label: "norq.fcm"), clock: FCMClock = .system) throws(NorqError) {
+        let transports = try FCMInterimTransport.make(configuration: configuration, logger: logger)
+        try self.init(name: name, configuration: configuration, policy: policy, logger: logger, clock: clock,
+                      transport: transports.api, tokenTransport: transports.token)
+    }
+
+    init(name: String, configuration: FCMConfiguration, policy: DeliveryPolicy, logger: Logger, clock: FCMClock,
+         transport: any FCMTransport, tokenTransport: (any FCMTransport)?) throws(NorqError) {
+        self.name = name
+        self.configuration = configuration
+        var policy = policy
+        // FCM has no idempotency key: a repeated request may deliver twice.
+        policy.idempotency.requestIDHeader = nil
+        policy.idempotency.serverDeduplicates = false
+        self.policy = policy
+        var logger = logger
+        logger[metadataKey: "provider"] = .string(name)
+        self.logger = logger
+        self.clock = clock
+        self.transport = transport
+        self.tokenTransport = tokenTransport
+        let signer = try FCMAssertionSigner(serviceAccount: configuration.serviceAccount,
+                                            audience: configuration.tokenEndpoint.description)
+        self.signer = signer
+        self.redactions = ["authorization": "Bearer <redacted OAuth2 access token of \(configuration.serviceAccount.clientEmail)>"]
+        let endpoint = configuration.tokenEndpoint
+        let timeout = configuration.requestTimeout
+        let tokenLogger = logger
+        self.tokens = FCMAccessTokenCache(clock: clock) { completion in
+            Self.fetchToken(signer: signer, endpoint: endpoint, transport: tokenTransport ?? transport, clock: clock,
+                            timeout: timeout, logger: tokenLogger) { result in
+                switch result {
+                case .success: FCMMetrics.tokenRequest(provider: name, result: "ok")
+                case .failure(let error):
+                    FCMMetrics.tokenRequest(provider: name, result: error.code == .fcmTokenRequestFailed ? "refused" : "transport")
+                    tokenLogger.warning("the OAuth token request failed", metadata: ["norq.error": "\(error.code)"])
+                }
+                completion(result)
+            }
+        }
+    }
+
+    // MARK: prepare
+
+    public func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
+        try prepare(content, target: try FCMTarget.token(token), deliveryTarget: .token(token), options: options)
+    }
+
+    /// A channel recipient routed to FCM is a topic (`news`) or a condition (`'a' in topics && 'b' in topics`).
+    public func prepare(_ content: PushContent, forChannel channel: ChannelRecipient,
+                        options: SendOptions) throws(NorqError) -> PreparedRequest {
+        try prepare(content, target: try FCMTarget.channel(channel), deliveryTarget: .channel(channel), options: options)
+    }
+
+    /// The request for `content` to `target` (pure, apart from reading the cached access token for display).
+    public func prepare(_ content: PushContent, target: FCMTarget, deliveryTarget: DeliveryTarget,
+                        options: SendOptions) throws(NorqError) -> PreparedRequest {
+        let blocks = FCMMessage.Blocks.for(target)
+        let messageOptions = FCMMessage.Options(priority: options.priority, expiration: options.expiration,
+                                                collapseID: options.collapseID,
+                                                sendTime: options.sendTime ?? clock.epochSeconds())
+        let message = try messageBytes(content, blocks: blocks, options: messageOptions, contentID: options.contentID)
+        guard message.count <= FCMMessage.payloadLimit else {
+            throw NorqError(.fcmPayloadTooLarge,
+                            "the FCM message is \(message.count) bytes; FCM accepts at most \(FCMMessage.payloadLimit)")
+        }
+        let body = FCMMessage.body(message: message, target: target, validateOnly: configuration.validateOnly)
+        let authorization = tokens.currentToken?.headerValue ?? placeholderAuthorization
+        return PreparedRequest(
+            method: "POST", authority: configuration.endpoint.authority, path: configuration.sendPath,
+            headers: [HTTPHeader("content-type", "application/json; charset=UTF-8"),
+                      HTTPHeader("authorization", authorization)],
+            body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
+            payloadLimit: FCMMessage.payloadLimit, redactions: redactions)
+    }
+
+    /// The serialized message without target, reusing the last one when the content id, blocks and options
+    /// are those of the previous call (a send to many tokens encodes once per platform, not once per token).
+    func messageBytes(_ content: PushContent, blocks: FCMMessage.Blocks, options: FCMMessage.Options,
+                      contentID: UInt64?) throws(NorqError) -> [UInt8] {
+        if let contentID {
+            let reused = lastMessage.withLock { last -> [UInt8]? in
+                guard let last, last.contentID == contentID, last.blocks == blocks, last.options == options else { return nil }
+                return last.bytes
+            }
+            if let reused { return reused }
+        }
+        let bytes = JSONValue.object(try FCMMessage.object(for: content, blocks: blocks, options: options)).serialized()
+        if let contentID {
+            lastMessage.withLock { $0 = CachedMessage(contentID: contentID, blocks: blocks, options: options, bytes: bytes) }
+        }
+        return bytes
+    }
+
+    // MARK: deliver
+
+    public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
+            startDelivery(request, deadline: deadline) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Sends once (plus one resend after a 401 `UNAUTHENTICATED` with a renewed access token) within its own
+    /// deadline (`timeout`, default 15 s) inside the caller's. `completion` runs exactly once.
+    public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
+                              completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        attempt(request, deadline: requestDeadline, renewedAfterRefusal: false, completion: completion)
+    }
+
+    private func attempt(_ request: PreparedRequest, deadline: ContinuousClock.Instant, renewedAfterRefusal: Bool,
+                         completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        tokens.withToken { [self] tokenResult in
+            let token: FCMAccessToken
+            switch tokenResult {
+            case .success(let value): token = value
+            case .failure(let error):
+                completion(.failure(error))
+                return
+            }
+            var headers = request.headers
+            if let index = headers.firstIndex(where: { $0.name == "authorization" }) {
+                headers[index].value = token.headerValue
+            } else {
+                headers.append(HTTPHeader("authorization", token.headerValue))
+            }
+            let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
+                                      headers: headers, body: request.body)
+            transport.start(wire, deadline: deadline) { [self] result in
+                switch result {
+                case .failure(let error):
+                    completion(.failure(error))
+                case .success(let answer):
+                    let response = interpret(answer)
+                    if response.status == 401, response.reason == FCMResponseTable.unauthenticated {
+                        tokens.reportRejected(token.value)
+                        FCMMetrics.unauthenticated(provider: name, repeated: renewedAfterRefusal)
+                        if !renewedAfterRefusal {
+                            logger.notice("FCM refused the access token (401 UNAUTHENTICATED); renewing it and sending again")
+                            attempt(request, deadline: deadline, renewedAfterRefusal: true, completion: completion)
+                            return
+                        }
+                        logger.error("FCM refused a freshly minted access token (401 UNAUTHENTICATED twice): check the service account's project and permissions")
+                    }
+                    completion(.success(response))
+                }
+            }
+        }
+    }
+
+    /// Turns an answer into a classified `DeliveryResponse`: the message `name` is the message id; errors are
+    /// read with `FCMResponseTable` (FCM `errorCode` first, then the canonical status, then the HTTP status).
+    func interpret(_ answer: FCMWireResponse) -> DeliveryResponse {
+        if (200..<300).contains(answer.status) {
+            let name = (try? JSONValue(parsing: answer.body))?["name"]?.stringValue
+            return DeliveryResponse(status: answer.status, headers: answer.headers, body: answer.body,
+                                    messageID: name, classification: .delivered)
+        }
+        let body = FCMResponseTable.ErrorBody(parsing: answer.body)
+        let classification = FCMResponseTable.classify(status: answer.status, body: body)
+        let retryAfter = FCMResponseTable.retryDelay(retryAfter: answer.header("retry-after"), errorCode: body.errorCode,
+                                                     now: clock.epochSeconds())
+        return DeliveryResponse(status: answer.status, headers: answer.headers, body: answer.body,
+                                reason: FCMResponseTable.reason(body), retryAfter: retryAfter,
+                                classification: classification)
+    }
+
+    public func shutdown() async {
+        await transport.shutdown()
+        await tokenTransport?.shutdown()
+    }
+
+    // MARK: token endpoint
+
+    /// Exchanges a fresh assertion for an access token: `POST <tokenEndpoint>` with a form body. A refusal is
+    /// `fcm/token-request-failed`; a transport failure keeps its code. Neither means the push was sent
+    /// (`possiblyProcessed` false).
+    static func fetchToken(signer: FCMAssertionSigner, endpoint: FCMURL, transport: any FCMTransport, clock: FCMClock,
+                           timeout: Duration, logger: Logger,
+                           completion: @escaping @Sendable (Result<FCMAccessToken, NorqError>) -> Void) {
+        let issuedAt = clock.epochSeconds()
+        let assertion: String
+        do throws(NorqError) {
+            assertion = try signer.sign(issuedAt: issuedAt)
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        let request = FCMWireRequest(
+            method: "POST", authority: endpoint.authority, path: endpoint.path.isEmpty ? "/" : endpoint.path,
+            headers: [HTTPHeader("content-type", "application/x-www-form-urlencoded")],
+            body: FCMAssertionSigner.tokenRequestBody(assertion: assertion))
+        transport.start(request, deadline: .now + timeout) { result in
+            switch result {
+            case .failure(var error):
+                error.possiblyProcessed = false
+                error.message = "OAuth token request to \(endpoint): " + error.message
+                completion(.failure(error))
+            case .success(let answer):
+                let parsed = parseTokenResponse(answer, now: clock.epochSeconds(), endpoint: endpoint)
+                if case .success(let token) = parsed {
+                    logger.debug("access token renewed", metadata: ["fcm.token-expires-in": "\(token.expiresAt - token.issuedAt)"])
+                }
+                completion(parsed)
+            }
+        }
+    }
+
+    /// Reads `{"access_token", "expires_in", "token_type": "Bearer"}`; anything else is `fcm/token-request-failed`
+    /// naming the endpoint's `error` / `error_description` (which carry no secret).
+    static func parseTokenResponse(_ answer: FCMWireResponse, now: Int64,
+                                   endpoint: FCMURL) -> Result<FCMAccessToken, NorqError> {
+        let json = try? JSONValue(parsing: answer.body)
+        guard answer.status == 200, let value = json?["access_token"]?.stringValue, !value.isEmpty else {
+            let error = json?["error"]?.stringValue ?? "no access_token"
+            let description = json?["error_description"]?.stringValue.map { ": \($0.prefix(120))" } ?? ""
+            return .failure(NorqError(.fcmTokenRequestFailed,
+                                      "the OAuth token endpoint \(endpoint) answered \(answer.status) \(error.prefix(60))\(description)",
+                                      hint: "check the service account (is it of this Firebase project, is its key revoked?) and the host clock"))
+        }
+        var lifetime: Int64 = 3600
+        switch json?["expires_in"] {
+        case .int(let seconds)?: lifetime = seconds
+        case .double(let seconds)?: lifetime = Int64(seconds)
+        case .string(let text)?: lifetime = Int64(text) ?? 3600
+        default: break
+        }
+        lifetime = min(max(lifetime, 1), 24 * 3600)
+        return .success(FCMAccessToken(value: value, issuedAt: now, expiresAt: now + lifetime))
+    }
+}
+
+/// What the router and the CLI learn about FCM through `PushProvider`, from the FCM table.
+extension FCMProvider {
+    /// Every FCM error code and canonical status of `FCMResponseTable`.
+    public var knownReasons: Set<String> { FCMResponseTable.reasonStrings }
+
+    /// FCM's message `name` (`projects/<id>/messages/<id>`).
+    public var messageIDName: String { "fcm-message" }
+}

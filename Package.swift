@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "NorqTemplates", targets: ["NorqTemplates"]),
         .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
         .library(name: "NorqTesting", targets: ["NorqTesting"]),
+        .library(name: "NorqWebPush", targets: ["NorqWebPush"]),
         .executable(name: "norq", targets: ["norq"]),
     ],
     dependencies: [
@@ -73,6 +74,30 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Web Push (issue 16): RFC 8030/8291/8292 provider; the push-service emulator lives in NorqTesting.
+        .target(
+            name: "NorqWebPush",
+            dependencies: [
+                "NorqCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqWebPushTests",
+            dependencies: [
+                "NorqWebPush", "NorqCore", "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "Norq",
             dependencies: [
@@ -95,6 +120,7 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),  // Web Push emulator: HTTP/1.1 mode and the HTTP/2 stream codec
             ],
             swiftSettings: strict
         ),

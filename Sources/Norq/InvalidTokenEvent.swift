@@ -28,7 +28,8 @@ public struct InvalidTokenEvent: Sendable, Hashable {
     }
 
     /// The reasons that raise an event.
-    public static let reasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken"]
+    public static let reasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken",
+                                              "NotFound", "Gone"]  // Web Push 404 / 410 (WebPushResponseTable)
 
     /// The event for a rejection, or nil when it is not an invalid-token rejection.
     static func from(response: DeliveryResponse, token: PushToken, provider: String,

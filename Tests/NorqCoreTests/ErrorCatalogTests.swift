@@ -6,7 +6,7 @@ import Testing
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static let codePattern = #""((?:config|push|template|apns|routing|provider|cli)/[a-z0-9-]+)""#
+    static let codePattern = #""((?:config|push|template|apns|routing|provider|cli|webpush)/[a-z0-9-]+)""#
 
     /// Codes appearing as string literals in Swift files under `Sources/`.
     static func codesInSources() throws -> [String: String] {

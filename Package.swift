@@ -133,6 +133,8 @@ let package = Package(
             name: "norq",
             dependencies: [
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting",
+                "NorqWebPush",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -24,7 +24,8 @@ final class WebPushEmulatorShared: Sendable {
 
     struct Held: Sendable {
         var subscription: WebPushEmulator.Subscription
-        var privateKey: P256.KeyAgreement.PrivateKey
+        /// Nil for a subscription adopted without its keys: checked like any other, not decrypted.
+        var privateKey: P256.KeyAgreement.PrivateKey?
         var authSecret: [UInt8]
         var gone: Bool
     }
@@ -78,6 +79,13 @@ final class WebPushEmulatorShared: Sendable {
             p256dh: WebPushCrypto.base64URLEncode(Array(privateKey.publicKey.x963Representation)),
             auth: WebPushCrypto.base64URLEncode(authSecret), applicationServerKey: nil)
         state.withLock { $0.subscriptions[id] = Held(subscription: subscription, privateKey: privateKey, authSecret: authSecret, gone: false) }
+        return subscription
+    }
+
+    func adoptWithoutKeys(id: String, p256dh: String, auth: String) -> WebPushEmulator.Subscription {
+        let subscription = WebPushEmulator.Subscription(id: id, endpoint: "\(origin)/push/\(id)", p256dh: p256dh, auth: auth,
+                                                        applicationServerKey: nil)
+        state.withLock { $0.subscriptions[id] = Held(subscription: subscription, privateKey: nil, authSecret: [], gone: false) }
         return subscription
     }
 
@@ -177,11 +185,15 @@ final class WebPushEmulatorShared: Sendable {
             return refuse(400, "Content-Encoding must be aes128gcm")
         }
         guard body.count <= 4096 else { return refuse(413, "payload too large") }
-        do {
-            message.plaintext = try WebPushCrypto.decrypt(body: body, userAgentPrivateKey: held.privateKey,
-                                                          authSecret: held.authSecret)
-        } catch {
-            return refuse(400, "decryption failed: \(error)")
+        if let privateKey = held.privateKey {
+            do {
+                message.plaintext = try WebPushCrypto.decrypt(body: body, userAgentPrivateKey: privateKey,
+                                                              authSecret: held.authSecret)
+            } catch {
+                return refuse(400, "decryption failed: \(error)")
+            }
+        } else {
+            message.reason = "not decrypted (subscription adopted without its private key)"
         }
         // Faults
         let fault: WebPushEmulator.FaultAnswer?? = state.withLock { s -> WebPushEmulator.FaultAnswer?? in

@@ -137,6 +137,12 @@ public final class WebPushEmulator: Sendable {
         shared.adopt(id: id, privateKey: userAgentPrivateKey, authSecret: authSecret)
     }
 
+    /// Accepts messages to `<origin>/push/<id>` for a subscription whose private key it does not have (a
+    /// subscription from a real browser, given to `norq send --emulator`): every check but decryption applies.
+    public func adoptWithoutKeys(id: String, p256dh: String, auth: String) -> Subscription {
+        shared.adoptWithoutKeys(id: id, p256dh: p256dh, auth: auth)
+    }
+
     /// The subscription is gone (the user revoked permission): later messages get 410.
     public func unsubscribe(_ id: String) { shared.unsubscribe(id) }
 

@@ -22,6 +22,7 @@ package final class WebPushHTTP1Transport: WebPushTransport {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let pinLifetime: Duration
+    private let httpVersion: HTTPClient.Configuration.HTTPVersion
 
     private struct Pinned {
         var client: HTTPClient
@@ -39,8 +40,9 @@ package final class WebPushHTTP1Transport: WebPushTransport {
     private let state = Mutex(State())
 
     package init(configuration: WebPushConfiguration, endpointGuard: WebPushEndpointGuard, logger: Logger,
-                 pinLifetime: Duration = .seconds(60),
+                 pinLifetime: Duration = .seconds(60), allowHTTP2: Bool = false,
                  group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws(NorqError) {
+        self.httpVersion = allowHTTP2 ? .automatic : .http1Only
         self.configuration = configuration
         self.endpointGuard = endpointGuard
         self.logger = logger
@@ -106,7 +108,7 @@ package final class WebPushHTTP1Transport: WebPushTransport {
                 tlsConfiguration: tls, redirectConfiguration: .disallow,
                 timeout: .init(connect: WebPushTLS.timeAmount(min(configuration.requestTimeout, .seconds(10)))),
                 connectionPool: .init(idleTimeout: .seconds(60)), decompression: .disabled)
-            clientConfiguration.httpVersion = .http1Only
+            clientConfiguration.httpVersion = httpVersion
             clientConfiguration.dnsOverride = [endpoint.host: address.description]
             let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration,
                                     backgroundActivityLogger: logger)

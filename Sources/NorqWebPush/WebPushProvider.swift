@@ -19,6 +19,16 @@ public final class WebPushProvider: PushProvider {
     let transport: any WebPushTransport
     private let lastPayload = Mutex<(contentID: UInt64?, content: PushContent, bytes: [UInt8])?>(nil)
 
+    /// - Parameter clock: the wall clock for VAPID `exp` and absolute expirations (inject one to simulate hours).
+    public convenience init(name: String, configuration: WebPushConfiguration, policy: DeliveryPolicy = DeliveryPolicy(),
+                            logger: Logger = Logger(label: "norq.webpush"), clock: WebPushClock = .system) throws(NorqError) {
+        let endpointGuard = WebPushEndpointGuard(allowedHosts: configuration.allowedHosts,
+                                                 allowPrivateEndpoints: configuration.allowPrivateEndpoints)
+        let transport = try Self.makeTransport(configuration: configuration, endpointGuard: endpointGuard, logger: logger)
+        self.init(name: name, configuration: configuration, policy: policy, logger: logger, clock: clock,
+                  transport: transport)
+    }
+
     package init(name: String, configuration: WebPushConfiguration, policy: DeliveryPolicy, logger: Logger,
                  clock: WebPushClock, transport: any WebPushTransport) {
         self.name = name
@@ -78,7 +88,7 @@ public final class WebPushProvider: PushProvider {
         headers.append(HTTPHeader("authorization", vapid.headerValue))
         return PreparedRequest(
             method: "POST", authority: endpoint.authority, path: endpoint.path, headers: headers, body: body,
-            provider: name, target: .token(token), payloadLimit: WebPushEncryption.maxPlaintextBytes,
+            provider: name, target: .token(token), payloadLimit: WebPushEncryption.maxBodyBytes,
             redactions: ["authorization": "vapid t=<redacted ES256 JWT aud=\(endpoint.origin) exp=\(vapid.expiresAt)>, k=\(configuration.vapidKeys.publicKeyBase64URL)"])
     }
 

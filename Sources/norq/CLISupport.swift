@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NorqAPNs
+import NorqWebPush
 import NorqConfig
 import NorqCore
 import NorqTemplates
@@ -82,7 +83,7 @@ struct ConfigOptions: ParsableArguments {
     @Option(name: .long, help: "Templates directory (default: `templates:` of the config, else ./templates).")
     var templates: String?
 
-    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType(), WebPushProviderType()]) }
 
     /// Loads the configuration (explicit path or discovery).
     func loadConfiguration() throws(NorqError) -> NorqConfiguration {

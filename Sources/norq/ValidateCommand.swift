@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NorqAPNs
+import NorqWebPush
 import NorqConfig
 import NorqCore
 import NorqTemplates
@@ -36,7 +37,7 @@ struct ValidateCommand: AsyncParsableCommand {
     var json = false
 
     /// The provider types the CLI knows.
-    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType()]) }
+    static var registry: ProviderTypeRegistry { ProviderTypeRegistry([APNsProviderType(), WebPushProviderType()]) }
 
     func run() async throws {
         let loader = ConfigurationLoader(registry: Self.registry)

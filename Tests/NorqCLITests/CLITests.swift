@@ -57,6 +57,9 @@ func parseJSON(_ text: String) throws -> Any {
         #expect(out.contains("authorization: bearer <redacted ES256 JWT kid=DEMO000000 iss=TEAM123ABC>"), "\(result)")
         #expect(out.contains("bytes of 4,096 allowed"), "\(result)")
         #expect(out.contains("\"aps\": {"), "pretty body: \(result)")
+        #expect(out.contains("POST https://push.example.net/push/demo-web-1\nttl: 3600\nurgency: high\ntopic: order-ORD-123\ncontent-encoding: aes128gcm\n"), "\(result)")
+        #expect(out.contains("authorization: vapid t=<redacted ES256 JWT aud=https://push.example.net exp="), "\(result)")
+        #expect(out.contains("base64url:"), "the encrypted web body: \(result)")
         #expect(!out.contains("eyJ"), "no JWT is ever printed")
         #expect(!result.stderr.contains("eyJ"))
     }
@@ -84,7 +87,8 @@ func parseJSON(_ text: String) throws -> Any {
         let result = try CLI.run(["render", "order-shipped", "--config", quickstart, "--to", to])
         #expect(result.status == 2, "\(result)")
         #expect(result.stdout.contains("no request: error[apns/invalid-token-format]"), "\(result)")
-        #expect(result.stdout.contains("no request: skipped [routing/no-provider]"), "\(result)")
+        // The quick start routes web tokens to webpush, which refuses an endpoint that is not an https URL.
+        #expect(result.stdout.contains("no request: error[webpush/invalid-endpoint]"), "\(result)")
     }
 }
 
@@ -274,9 +278,11 @@ func parseJSON(_ text: String) throws -> Any {
                                   "--to", recipientsFile, "--emulator"])
         #expect(result.status == 0, "\(result)")
         let delivered = result.stdout.split(separator: "\n").filter { $0.hasPrefix("delivered") }
-        #expect(delivered.count == 2, "\(result)")
+        #expect(delivered.count == 3, "\(result)")
         #expect(result.stdout.contains("ios token a1b2c3d4… (user-1) via apns  apns-id "), "\(result)")
-        #expect(result.stdout.contains("2 tokens: 2 delivered, 0 rejected, 0 failed, 0 skipped"), "\(result)")
+        // The demo web subscription goes to the in-process push-service emulator, which decrypts it.
+        #expect(result.stdout.contains("(user-3) via webpush"), "\(result)")
+        #expect(result.stdout.contains("3 tokens: 3 delivered, 0 rejected, 0 failed, 0 skipped"), "\(result)")
     }
 
     @Test func sendJSONAndExitTwoWhenSomeAreNotDelivered() throws {
@@ -317,7 +323,8 @@ func parseJSON(_ text: String) throws -> Any {
         #expect(result.status == 2, "\(result)")
         #expect(result.stdout.contains("rejected   ios token a1b2c3d4… (user-1) via apns  410 Unregistered (token-invalid)"), "\(result)")
         #expect(result.stdout.contains("delivered  ios token 0f1e2d3c… (user-2)"), "\(result)")
-        #expect(result.stdout.contains("not all delivered: 2 tokens: 1 delivered, 1 rejected"), "\(result)")
+        // The quick start's web token has no provider in this APNs-only config: skipped.
+        #expect(result.stdout.contains("not all delivered: 3 tokens: 1 delivered, 1 rejected, 0 failed, 1 skipped"), "\(result)")
     }
 
     /// The dry run prints exactly what the emulator then receives (only the JWT differs).

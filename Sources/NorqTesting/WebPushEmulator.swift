@@ -81,7 +81,8 @@ public final class WebPushEmulator: Sendable {
                                 let number = connection.openedStream(id: streamID.map(Int.init) ?? 0)
                                 let faults = shared.streamFaults
                                 if let last = connection.goAwayLastStreamID, let id = streamID.map(Int.init), id > last {
-                                    stream.close(promise: nil)  // above the GOAWAY: not processed
+                                    // Above the GOAWAY's last-stream-id: not processed, and said so.
+                                    stream.writeAndFlush(HTTP2Frame.FramePayload.rstStream(.refusedStream), promise: nil)
                                     return
                                 }
                                 if let n = faults.dropConnectionAfterStreams, number >= n {

@@ -6,7 +6,7 @@ import Testing
 
 /// The HTTP/1.1 transport (AsyncHTTPClient with a pinned, guard-checked address) against the emulator's HTTP/1.1
 /// mode over TLS on 127.0.0.1.
-@Suite(.serialized) struct WebPushHTTP1Tests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WebPushHTTP1Tests {
     static let keys = VAPIDKeyPair.generate()
 
     static func provider(_ emulator: WebPushEmulator, allowPrivate: Bool = true) throws -> (WebPushProvider, WebPushHTTP1Transport) {

@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NorqStorePostgres", targets: ["NorqStorePostgres"]),
         .library(name: "NorqFCM", targets: ["NorqFCM"]),
         .library(name: "NorqProviderTesting", targets: ["NorqProviderTesting"]),
+        .library(name: "NorqWebPush", targets: ["NorqWebPush"]),
         .executable(name: "norq", targets: ["norq"]),
         .library(name: "NorqServer", targets: ["NorqServer"]),
     ],
@@ -43,6 +44,8 @@ let package = Package(
         // `norq serve` (issue 19): the HTTP API and its Prometheus metrics.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // Web Push to push services that speak HTTP/1.1 only (issue 16; see providers/webpush.md).
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -85,6 +88,33 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Web Push (issue 16): RFC 8030/8291/8292 provider; the push-service emulator lives in NorqTesting.
+        .target(
+            name: "NorqWebPush",
+            dependencies: [
+                "NorqCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqWebPushTests",
+            dependencies: [
+                "NorqWebPush", "NorqCore", "NorqTesting", "Norq",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "Norq",
             dependencies: [
@@ -110,6 +140,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 // RS256 verification of the FCM emulator's OAuth assertions (issue 15).
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),  // Web Push emulator: HTTP/1.1 mode and the HTTP/2 stream codec
             ],
             swiftSettings: strict
         ),
@@ -118,6 +149,8 @@ let package = Package(
             dependencies: [
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting", "NorqFCM",
                 "NorqConsole",
+                "NorqWebPush",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 "NorqStoreSQLite", "NorqStorePostgres",

@@ -84,7 +84,8 @@ public struct PushToken: Sendable, Hashable {
         guard case .object(let object) = json else {
             throw NorqError(.invalidRecipient, "a push token must be an object with \"token\" and \"platform\"")
         }
-        guard case .string(let token)? = object["token"], !token.isEmpty else {
+        // A Web Push subscription as `PushSubscription.toJSON()` gives it names its URL `endpoint`.
+        guard case .string(let token)? = object["token"] ?? object["endpoint"], !token.isEmpty else {
             throw NorqError(.emptyToken, "a push token needs a non-empty \"token\" string")
         }
         guard let platformValue = object["platform"], platformValue != .null else {

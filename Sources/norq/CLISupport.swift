@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NorqAPNs
 import NorqFCM
+import NorqWebPush
 import NorqConfig
 import NorqConsole
 import NorqCore
@@ -94,7 +95,7 @@ struct ConfigOptions: ParsableArguments {
     @Option(name: .long, help: "Templates directory (default: `templates:` or `notifications:` of the config, else ./templates).")
     var templates: String?
 
-    /// The provider types the CLI knows: APNs, FCM and Norq's `console`: the one registry every command uses.
+    /// The provider types the CLI knows: APNs, FCM, Web Push and Norq's `console`: the one registry every command uses.
     static var registry: ProviderTypeRegistry { registry(consoleToStandardError: false) }
 
     /// The registry, with the `console` provider printing on stderr when stdout must stay one JSON document.
@@ -105,7 +106,7 @@ struct ConfigOptions: ParsableArguments {
         } else {
             output = { text in Console.out(text) }
         }
-        let types: [any ProviderType] = [APNsProviderType(), FCMProviderType(), ConsoleProviderType(output: output)]
+        let types: [any ProviderType] = [APNsProviderType(), FCMProviderType(), WebPushProviderType(), ConsoleProviderType(output: output)]
         return ProviderTypeRegistry(types)
     }
 

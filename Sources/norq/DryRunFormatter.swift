@@ -1,6 +1,7 @@
 import Foundation
 import Norq
 import NorqCore
+import Foundation
 
 /// Text and JSON forms of rendered content and prepared requests (the dry run).
 enum DryRunFormatter {
@@ -90,8 +91,13 @@ enum DryRunFormatter {
 
     // MARK: requests
 
-    /// The exact body as a string (payloads are UTF-8 JSON).
-    static func bodyText(_ body: [UInt8]) -> String { String(decoding: body, as: UTF8.self) }
+    /// The exact body as a string (payloads are UTF-8 JSON); a binary body (a Web Push `aes128gcm` encrypted
+    /// record) as `base64url:` and its base64url text.
+    static func bodyText(_ body: [UInt8]) -> String {
+        if let text = String(validating: body, as: UTF8.self) { return text }
+        return "base64url:" + Data(body).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
 
     static func deliveriesJSON(_ deliveries: [PreparedDelivery], template: String) -> JSONValue {
         let items: [JSONValue] = deliveries.map { delivery in

@@ -109,6 +109,15 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --fcm: the FCM emulator's port (0 picks a free one).")
     var fcmPort: Int = 0
 
+    @Flag(name: .long, help: "Run the Web Push service emulator instead (issues subscriptions, decrypts every message, checks VAPID).")
+    var webpush = false
+
+    @Option(name: .long, help: "With --webpush: how many subscriptions to issue and print as recipient tokens.")
+    var subscriptions: Int = 1
+
+    @Flag(name: .long, help: "With --webpush: speak HTTP/1.1 only (a push service without HTTP/2).")
+    var http1 = false
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (0...1).contains(errorRate) else { throw ValidationError("--error-rate must be between 0 and 1") }
@@ -152,6 +161,10 @@ struct EmulatorCommand: AsyncParsableCommand {
     }
 
     func serve() async throws(NorqError) {
+        if webpush {
+            try await serveWebPush()
+            return
+        }
         let (keys, teamID) = try signingKeys()
         let faults = APNsEmulator.Faults(
             unregisteredTokens: Dictionary(unregistered.map { ($0, Int64(Date().timeIntervalSince1970 * 1000)) },

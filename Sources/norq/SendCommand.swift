@@ -6,6 +6,8 @@ import NorqConfig
 import NorqCore
 import NorqTemplates
 import NorqTesting
+import NorqAPNs
+import NorqWebPush
 
 #if canImport(Glibc)
 import Glibc
@@ -85,12 +87,24 @@ struct SendCommand: AsyncParsableCommand {
         let library = try configOptions.library(configuration)
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
-        let recipients = try JSONInput.recipients(to)
+        var recipients = try JSONInput.recipients(to)
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))
 
         var running: EmulatorSetup.Attached?
+        var runningWeb: WebPushEmulator?
         if emulator {
+            let (webRewritten, webRecipients, webStarted) = try await WebPushEmulatorSetup.attach(to: configuration, recipients: recipients)
+            configuration = webRewritten
+            recipients = webRecipients
+            runningWeb = webStarted
+            if let webStarted, !json {
+                Console.out(Style.stdout.dim("Web Push emulator (in-process) at \(webStarted.origin); it decrypts what it receives") + "\n")
+            }
+        }
+        // The APNs and FCM emulators, unless the only providers are Web Push ones.
+        if emulator, runningWeb == nil
+            || configuration.providers.contains(where: { $0.configuration is APNsConfiguration || $0.typeName == "fcm" }) {
             let attached = try await EmulatorSetup.attach(to: configuration)
             configuration = attached.configuration
             running = attached
@@ -141,6 +155,7 @@ struct SendCommand: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - started
         await router.shutdown(gracePeriod: .seconds(5))
         if let running { await running.shutdown() }
+        if let runningWeb { try? await runningWeb.shutdown() }
 
         let report = SendReport(outcomes: outcomes)
         if json {

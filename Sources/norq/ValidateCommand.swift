@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NorqAPNs
+import NorqWebPush
 import NorqConfig
 import NorqCore
 import NorqTemplates

@@ -57,6 +57,9 @@ func parseJSON(_ text: String) throws -> Any {
         #expect(out.contains("authorization: bearer <redacted ES256 JWT kid=DEMO000000 iss=TEAM123ABC>"), "\(result)")
         #expect(out.contains("bytes of 4,096 allowed"), "\(result)")
         #expect(out.contains("\"aps\": {"), "pretty body: \(result)")
+        #expect(out.contains("POST https://push.example.net/push/demo-web-1\nttl: 3600\nurgency: high\ntopic: order-ORD-123\ncontent-encoding: aes128gcm\n"), "\(result)")
+        #expect(out.contains("authorization: vapid t=<redacted ES256 JWT aud=https://push.example.net exp="), "\(result)")
+        #expect(out.contains("base64url:"), "the encrypted web body: \(result)")
         #expect(!out.contains("eyJ"), "no JWT is ever printed")
         #expect(!result.stderr.contains("eyJ"))
     }
@@ -80,12 +83,12 @@ func parseJSON(_ text: String) throws -> Any {
     }
 
     @Test func tokenWithoutRequestExitsTwo() throws {
-        // The web token routes to FCM (the only web provider of the quickstart), which refuses an endpoint URL.
         let to = #"[{"token": "nothex", "platform": "ios"}, {"token": "https://push.example/x", "platform": "web", "keys": {"p256dh": "p", "auth": "a"}}]"#
         let result = try CLI.run(["render", "order-shipped", "--config", quickstart, "--to", to])
         #expect(result.status == 2, "\(result)")
         #expect(result.stdout.contains("no request: error[apns/invalid-token-format]"), "\(result)")
-        #expect(result.stdout.contains("no request: error[fcm/invalid-token-format]"), "\(result)")
+        // The quick start routes web tokens to webpush, which refuses an endpoint that is not an https URL.
+        #expect(result.stdout.contains("no request: error[webpush/invalid-endpoint]"), "\(result)")
     }
 }
 
@@ -275,12 +278,14 @@ func parseJSON(_ text: String) throws -> Any {
                                   "--to", recipientsFile, "--emulator"])
         #expect(result.status == 0, "\(result)")
         let delivered = result.stdout.split(separator: "\n").filter { $0.hasPrefix("delivered") }
-        #expect(delivered.count == 4, "\(result)")
+        #expect(delivered.count == 5, "\(result)")
         #expect(result.stdout.contains("ios token a1b2c3d4… (user-1) via apns  apns-id "), "\(result)")
         #expect(result.stdout.contains("android token dQw4w9Wg… (user-1) via fcm  fcm-message projects/norq-demo/messages/"), "\(result)")
         #expect(result.stdout.contains("ios token fX7tQ2kL… (user-2) via fcm  fcm-message projects/norq-demo/messages/"), "\(result)")
         #expect(result.stdout.contains("FCM emulator (in-process) at https://localhost:"), "\(result)")
-        #expect(result.stdout.contains("4 tokens: 4 delivered, 0 rejected, 0 failed, 0 skipped"), "\(result)")
+        #expect(result.stdout.contains("5 tokens: 5 delivered, 0 rejected, 0 failed, 0 skipped"), "\(result)")
+        // The demo web subscription goes to the in-process push-service emulator, which decrypts it.
+        #expect(result.stdout.contains("(user-3) via webpush"), "\(result)")
     }
 
     @Test func sendJSONAndExitTwoWhenSomeAreNotDelivered() throws {

@@ -1,0 +1,109 @@
+public import NorqCore
+public import Crypto
+
+/// RFC 8291 message encryption (`Content-Encoding: aes128gcm`, RFC 8188 with one record), swift-crypto only.
+///
+/// Per message: a fresh ephemeral P-256 key pair and a random 16-byte salt (both injectable for the RFC 8291
+/// Appendix A test vector), ECDH with the subscription's key, the RFC 8291 key combination with the auth secret,
+/// the RFC 8188 key schedule, then one AES-128-GCM record: `plaintext || 0x02 || padding zeros`.
+/// The body is the 86-byte header (`salt || rs || idlen=65 || as_public`) followed by the record and its tag.
+public enum WebPushEncryption {
+    /// What push services must accept (RFC 8030 §7.2): the whole body, header included.
+    public static let maxBodyBytes = 4096
+    /// `salt (16) + rs (4) + idlen (1) + as_public (65)`.
+    public static let headerBytes = 86
+    /// 16-byte GCM tag and the 1-byte padding delimiter.
+    public static let overheadBytes = headerBytes + 16 + 1
+    /// 3,993: the most plaintext that fits one 4,096-byte body without padding.
+    public static let maxPlaintextBytes = maxBodyBytes - overheadBytes
+    /// The record size written in the header (as in the RFC's example; larger than any single record we write).
+    public static let recordSize: UInt32 = 4096
+
+    /// Encrypts `plaintext` for one subscription.
+    ///
+    /// - Parameters:
+    ///   - paddingBytes: zeros added after the delimiter to hide the length (reduced when the body would exceed
+    ///     4,096 bytes).
+    ///   - ephemeralKey, salt: for tests only (the RFC vector); a fresh key and random salt otherwise. Reusing
+    ///     either across messages breaks the encryption's guarantees.
+    /// - Throws: `webpush/payload-too-large` when `plaintext` is over 3,993 bytes.
+    public static func encrypt(_ plaintext: [UInt8], keys: WebPushSubscriptionKeys, paddingBytes: Int = 0,
+                               ephemeralKey: P256.KeyAgreement.PrivateKey? = nil,
+                               salt: [UInt8]? = nil) throws(NorqError) -> [UInt8] {
+        guard plaintext.count <= maxPlaintextBytes else {
+            throw NorqError(.webPushPayloadTooLarge,
+                            "web push payload is \(plaintext.count) bytes; at most \(maxPlaintextBytes) fit the 4,096-byte encrypted body")
+        }
+        let padding = max(0, min(paddingBytes, maxPlaintextBytes - plaintext.count))
+        let ephemeral = ephemeralKey ?? P256.KeyAgreement.PrivateKey()
+        let salt = salt ?? randomBytes(16)
+        let asPublic = Array(ephemeral.publicKey.x963Representation)
+        let sharedSecret: SharedSecret
+        do {
+            sharedSecret = try ephemeral.sharedSecretFromKeyAgreement(with: keys.userAgentPublicKey)
+        } catch {
+            throw NorqError(.webPushInvalidP256DH, "ECDH with keys.p256dh failed (not a usable P-256 public key)")
+        }
+        let ecdhSecret = sharedSecret.withUnsafeBytes { Array($0) }
+        let (cek, nonce) = deriveKeys(ecdhSecret: ecdhSecret, authSecret: keys.authSecret,
+                                      userAgentPublic: keys.userAgentPublicKeyBytes, serverPublic: asPublic, salt: salt)
+
+        var record = plaintext
+        record.reserveCapacity(plaintext.count + 1 + padding)
+        record.append(0x02)
+        if padding > 0 { record.append(contentsOf: repeatElement(0, count: padding)) }
+
+        var body: [UInt8] = []
+        body.reserveCapacity(headerBytes + record.count + 16)
+        body.append(contentsOf: salt)
+        body.append(UInt8(recordSize >> 24 & 0xff))
+        body.append(UInt8(recordSize >> 16 & 0xff))
+        body.append(UInt8(recordSize >> 8 & 0xff))
+        body.append(UInt8(recordSize & 0xff))
+        body.append(UInt8(asPublic.count))
+        body.append(contentsOf: asPublic)
+        do {
+            let sealed = try AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce))
+            body.append(contentsOf: sealed.ciphertext)
+            body.append(contentsOf: sealed.tag)
+        } catch {
+            // A 16-byte key and a 12-byte nonce cannot be rejected; should it happen, nothing is sent.
+            throw NorqError(.webPushInvalidP256DH, "AES-128-GCM sealing with the keys derived from keys.p256dh failed")
+        }
+        return body
+    }
+
+    /// The RFC 8291 §3.4 key combination and RFC 8188 §2.2-2.3 key schedule: the content-encryption key (16 bytes)
+    /// and nonce (12 bytes).
+    static func deriveKeys(ecdhSecret: [UInt8], authSecret: [UInt8], userAgentPublic: [UInt8], serverPublic: [UInt8],
+                           salt: [UInt8]) -> (cek: [UInt8], nonce: [UInt8]) {
+        // PRK_key = HMAC-SHA-256(auth_secret, ecdh_secret)
+        let prkKey = hmac(key: authSecret, ecdhSecret)
+        // IKM = HMAC-SHA-256(PRK_key, "WebPush: info" || 0x00 || ua_public || as_public || 0x01)
+        var keyInfo: [UInt8] = Array("WebPush: info".utf8)
+        keyInfo.append(0)
+        keyInfo.append(contentsOf: userAgentPublic)
+        keyInfo.append(contentsOf: serverPublic)
+        keyInfo.append(1)
+        let ikm = hmac(key: prkKey, keyInfo)
+        // PRK = HMAC-SHA-256(salt, IKM)
+        let prk = hmac(key: salt, ikm)
+        let cek = Array(hmac(key: prk, cekInfo).prefix(16))
+        let nonce = Array(hmac(key: prk, nonceInfo).prefix(12))
+        return (cek, nonce)
+    }
+
+    /// `"Content-Encoding: aes128gcm" || 0x00 || 0x01`.
+    static let cekInfo: [UInt8] = Array("Content-Encoding: aes128gcm".utf8) + [0, 1]
+    /// `"Content-Encoding: nonce" || 0x00 || 0x01`.
+    static let nonceInfo: [UInt8] = Array("Content-Encoding: nonce".utf8) + [0, 1]
+
+    static func hmac(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+}

@@ -1,0 +1,184 @@
+import AsyncHTTPClient
+package import Logging
+package import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+package import NorqCore
+import Synchronization
+
+/// Web Push to push services that speak HTTP/1.1 only, on AsyncHTTPClient (see providers/webpush.md for why).
+///
+/// The SSRF guard needs the address actually connected to, which AsyncHTTPClient does not expose; so each origin
+/// gets its own client whose `dnsOverride` pins the host to an address this transport resolved and checked
+/// (every address the name resolves to must be allowed). The pin is renewed after `pinLifetime` (a new client;
+/// the old one is shut down once that happens), so DNS changes are followed and each new address is checked.
+/// Redirects are disallowed; response bodies are bounded (64 KiB); at most `maxOrigins` clients (the least recently
+/// used is retired beyond it).
+package final class WebPushHTTP1Transport: WebPushTransport {
+    private let configuration: WebPushConfiguration
+    private let endpointGuard: WebPushEndpointGuard
+    private let tls: TLSConfiguration
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let pinLifetime: Duration
+    private let httpVersion: HTTPClient.Configuration.HTTPVersion
+
+    private struct Pinned {
+        var client: HTTPClient
+        var address: IPAddress
+        var pinnedAt: ContinuousClock.Instant
+        var lastUsed: UInt64
+    }
+    private struct State {
+        var clients: [String: Pinned] = [:]
+        /// Clients replaced or evicted, shut down at the latest with the transport (bounded by `maxOrigins`).
+        var retired: [HTTPClient] = []
+        var tick: UInt64 = 0
+        var shutDown = false
+    }
+    private let state = Mutex(State())
+
+    package init(configuration: WebPushConfiguration, endpointGuard: WebPushEndpointGuard, logger: Logger,
+                 pinLifetime: Duration = .seconds(60), allowHTTP2: Bool = false,
+                 group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws(NorqError) {
+        self.httpVersion = allowHTTP2 ? .automatic : .http1Only
+        self.configuration = configuration
+        self.endpointGuard = endpointGuard
+        self.logger = logger
+        self.group = group
+        self.pinLifetime = pinLifetime
+        self.tls = try WebPushTLS.clientConfiguration(configuration)
+    }
+
+    package func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
+                       completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+        let endpoint = request.endpoint
+        let eventLoop = group.next()
+        let nioDeadline = NIODeadline.now() + WebPushTLS.timeAmount(ContinuousClock.now.duration(to: deadline))
+        if let client = currentClient(for: endpoint) {
+            execute(request, client: client, deadline: nioDeadline, completion: completion)
+            return
+        }
+        let guardCopy = endpointGuard
+        WebPushResolver.resolve(endpoint.host, on: eventLoop).whenComplete { result in
+            guard case .success(let addresses?) = result, let first = addresses.first else {
+                completion(.failure(NorqError(.transportFailed, "web push host \(endpoint.host.prefix(80)) does not resolve")))
+                return
+            }
+            if let refused = addresses.first(where: { !guardCopy.allows(address: $0) }) {
+                completion(.failure(NorqError(
+                    .webPushEndpointNotAllowed,
+                    "web push endpoint host \(endpoint.host.prefix(80)) resolves to \(refused), \(guardCopy.refusal(for: refused) ?? "refused")")))
+                return
+            }
+            guard let client = self.pin(endpoint, to: first) else {
+                completion(.failure(NorqError(.providerShutDown, "the web push provider is shut down")))
+                return
+            }
+            self.execute(request, client: client, deadline: nioDeadline, completion: completion)
+        }
+    }
+
+    /// The origin's client while its pin is fresh.
+    private func currentClient(for endpoint: WebPushEndpoint) -> HTTPClient? {
+        let now = ContinuousClock.now
+        return state.withLock { s -> HTTPClient? in
+            guard !s.shutDown, let pinned = s.clients[endpoint.origin], pinned.pinnedAt.duration(to: now) < pinLifetime else {
+                return nil
+            }
+            s.tick += 1
+            s.clients[endpoint.origin]?.lastUsed = s.tick
+            return pinned.client
+        }
+    }
+
+    /// A client pinned to `address` for the origin (reusing the current one when it is pinned there already).
+    private func pin(_ endpoint: WebPushEndpoint, to address: IPAddress) -> HTTPClient? {
+        state.withLock { s -> HTTPClient? in
+            guard !s.shutDown else { return nil }
+            s.tick += 1
+            if var pinned = s.clients[endpoint.origin], pinned.address == address {
+                pinned.pinnedAt = .now
+                pinned.lastUsed = s.tick
+                s.clients[endpoint.origin] = pinned
+                return pinned.client
+            }
+            var clientConfiguration = HTTPClient.Configuration(
+                tlsConfiguration: tls, redirectConfiguration: .disallow,
+                timeout: .init(connect: WebPushTLS.timeAmount(min(configuration.requestTimeout, .seconds(10)))),
+                connectionPool: .init(idleTimeout: .seconds(60)), decompression: .disabled)
+            clientConfiguration.httpVersion = httpVersion
+            clientConfiguration.dnsOverride = [endpoint.host: address.description]
+            let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration,
+                                    backgroundActivityLogger: logger)
+            if let old = s.clients.removeValue(forKey: endpoint.origin) { s.retired.append(old.client) }
+            if s.clients.count >= configuration.maxOrigins,
+               let oldest = s.clients.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+                s.clients.removeValue(forKey: oldest.key)
+                s.retired.append(oldest.value.client)
+            }
+            s.clients[endpoint.origin] = Pinned(client: client, address: address, pinnedAt: .now, lastUsed: s.tick)
+            return client
+        }
+    }
+
+    private func execute(_ request: WebPushWireRequest, client: HTTPClient, deadline: NIODeadline,
+                         completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+        let endpoint = request.endpoint
+        var headers = HTTPHeaders()
+        for header in request.headers { headers.add(name: header.name, value: header.value) }
+        let httpRequest: HTTPClient.Request
+        do {
+            httpRequest = try HTTPClient.Request(url: "https://\(endpoint.authority)\(endpoint.path)",
+                                                 method: .POST, headers: headers, body: .bytes(request.body))
+        } catch {
+            completion(.failure(NorqError(.webPushInvalidEndpoint, "web push endpoint \(endpoint.host.prefix(80)) is not a valid URL")))
+            return
+        }
+        client.execute(request: httpRequest, delegate: ResponseAccumulator(request: httpRequest, maxBodySize: 65_536),
+                       deadline: deadline).futureResult.whenComplete { result in
+            switch result {
+            case .success(let response):
+                var body = response.body ?? ByteBuffer()
+                completion(.success(WebPushWireResponse(
+                    status: Int(response.status.code),
+                    headers: response.headers.map { HTTPHeader($0.name.lowercased(), $0.value) },
+                    body: body.readBytes(length: body.readableBytes) ?? [])))
+            case .failure(let error):
+                completion(.failure(Self.norqError(error, host: endpoint.host)))
+            }
+        }
+    }
+
+    /// Maps AsyncHTTPClient's errors. It does not say whether the request was written, so only failures that
+    /// happen before any byte of it can be sent (connecting, TLS handshake, shut down) count as not processed.
+    static func norqError(_ error: any Error, host: String) -> NorqError {
+        let text = "web push (HTTP/1.1) to \(host.prefix(80)): \(String(describing: error).prefix(200))"
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout:
+                return NorqError(.deadlineExceeded, text, possiblyProcessed: true)
+            case .alreadyShutdown:
+                return NorqError(.providerShutDown, text)
+            case .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
+                return NorqError(.transportFailed, text, possiblyProcessed: false)
+            default:
+                return NorqError(.transportFailed, text, possiblyProcessed: true)
+            }
+        }
+        if error is NIOConnectionError || error is NIOSSLError || error is IOError {
+            return NorqError(.transportFailed, text, possiblyProcessed: false)
+        }
+        return NorqError(.transportFailed, text, possiblyProcessed: true)
+    }
+
+    package func shutdown() async {
+        let clients = state.withLock { s -> [HTTPClient] in
+            s.shutDown = true
+            defer { s.clients.removeAll(); s.retired.removeAll() }
+            return s.clients.values.map(\.client) + s.retired
+        }
+        for client in clients { try? await client.shutdown() }
+    }
+}

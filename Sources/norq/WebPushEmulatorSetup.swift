@@ -1,0 +1,84 @@
+import Crypto
+import NorqConfig
+import NorqCore
+import NorqTesting
+import NorqWebPush
+
+/// `norq send --emulator` for web tokens: starts the in-process push-service emulator, points the configuration's
+/// Web Push providers at it (its CA trusted, private addresses allowed) and the recipients' web tokens too.
+enum WebPushEmulatorSetup {
+    /// The browser side of the demo subscription in examples/quickstart/recipients.json (published in
+    /// examples/keys/README.md; **demo only**): the emulator decrypts messages to it with this key.
+    static let demoUserAgentPrivateKey = "T_d-EIcwYdjjZI9r_L-0k4fREM7ERCSvWukOh_ZDNac"
+    static let demoAuthSecret = "SCcgLAlycoK6hUuYKyV4MQ"
+
+    static func hasWebPush(_ configuration: NorqConfiguration) -> Bool {
+        configuration.providers.contains { $0.configuration is WebPushConfiguration }
+    }
+
+    /// Starts the emulator when the configuration has a Web Push provider and the recipients a web token; returns
+    /// the rewritten configuration and recipients. Every web token is adopted under the last path segment of its
+    /// endpoint: the demo subscription with its published key (decrypted), others without keys (checked, not
+    /// decrypted).
+    static func attach(to configuration: NorqConfiguration,
+                       recipients: [Recipient]) async throws(NorqError) -> (NorqConfiguration, [Recipient], WebPushEmulator?) {
+        guard hasWebPush(configuration), recipients.contains(where: { $0.tokens.contains { $0.platform == .web } }) else {
+            return (configuration, recipients, nil)
+        }
+        let emulator: WebPushEmulator
+        do {
+            emulator = try WebPushEmulator(configuration: .init())
+            try await emulator.start()
+        } catch {
+            throw NorqError(.cliEmulatorFailed, "the Web Push emulator could not start: \(error)")
+        }
+        var rewritten = configuration
+        for index in rewritten.providers.indices {
+            guard var web = rewritten.providers[index].configuration as? WebPushConfiguration else { continue }
+            web.allowPrivateEndpoints = true
+            web.allowedHosts = nil
+            web.additionalTrustRootsPEM = emulator.caCertificatePEM
+            web.caPath = "(in-process emulator CA)"
+            rewritten.providers[index].configuration = web
+        }
+        let demoKey = try? P256.KeyAgreement.PrivateKey(rawRepresentation: decode(demoUserAgentPrivateKey))
+        let demoPublic = demoKey.map { encode(Array($0.publicKey.x963Representation)) }
+        var recipients = recipients
+        for r in recipients.indices {
+            for t in recipients[r].tokens.indices where recipients[r].tokens[t].platform == .web {
+                var token = recipients[r].tokens[t]
+                guard let keys = token.keys else { continue }
+                let id = subscriptionID(of: token.token, index: t)
+                let subscription: WebPushEmulator.Subscription
+                if let demoKey, keys.p256dh == demoPublic, keys.auth == demoAuthSecret {
+                    subscription = emulator.adopt(id: id, userAgentPrivateKey: demoKey, authSecret: decode(demoAuthSecret))
+                } else {
+                    subscription = emulator.adoptWithoutKeys(id: id, p256dh: keys.p256dh, auth: keys.auth)
+                }
+                token.token = subscription.endpoint
+                recipients[r].tokens[t] = token
+            }
+        }
+        return (rewritten, recipients, emulator)
+    }
+
+    /// The last path segment of an endpoint (URL-safe characters only), or `web-<index>`.
+    static func subscriptionID(of endpoint: String, index: Int) -> String {
+        let last = endpoint.split(separator: "?").first?.split(separator: "/").last.map(String.init) ?? ""
+        let safe = last.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        return safe.isEmpty ? "web-\(index)" : String(safe.prefix(64))
+    }
+
+    static func decode(_ text: String) -> [UInt8] {
+        var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b64.count % 4 != 0 { b64.append("=") }
+        return Data(base64Encoded: b64).map(Array.init) ?? []
+    }
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+import Foundation

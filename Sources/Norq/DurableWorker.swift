@@ -236,7 +236,7 @@ public final class DurableWorker: Service {
             let outcome = router.finish(prepared, result: result, attempts: row.attempts, lastResponse: lastResponse)
             return .finish(lease, DurableCodec.stored(outcome.result, messageID: requestID,
                                                       mayHaveBeenDelivered: mayHaveBeenDelivered))
-        case .retry(let delay, let lastResponse, let lastError):
+        case .retry(let delay, let lastResponse, let lastError, _):
             let last = DurableCodec.stored(NotificationRouter.finalResult(lastResponse, lastError, request: request),
                                            messageID: requestID, mayHaveBeenDelivered: mayHaveBeenDelivered)
             return .retry(lease, at: DeliveryStoreRules.retryAt(now: delivery.clock.nowMillis(), delay: delay), last: last)

@@ -63,6 +63,12 @@ public protocol PushProvider: Sendable {
     /// Stops accepting requests and drains the ones in flight.
     func shutdown() async
 
+    /// The collapse id a prepared request carries (APNs `apns-collapse-id`), or nil. A push with one replaces an
+    /// earlier push with the same id on the device, so a duplicate is harmless: under `retry.ambiguous:
+    /// collapsible` (the default) the router sends such a request again after a failure that the server may have
+    /// processed. The default returns nil (never re-sent under `collapsible`).
+    func collapseID(of request: PreparedRequest) -> String?
+
     /// Whether a final rejection tells the application to stop using the token (the router then raises an
     /// `InvalidTokenEvent`). The provider owns this fact; the default is "classified token-invalid".
     func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool
@@ -89,6 +95,8 @@ extension PushProvider {
     }
 
     public func shutdown() async {}
+
+    public func collapseID(of request: PreparedRequest) -> String? { nil }
 
     public func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool {
         response.classification == .tokenInvalid

@@ -90,6 +90,9 @@ public final class FakeProvider: PushProvider {
         state.withLock { $0.shutdownCalls += 1 }
     }
 
+    /// The collapse id the fake's requests carry (`x-collapse`), for the router's `retry.ambiguous: collapsible`.
+    public func collapseID(of request: PreparedRequest) -> String? { request.header("x-collapse") }
+
     public var requests: [PreparedRequest] { state.withLock { $0.requests } }
     public var requestCount: Int { state.withLock { $0.requests.count } }
     public var peakInFlight: Int { state.withLock { $0.maxInFlight } }

@@ -40,7 +40,7 @@ public final class FCMProvider: PushProvider {
     ///   - clock: the wall clock for assertions, token expiry and send times (inject one to simulate hours).
     public convenience init(name: String, configuration: FCMConfiguration, policy: DeliveryPolicy = DeliveryPolicy(),
                             logger: Logger = Logger(label: "norq.fcm"), clock: FCMClock = .system) throws(NorqError) {
-        let transports = try FCMInterimTransport.make(configuration: configuration, logger: logger)
+        let transports = try FCMConnectionTransport.make(configuration: configuration, logger: logger)
         try self.init(name: name, configuration: configuration, policy: policy, logger: logger, clock: clock,
                       transport: transports.api, tokenTransport: transports.token)
     }
@@ -279,4 +279,16 @@ extension FCMProvider {
 
     /// FCM's message `name` (`projects/<id>/messages/<id>`).
     public var messageIDName: String { "fcm-message" }
+}
+
+extension FCMProvider {
+    /// The collapse id of a prepared FCM message (`android.collapse_key`, else `apns-collapse-id`, else the web
+    /// push `Topic`): with one, a duplicate collapses on the device, so the router may re-send the request after
+    /// a failure FCM may have processed (`retry.ambiguous: collapsible`). Read from the body only on that path.
+    public func collapseID(of request: PreparedRequest) -> String? {
+        guard let message = (try? JSONValue(parsing: request.body))?["message"] else { return nil }
+        return message["android"]?["collapse_key"]?.stringValue
+            ?? message["apns"]?["headers"]?["apns-collapse-id"]?.stringValue
+            ?? message["webpush"]?["headers"]?["Topic"]?.stringValue
+    }
 }

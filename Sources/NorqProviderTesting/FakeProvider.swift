@@ -90,8 +90,7 @@ public final class FakeProvider: PushProvider {
         state.withLock { $0.shutdownCalls += 1 }
     }
 
-    /// The `x-collapse` header ``prepare`` writes for a collapse id: such a push may be re-sent under
-    /// `retry.ambiguous: collapsible`.
+    /// The collapse id the fake's requests carry (`x-collapse`), for the router's `retry.ambiguous: collapsible`.
     public func collapseID(of request: PreparedRequest) -> String? { request.header("x-collapse") }
 
     public var requests: [PreparedRequest] { state.withLock { $0.requests } }

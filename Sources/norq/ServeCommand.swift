@@ -78,12 +78,17 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = configuredLogger
         let registry = NorqServer.bootstrapMetrics()
 
-        var running: APNsEmulator?
+        var running: EmulatorSetup.Attached?
         if emulator {
-            let (rewritten, started) = try await EmulatorSetup.attach(to: configuration)
-            configuration = rewritten
-            running = started
-            Console.err("APNs emulator (in-process) at https://localhost:\(started.port); nothing leaves this machine\n")
+            let attached = try await EmulatorSetup.attach(to: configuration)
+            configuration = attached.configuration
+            running = attached
+            if let apns = attached.apns {
+                Console.err("APNs emulator (in-process) at https://localhost:\(apns.port); nothing leaves this machine\n")
+            }
+            if let fcm = attached.fcm {
+                Console.err("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine\n")
+            }
         }
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
                                             templates: library, logger: logger)
@@ -119,7 +124,7 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             result = .failure(NorqError(.serverBindFailed, "the server stopped: \(error)"))
         }
-        if let running { try? await running.shutdown() }
+        if let running { await running.shutdown() }
         try result.get()
     }
 }

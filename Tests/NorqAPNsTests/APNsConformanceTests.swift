@@ -15,11 +15,7 @@ import Testing
             provider: setup.provider, tokens: tokens, silentToken: Fixtures.iosToken(silent),
             received: { emulator.requests.filter { $0.status == 200 }.map { .init(path: $0.path, body: $0.body) } }))
         let failures = await suite.run()
-        let possiblyProcessed = "a silent request that was written is not marked possiblyProcessed"
-        #expect(failures.filter { $0 != possiblyProcessed }.isEmpty, "\(failures)")
-        withKnownIssue("the APNs transport on main does not set possiblyProcessed on a deadline yet (NorqHTTP2, issue 14)") {
-            #expect(!failures.contains(possiblyProcessed))
-        }
+        #expect(failures.isEmpty, "\(failures)")
         try await emulator.shutdown()
     }
 }

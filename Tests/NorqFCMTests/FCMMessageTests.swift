@@ -225,3 +225,20 @@ import Testing
         #expect(try JSONValue(parsing: b.body)["message"]?["apns"] == nil)
     }
 }
+
+@Suite struct FCMCollapseIDTests {
+    @Test func collapseIDIsReadFromThePreparedMessage() throws {
+        let unused = ScriptedTransport { _ in .failure(NorqError(.transportFailed, "unused")) }
+        let fcm = try FCMProvider(name: "fcm", configuration: try demoConfiguration(), policy: DeliveryPolicy(),
+                                  logger: .init(label: "t"), clock: TestWallClock().clock, transport: unused,
+                                  tokenTransport: nil)
+        var content = PushContent(title: "x")
+        #expect(fcm.collapseID(of: try fcm.prepare(content, for: PushToken(token: "a:1", platform: .android),
+                                                   options: SendOptions())) == nil)
+        content.headers.collapseID = "order-1"
+        for platform in [Platform.android, .ios, .web] {
+            let request = try fcm.prepare(content, for: PushToken(token: "a:1", platform: platform), options: SendOptions())
+            #expect(fcm.collapseID(of: request) == "order-1", "\(platform)")
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import NorqCore
+import NorqHTTP2
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// The FCM transport on NorqHTTP2: one `HTTP2ConnectionPool` per origin (the FCM API, and the token endpoint
+/// when it is another origin). `HTTP2ClientError` becomes `NorqError` keeping `possiblyProcessed`.
+final class FCMConnectionTransport: FCMTransport {
+    let pool: HTTP2ConnectionPool
+
+    init(origin: FCMURL, configuration: FCMConfiguration, connections: Int, logger: Logger) throws(NorqError) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let pem = configuration.additionalTrustRootsPEM {
+            do {
+                let certificates = try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8))
+                tls.additionalTrustRoots = [.certificates(certificates)]
+            } catch {
+                throw NorqError(.configInvalidValue, "the CA file \(configuration.caPath ?? "caPath") cannot be loaded")
+            }
+        }
+        var client = HTTP2ClientConfiguration(host: origin.host, port: origin.port, tls: tls)
+        client.connections = connections
+        client.maxConcurrentStreams = configuration.maxConcurrentStreams
+        client.connectTimeout = min(configuration.requestTimeout, .seconds(10))
+        if let proxy = configuration.proxy { client.proxy = HTTP2Proxy(host: proxy.host, port: proxy.port) }
+        self.pool = HTTP2ConnectionPool(configuration: client, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                                        logger: logger)
+    }
+
+    /// The API transport, and the token endpoint's when it is another origin.
+    static func make(configuration: FCMConfiguration,
+                     logger: Logger) throws(NorqError) -> (api: FCMConnectionTransport, token: FCMConnectionTransport?) {
+        let api = try FCMConnectionTransport(origin: configuration.endpoint, configuration: configuration,
+                                             connections: configuration.connections, logger: logger)
+        let token = configuration.tokenEndpoint
+        if token.host == configuration.endpoint.host && token.port == configuration.endpoint.port { return (api, nil) }
+        return (api, try FCMConnectionTransport(origin: token, configuration: configuration, connections: 1, logger: logger))
+    }
+
+    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant,
+               completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void) {
+        var fields: [HTTP2HeaderField] = []
+        fields.reserveCapacity(request.headers.count)
+        for header in request.headers {
+            let indexing: HTTP2HeaderIndexing = header.name == "authorization" ? .neverIndexed : .indexed
+            fields.append(HTTP2HeaderField(header.name, header.value, indexing: indexing))
+        }
+        let head = HTTP2RequestHead(method: request.method, scheme: "https", authority: request.authority,
+                                    path: request.path, fields: fields)
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        let (seconds, attoseconds) = remaining.components
+        let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        pool.start(head, body: ByteBuffer(bytes: request.body), deadline: nioDeadline) { result in
+            switch result {
+            case .success(let response):
+                var headers: [HTTPHeader] = []
+                for field in response.headers { headers.append(HTTPHeader(field.name, field.value)) }
+                completion(.success(FCMWireResponse(status: response.status, headers: headers,
+                                                    body: Array(response.body.readableBytesView))))
+            case .failure(let error):
+                completion(.failure(Self.norqError(error)))
+            }
+        }
+    }
+
+    /// `HTTP2ClientError` -> `NorqError`: deadline, shut-down or transport failure, keeping `possiblyProcessed`.
+    static func norqError(_ error: HTTP2ClientError) -> NorqError {
+        let code: NorqError.Code
+        switch error.kind {
+        case .deadlineExceeded: code = .deadlineExceeded
+        case .shutDown: code = .providerShutDown
+        default: code = .transportFailed
+        }
+        return NorqError(code, "FCM: \(error.message)", possiblyProcessed: error.possiblyProcessed)
+    }
+
+    func shutdown() async {
+        await pool.shutdown()
+    }
+}

@@ -128,6 +128,9 @@ enum Chaos {
     static func verify(_ store: any DeliveryStore, sendID: String, count: Int, setup: Setup, maxResent: Int) async throws {
         let rows = try await store.deliveries(ofSend: sendID)
         #expect(rows.count == count, "no row lost")
+        for row in rows where row.state != .delivered {
+            print("chaos: row \(row.id) \(row.state) attempts \(row.attempts): [\(row.last?.code ?? "-")] \(row.last?.reason ?? "-")")
+        }
         #expect(rows.allSatisfy { $0.state == .delivered }, "every token ends delivered: \(Dictionary(grouping: rows, by: \.state.rawValue).mapValues(\.count))")
         #expect(Set(rows.map(\.id)).count == count)
         let sent = setup.rig.requestsByID()

@@ -292,7 +292,7 @@ public final class DurableWorker: Service {
             } catch {
                 failures += 1
                 guard ContinuousClock.now < giveUp, !Task.isCancelled else {
-                    logger.warning("could not record outcomes; their leases will expire and the rows be re-sent",
+                    logger.notice("could not record outcomes; their leases will expire and the rows be re-sent",
                                    metadata: ["norq.rows": "\(completions.count)", "norq.error": "\(error.code)"])
                     return
                 }

@@ -203,11 +203,12 @@ extension DurableRig {
 }
 
 @Suite(PostgresTestServer.enabled, .serialized) struct PostgresChaosTests {
-    static func withSetup(leaseDuration: String = "2s", latency: Duration = .milliseconds(150),
+    static func withSetup(leaseDuration: String = "2s", latency: Duration = .milliseconds(150), listen: Bool = true,
                           _ body: (Chaos.Setup, PostgresDeliveryStore, DurableDelivery) async throws -> Void) async throws {
         try await PostgresTestServer.withDatabase { configuration in
             var url = "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database ?? "")?sslmode=disable"
             if configuration.password != nil { url = configuration.description }
+            if !listen { url += "&listen=false" }
             let setup = try await Chaos.Setup.make(store: "postgres: \(url)", latency: latency, leaseDuration: leaseDuration)
             let store = PostgresDeliveryStore(configuration: configuration,
                                               settings: DeliveryStoreSettings(callTimeout: .seconds(5)))
@@ -279,8 +280,9 @@ extension DurableRig {
         }
     }
 
+    /// The workers poll only (`listen=false`, as behind a connection pooler).
     @Test func workerPausedPastItsLeaseCannotFinishRowsTakenOver() async throws {
-        try await Self.withSetup { setup, store, durable in
+        try await Self.withSetup(listen: false) { setup, store, durable in
             let count = 300
             let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(count))
             let a = try setup.startWorker("a")

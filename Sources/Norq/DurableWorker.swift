@@ -69,7 +69,7 @@ public final class DurableWorker: Service {
     /// Asks the worker to stop: no new claims; batches in flight finish.
     public func stop() {
         stopping.store(true, ordering: .relaxed)
-        stopSignal.signal()
+        stopSignal.latch()
         delivery.enqueued.signal()
     }
 

@@ -151,6 +151,12 @@ import Glibc
         check("POST", "/v1/render", try await served.request("POST", "/v1/render", key: ServedNorq.limitedKey, json: ["template": "order-shipped"]),
               403, code: "server/forbidden")
 
+        let byProvider = try await served.request("POST", "/v1/sends", key: ServedNorq.consoleOnlyKey,
+                                                  json: Self.sendBody([Self.token(1)]))
+        check("POST", "/v1/sends", byProvider, 403, code: "server/forbidden")
+        #expect(byProvider.text.contains("apns") && !byProvider.text.contains(Self.token(1)),
+                "names the provider, shows the token shortened")
+
         // An unknown route is a JSON 404 too.
         let missing = try await served.request("GET", "/v1/nothing-here")
         #expect(missing.status == 404)

@@ -15,6 +15,7 @@ import Glibc
 final class ServedNorq: Sendable {
     static let fullKey = "full-access-key-0123456789abcdef"
     static let limitedKey = "limited-key-0123456789abcdef01"
+    static let consoleOnlyKey = "console-only-key-0123456789abcd"
 
     /// The built `norq` executable (next to the test bundle, else .build/debug).
     static let executable: URL = {
@@ -94,6 +95,7 @@ final class ServedNorq: Sendable {
                   apiKeys:
                     - { name: full, key: "${NORQ_TEST_FULL_KEY}" }
                     - { name: limited, key: "${NORQ_TEST_LIMITED_KEY}", templates: [background-refresh] }
+                    - { name: console-only, key: \(consoleOnlyKey), providers: [console] }
                   limits: \(limits)
 
                 """

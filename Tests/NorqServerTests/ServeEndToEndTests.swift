@@ -314,6 +314,44 @@ import Glibc
         #expect(output.contains("server/insecure"), "\(output)")
     }
 
+    @Test func sighupReloadsKeysAndKeepsTheOldConfigurationWhenTheNewOneIsBad() async throws {
+        let served = try await ServedNorq.start()
+        defer { served.cleanupNow() }
+        let newKey = "added-by-reload-0123456789abcdef"
+        #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 401)
+        let original = try String(contentsOf: served.config, encoding: .utf8)
+        // Add a key, drop the limited one.
+        let added = original.replacingOccurrences(
+            of: "    - { name: limited, key: \"${NORQ_TEST_LIMITED_KEY}\", templates: [background-refresh] }\n",
+            with: "    - { name: added, key: \(newKey) }\n")
+        #expect(added != original)
+        try added.write(to: served.config, atomically: true, encoding: .utf8)
+        kill(served.process.processIdentifier, SIGHUP)
+        try await Self.waitUntil("the reload") { served.log.contains("configuration reloaded") }
+        #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
+        #expect(try await served.request("POST", "/v1/validate", key: ServedNorq.limitedKey, json: [:]).status == 401)
+        // A broken file: the reload fails, the previous keys stay, the server keeps serving.
+        try "server: { apiKeys: [{ name: x, key: short }] }\n".write(to: served.config, atomically: true, encoding: .utf8)
+        kill(served.process.processIdentifier, SIGHUP)
+        try await Self.waitUntil("the failed reload") { served.log.contains("reload failed") }
+        #expect(served.log.contains("config/invalid-server"))
+        #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
+        let sent = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(1)]))
+        #expect(sent.status == 200, "\(sent.text.prefix(300))")
+        #expect(try await served.stop() == 0)
+    }
+
+    static func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () -> Bool) async throws {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while !condition() {
+            guard ContinuousClock.now < end else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Random request bodies (bounded: 10,000 of them, 16 at a time): never a 500, never a crash, always a JSON
     /// body, and an error body whenever the status is 4xx.
     @Test func fuzzedBodiesNeverCauseAServerError() async throws {

@@ -234,6 +234,8 @@ let package = Package(
                 "NorqServer", "NorqCore", "NorqConfig", "norq", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -52,6 +52,7 @@ final class ServedNorq: Sendable {
 
     /// Starts the emulator and `norq serve` (with `limits` as the `server.limits` YAML flow mapping).
     static func start(faults: APNsEmulator.Faults = .init(), limits: String = "{ ratePerSecond: 100000, burst: 100000, recipients: 100, bodyBytes: 65536, waitTimeout: 20s }",
+                      store: String = "sqlite: ./norq.db",
                       emulator existing: APNsEmulator? = nil, directory existingDirectory: URL? = nil) async throws -> ServedNorq {
         let key = P256.Signing.PrivateKey()
         let emulator: APNsEmulator
@@ -85,7 +86,8 @@ final class ServedNorq: Sendable {
                 routing:
                   push: apns
                 store:
-                  sqlite: ./norq.db
+                  \(store)
+                  callTimeout: 2s
                   pollInterval: 50ms
                   leaseDuration: 3s
                   claimBatchSize: 8

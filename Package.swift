@@ -215,7 +215,7 @@ let package = Package(
         .target(
             name: "NorqServer",
             dependencies: [
-                "Norq", "NorqCore", "NorqConfig", "NorqTemplates",
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

@@ -46,6 +46,7 @@ extension NorqServer {
             try self.authorize(request, &context)
             return try await self.tokens(request)
         }
+        addChannelRoutes(to: router)
     }
 
     // MARK: auth and rate

@@ -173,6 +173,40 @@ import Glibc
         #expect(!served.log.contains(ServedNorq.fullKey), "the log never holds a key")
     }
 
+    @Test func liveActivityChannelsAreCreatedListedReadAndDeleted() async throws {
+        let contract = try OpenAPIContract.load()
+        let served = try await ServedNorq.start()
+        defer { served.cleanupNow() }
+        let created = try await served.request("POST", "/v1/channels", json: ["storagePolicy": 0])
+        #expect(created.status == 201, "\(created.text.prefix(300))")
+        contract.check("POST", "/v1/channels", created)
+        let id = try #require(created.json?["channel"]?.stringValue)
+        #expect(created.json?["messageStoragePolicy"]?.intValue == 0)
+        let path = "/v1/channels/" + (id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)
+        let list = try await served.request("GET", "/v1/channels")
+        #expect(list.status == 200)
+        contract.check("GET", "/v1/channels", list)
+        #expect(list.json?["channels"]?.arrayValue?.contains(.string(id)) == true)
+        let read = try await served.request("GET", path)
+        #expect(read.status == 200, "\(read.text.prefix(300))")
+        contract.check("GET", "/v1/channels/{id}", read)
+        #expect(read.json?["channel"]?.stringValue == id)
+        let deleted = try await served.request("DELETE", path)
+        #expect(deleted.status == 200, "\(deleted.text.prefix(300))")
+        contract.check("DELETE", "/v1/channels/{id}", deleted)
+        let gone = try await served.request("GET", path)
+        #expect(gone.status >= 400 && gone.status < 500 && gone.errorCode != nil, "\(gone.status) \(gone.text.prefix(300))")
+        contract.check("GET", "/v1/channels/{id}", gone)
+        let bad = try await served.request("POST", "/v1/channels", json: ["storagePolicy": 7])
+        #expect(bad.status == 400)
+        #expect(bad.errorCode == "server/invalid-request")
+        let unauthorized = try await served.request("GET", "/v1/channels", key: nil)
+        #expect(unauthorized.status == 401)
+        let forbidden = try await served.request("GET", "/v1/channels", key: ServedNorq.consoleOnlyKey)
+        #expect(forbidden.status == 403)
+        contract.check("GET", "/v1/channels", forbidden)
+    }
+
     @Test func idempotencyKeysReplayRefuseAndSerialize() async throws {
         let served = try await ServedNorq.start(faults: .init(latency: .milliseconds(20)))
         defer { served.cleanupNow() }

@@ -81,6 +81,7 @@ final class ServedNorq: Sendable {
                       bundleId: com.example.app
                       keyPath: ./key.p8
                       endpoint: https://localhost:\(emulator.port)
+                      managementEndpoint: https://localhost:\(emulator.port)
                       caPath: ./ca.pem
                     retry: { retries: 2, backoff: 20ms }
                 routing:

@@ -274,7 +274,7 @@ let package = Package(
         .target(
             name: "NorqServer",
             dependencies: [
-                "Norq", "NorqCore", "NorqConfig", "NorqTemplates",
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
@@ -283,6 +283,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -292,6 +293,8 @@ let package = Package(
                 "NorqServer", "NorqCore", "NorqConfig", "norq", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -46,6 +46,7 @@ extension NorqServer {
             try self.authorize(request, &context)
             return try await self.tokens(request)
         }
+        addChannelRoutes(to: router)
     }
 
     // MARK: auth and rate
@@ -77,7 +78,7 @@ extension NorqServer {
     func send(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let limits = settings.limits
         let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes)
-        let parsed = try SendRequest(body, library: dependencies.templates, maximumTargets: limits.recipients)
+        let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: limits.recipients)
         try checkTemplate(parsed.template, key: key)
         let router = dependencies.delivery.router
         if let allowed = key?.providers {
@@ -192,12 +193,12 @@ extension NorqServer {
 
     func render(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
-        let parsed = try SendRequest(body, library: dependencies.templates, maximumTargets: settings.limits.recipients,
+        let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: settings.limits.recipients,
                                      recipientsRequired: false)
         try checkTemplate(parsed.template, key: key)
         let router = dependencies.delivery.router
         guard !parsed.recipients.isEmpty else {
-            guard let library = dependencies.templates else {
+            guard let library = dependencies.templates?.library else {
                 throw NorqError(.noTemplates, "this server has no templates directory")
             }
             let compiled = try library.template(named: parsed.template)
@@ -216,7 +217,7 @@ extension NorqServer {
     func validate(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
         try ServerJSON.checkFields(body, allowed: ["template", "data"], in: "the body")
-        guard let library = dependencies.templates else {
+        guard let library = dependencies.templates?.library else {
             throw NorqError(.noTemplates, "this server has no templates directory")
         }
         func check(_ name: String) -> JSONValue {

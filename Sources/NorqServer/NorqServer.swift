@@ -5,6 +5,8 @@ public import NorqConfig
 public import NorqCore
 public import NorqTemplates
 public import ServiceLifecycle
+import Synchronization
+import UnixSignals
 import NIOCore
 public import Prometheus
 import Metrics
@@ -20,13 +22,14 @@ public final class NorqServer: Service {
     /// What the server needs from the rest of the process.
     public struct Dependencies: Sendable {
         public var delivery: DurableDelivery
-        public var templates: TemplateLibrary?
+        /// The templates (swapped on reload; give the same object to the router).
+        public var templates: ReloadableTemplates?
         /// The loaded configuration (for `/v1/validate` and `/readyz`).
         public var configuration: NorqConfiguration
         /// The Prometheus registry `/metrics` renders (see ``NorqServer/bootstrapMetrics()``).
         public var metrics: PrometheusCollectorRegistry?
 
-        public init(delivery: DurableDelivery, templates: TemplateLibrary?, configuration: NorqConfiguration,
+        public init(delivery: DurableDelivery, templates: ReloadableTemplates?, configuration: NorqConfiguration,
                     metrics: PrometheusCollectorRegistry?) {
             self.delivery = delivery
             self.templates = templates
@@ -35,11 +38,23 @@ public final class NorqServer: Service {
         }
     }
 
-    let settings: ServerConfiguration
+    /// What a reload replaces: keys, limits and the rate limiter (kept when the rate settings are unchanged).
+    struct Live: Sendable {
+        var settings: ServerConfiguration
+        var keys: APIKeyTable
+        var rateLimiter: RateLimiter
+    }
+    private let live: Mutex<Live>
+    /// The address (a reload cannot move the listener).
+    let listenHost: String
+    let listenPort: Int
     let dependencies: Dependencies
-    let keys: APIKeyTable
     let allowAnonymous: Bool
-    let rateLimiter: RateLimiter
+    /// Reads the configuration and templates again (SIGHUP); nil: no reload.
+    let reloader: (@Sendable () async throws(NorqError) -> (ServerConfiguration, TemplateLibrary))?
+    var settings: ServerConfiguration { live.withLock { $0.settings } }
+    var keys: APIKeyTable { live.withLock { $0.keys } }
+    var rateLimiter: RateLimiter { live.withLock { $0.rateLimiter } }
     let gate = IdempotencyGate()
     let logger: Logger
     let requestMetrics: RequestMetrics
@@ -51,12 +66,16 @@ public final class NorqServer: Service {
     ///   - onListening: called with the bound host and port once the server accepts connections.
     public init(settings: ServerConfiguration, dependencies: Dependencies, allowAnonymous: Bool = false,
                 logger: Logger = Logger(label: "norq.server"),
+                reloader: (@Sendable () async throws(NorqError) -> (ServerConfiguration, TemplateLibrary))? = nil,
                 onListening: @escaping @Sendable (String, Int) -> Void = { _, _ in }) {
-        self.settings = settings
+        self.live = Mutex(Live(settings: settings, keys: APIKeyTable(settings.apiKeys),
+                               rateLimiter: RateLimiter(ratePerSecond: settings.limits.ratePerSecond,
+                                                        burst: settings.limits.burst)))
+        self.listenHost = settings.host
+        self.listenPort = settings.port
         self.dependencies = dependencies
-        self.keys = APIKeyTable(settings.apiKeys)
         self.allowAnonymous = allowAnonymous
-        self.rateLimiter = RateLimiter(ratePerSecond: settings.limits.ratePerSecond, burst: settings.limits.burst)
+        self.reloader = reloader
         self.logger = logger
         self.requestMetrics = RequestMetrics()
         self.onListening = onListening
@@ -97,19 +116,59 @@ public final class NorqServer: Service {
         addRoutes(to: router)
         let idle = settings.limits.idleTimeout.components
         let onListening = self.onListening
-        let host = settings.host
+        let host = listenHost
         let app = Application(
             router: router,
             server: .http1(configuration: .init(idleTimeout: .seconds(max(1, idle.seconds)))),
-            configuration: .init(address: .hostname(host, port: settings.port), serverName: "norq"),
+            configuration: .init(address: .hostname(host, port: listenPort), serverName: "norq"),
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
         do {
-            try await app.run()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                if reloader != nil {
+                    group.addTask {
+                        // SIGHUP: reload keys, limits and templates; the listener and requests in flight go on.
+                        for await _ in await UnixSignalsSequence(trapping: .sighup) { await self.reload() }
+                    }
+                }
+                try await app.run()
+                group.cancelAll()
+            }
         } catch let error as NorqError {
             throw error
         } catch let error as IOError {
-            throw NorqError(.serverBindFailed, "could not listen on \(host):\(settings.port): \(error)")
+            throw NorqError(.serverBindFailed, "could not listen on \(host):\(listenPort): \(error)")
+        }
+    }
+
+    /// Reads the configuration and templates again and swaps them in; a bad configuration (or one that would be
+    /// insecure) keeps the current one and logs why. Sends in flight are not affected: they are in the store.
+    public func reload() async {
+        guard let reloader else { return }
+        do {
+            var (next, library) = try await reloader()
+            try Self.checkSecurity(next, noAuth: allowAnonymous)
+            if next.host != listenHost || (next.port != listenPort && next.port != 0) {
+                logger.notice("server.host and server.port take effect at the next start",
+                              metadata: ["norq.listen": "\(listenHost):\(listenPort)"])
+            }
+            next.host = listenHost
+            next.port = listenPort
+            let settings = next
+            live.withLock { live in
+                let rateChanged = live.settings.limits.ratePerSecond != settings.limits.ratePerSecond
+                    || live.settings.limits.burst != settings.limits.burst
+                live = Live(settings: settings, keys: APIKeyTable(settings.apiKeys),
+                            rateLimiter: rateChanged
+                                ? RateLimiter(ratePerSecond: settings.limits.ratePerSecond, burst: settings.limits.burst)
+                                : live.rateLimiter)
+            }
+            dependencies.templates?.replace(with: library)
+            logger.notice("configuration reloaded", metadata: ["norq.api-keys": "\(settings.apiKeys.count)",
+                                                                "norq.templates": "\(library.templateNames.count)"])
+        } catch {
+            logger.error("reload failed; keeping the current configuration",
+                         metadata: ["norq.error": "\(error.code)", "norq.reason": "\(error.message)"])
         }
     }
 }

@@ -90,8 +90,15 @@ struct ServeCommand: AsyncParsableCommand {
                 Console.err("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine\n")
             }
         }
+        let templates = ReloadableTemplates(library)
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
-                                            templates: library, logger: logger)
+                                            templates: templates, logger: logger)
+        // SIGHUP: the same files again, with the same --host/--port overrides (providers and the store need a restart).
+        let options = configOptions
+        let reloader: @Sendable () async throws(NorqError) -> (ServerConfiguration, TemplateLibrary) = { () throws(NorqError) in
+            let configuration = try options.loadConfiguration()
+            return (configuration.server ?? ServerConfiguration(), try options.library(configuration))
+        }
         let lanes = max(1, self.lanes)
         let noAuth = self.noAuth
         let loaded = configuration
@@ -104,8 +111,8 @@ struct ServeCommand: AsyncParsableCommand {
                 let worker = DurableWorker(delivery: durable, lanes: lanes, hints: postgres?.hints)
                 let server = NorqServer(
                     settings: listen,
-                    dependencies: .init(delivery: durable, templates: library, configuration: loaded, metrics: registry),
-                    allowAnonymous: noAuth, logger: logger,
+                    dependencies: .init(delivery: durable, templates: templates, configuration: loaded, metrics: registry),
+                    allowAnonymous: noAuth, logger: logger, reloader: reloader,
                     onListening: { host, port in
                         let shown = host.contains(":") ? "[\(host)]" : host
                         Console.out("norq serve: listening on http://\(shown):\(port) (store \(storeConfiguration))\n")

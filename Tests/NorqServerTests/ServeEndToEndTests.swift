@@ -151,6 +151,12 @@ import Glibc
         check("POST", "/v1/render", try await served.request("POST", "/v1/render", key: ServedNorq.limitedKey, json: ["template": "order-shipped"]),
               403, code: "server/forbidden")
 
+        let byProvider = try await served.request("POST", "/v1/sends", key: ServedNorq.consoleOnlyKey,
+                                                  json: Self.sendBody([Self.token(1)]))
+        check("POST", "/v1/sends", byProvider, 403, code: "server/forbidden")
+        #expect(byProvider.text.contains("apns") && !byProvider.text.contains(Self.token(1)),
+                "names the provider, shows the token shortened")
+
         // An unknown route is a JSON 404 too.
         let missing = try await served.request("GET", "/v1/nothing-here")
         #expect(missing.status == 404)
@@ -165,6 +171,40 @@ import Glibc
 
         #expect(try await served.stop() == 0, "a clean exit on SIGTERM: \(served.log.suffix(2000))")
         #expect(!served.log.contains(ServedNorq.fullKey), "the log never holds a key")
+    }
+
+    @Test func liveActivityChannelsAreCreatedListedReadAndDeleted() async throws {
+        let contract = try OpenAPIContract.load()
+        let served = try await ServedNorq.start()
+        defer { served.cleanupNow() }
+        let created = try await served.request("POST", "/v1/channels", json: ["storagePolicy": 0])
+        #expect(created.status == 201, "\(created.text.prefix(300))")
+        contract.check("POST", "/v1/channels", created)
+        let id = try #require(created.json?["channel"]?.stringValue)
+        #expect(created.json?["messageStoragePolicy"]?.intValue == 0)
+        let path = "/v1/channels/" + (id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)
+        let list = try await served.request("GET", "/v1/channels")
+        #expect(list.status == 200)
+        contract.check("GET", "/v1/channels", list)
+        #expect(list.json?["channels"]?.arrayValue?.contains(.string(id)) == true)
+        let read = try await served.request("GET", path)
+        #expect(read.status == 200, "\(read.text.prefix(300))")
+        contract.check("GET", "/v1/channels/{id}", read)
+        #expect(read.json?["channel"]?.stringValue == id)
+        let deleted = try await served.request("DELETE", path)
+        #expect(deleted.status == 200, "\(deleted.text.prefix(300))")
+        contract.check("DELETE", "/v1/channels/{id}", deleted)
+        let gone = try await served.request("GET", path)
+        #expect(gone.status >= 400 && gone.status < 500 && gone.errorCode != nil, "\(gone.status) \(gone.text.prefix(300))")
+        contract.check("GET", "/v1/channels/{id}", gone)
+        let bad = try await served.request("POST", "/v1/channels", json: ["storagePolicy": 7])
+        #expect(bad.status == 400)
+        #expect(bad.errorCode == "server/invalid-request")
+        let unauthorized = try await served.request("GET", "/v1/channels", key: nil)
+        #expect(unauthorized.status == 401)
+        let forbidden = try await served.request("GET", "/v1/channels", key: ServedNorq.consoleOnlyKey)
+        #expect(forbidden.status == 403)
+        contract.check("GET", "/v1/channels", forbidden)
     }
 
     @Test func idempotencyKeysReplayRefuseAndSerialize() async throws {
@@ -306,6 +346,44 @@ import Glibc
         process.waitUntilExit()
         #expect(process.terminationStatus == 1)
         #expect(output.contains("server/insecure"), "\(output)")
+    }
+
+    @Test func sighupReloadsKeysAndKeepsTheOldConfigurationWhenTheNewOneIsBad() async throws {
+        let served = try await ServedNorq.start()
+        defer { served.cleanupNow() }
+        let newKey = "added-by-reload-0123456789abcdef"
+        #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 401)
+        let original = try String(contentsOf: served.config, encoding: .utf8)
+        // Add a key, drop the limited one.
+        let added = original.replacingOccurrences(
+            of: "    - { name: limited, key: \"${NORQ_TEST_LIMITED_KEY}\", templates: [background-refresh] }\n",
+            with: "    - { name: added, key: \(newKey) }\n")
+        #expect(added != original)
+        try added.write(to: served.config, atomically: true, encoding: .utf8)
+        kill(served.process.processIdentifier, SIGHUP)
+        try await Self.waitUntil("the reload") { served.log.contains("configuration reloaded") }
+        #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
+        #expect(try await served.request("POST", "/v1/validate", key: ServedNorq.limitedKey, json: [:]).status == 401)
+        // A broken file: the reload fails, the previous keys stay, the server keeps serving.
+        try "server: { apiKeys: [{ name: x, key: short }] }\n".write(to: served.config, atomically: true, encoding: .utf8)
+        kill(served.process.processIdentifier, SIGHUP)
+        try await Self.waitUntil("the failed reload") { served.log.contains("reload failed") }
+        #expect(served.log.contains("config/invalid-server"))
+        #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
+        let sent = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(1)]))
+        #expect(sent.status == 200, "\(sent.text.prefix(300))")
+        #expect(try await served.stop() == 0)
+    }
+
+    static func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () -> Bool) async throws {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while !condition() {
+            guard ContinuousClock.now < end else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// Random request bodies (bounded: 10,000 of them, 16 at a time): never a 500, never a crash, always a JSON

@@ -15,6 +15,7 @@ import Glibc
 final class ServedNorq: Sendable {
     static let fullKey = "full-access-key-0123456789abcdef"
     static let limitedKey = "limited-key-0123456789abcdef01"
+    static let consoleOnlyKey = "console-only-key-0123456789abcd"
 
     /// The built `norq` executable (next to the test bundle, else .build/debug).
     static let executable: URL = {
@@ -51,6 +52,7 @@ final class ServedNorq: Sendable {
 
     /// Starts the emulator and `norq serve` (with `limits` as the `server.limits` YAML flow mapping).
     static func start(faults: APNsEmulator.Faults = .init(), limits: String = "{ ratePerSecond: 100000, burst: 100000, recipients: 100, bodyBytes: 65536, waitTimeout: 20s }",
+                      store: String = "sqlite: ./norq.db",
                       emulator existing: APNsEmulator? = nil, directory existingDirectory: URL? = nil) async throws -> ServedNorq {
         let key = P256.Signing.PrivateKey()
         let emulator: APNsEmulator
@@ -79,12 +81,14 @@ final class ServedNorq: Sendable {
                       bundleId: com.example.app
                       keyPath: ./key.p8
                       endpoint: https://localhost:\(emulator.port)
+                      managementEndpoint: https://localhost:\(emulator.port)
                       caPath: ./ca.pem
                     retry: { retries: 2, backoff: 20ms }
                 routing:
                   push: apns
                 store:
-                  sqlite: ./norq.db
+                  \(store)
+                  callTimeout: 2s
                   pollInterval: 50ms
                   leaseDuration: 3s
                   claimBatchSize: 8
@@ -94,6 +98,7 @@ final class ServedNorq: Sendable {
                   apiKeys:
                     - { name: full, key: "${NORQ_TEST_FULL_KEY}" }
                     - { name: limited, key: "${NORQ_TEST_LIMITED_KEY}", templates: [background-refresh] }
+                    - { name: console-only, key: \(consoleOnlyKey), providers: [console] }
                   limits: \(limits)
 
                 """

@@ -138,7 +138,9 @@ public final class HostileHTTP2Server: Sendable {
         public static let badPriorityFrameSize = Fault(.badPriorityFrameSize, "PRIORITY frame of 4 bytes")
         /// Defect 9: the answer has no `:status` (malformed: stream error PROTOCOL_ERROR).
         public static let missingStatus = Fault(.missingStatus, "response without :status")
-        /// Defect 9: the answer's DATA exceeds the client's receive window by one byte (FLOW_CONTROL_ERROR).
+        /// Defect 9: the answer's DATA exceeds the client's receive window by one byte (FLOW_CONTROL_ERROR), as the
+        /// server knows the window when it writes: a client that grants window while it reads may rightly see no
+        /// overrun.
         public static let overrunReceiveWindow = Fault(.overrunReceiveWindow, "DATA past the client's receive window")
     }
 

@@ -94,10 +94,12 @@ struct HostileHTTP2EndToEndTests {
     @Test("4: one oversized response header block fails that response only; the connection and the others live")
     func oversizedHeaderBlock() async throws {
         let big = HostileRun.token(3)
-        let run = try await HostileRun.send(.oversizedResponseHeaders(token: big, bytes: 64 * 1024), tokens: 8)
+        // 24 KiB: over the header list size a client advertises (16 KiB by default), under the bound past which a
+        // header block is a flood (defect 5) and costs the connection.
+        let run = try await HostileRun.send(.oversizedResponseHeaders(token: big, bytes: 24 * 1024), tokens: 8)
         run.checkInvariants(except: [big])
         let others = run.report?.outcomes.filter { $0.token != big } ?? []
-        #expect(others.count == 7 && others.allSatisfy { $0.result.kind == "delivered" })
+        #expect(others.count == 7 && others.allSatisfy { $0.result.kind == "delivered" }, "\(run)")
         #expect(run.statistics.connections == 1, "the oversized block must not cost the connection")
         #expect(!run.statistics.goAwayCodesReceived.contains(0x9), "COMPRESSION_ERROR closed the connection")
         #expect(run.statistics.requestsByToken[big] == 1)
@@ -112,8 +114,10 @@ struct HostileHTTP2EndToEndTests {
         run.checkInvariants()
         // Before the router shut down (which closes every connection anyway).
         let statistics = run.afterSend
-        #expect(statistics.floodsCompleted == 0, "the client read the whole 8 MiB block (\(statistics.floodBytesWritten) bytes)")
-        #expect(statistics.connectionsClosedByClient >= 1, "the client did not close the flooded connection")
+        // The client must give up on the block with a connection error (GOAWAY) and close the connection. (Whether
+        // the server still manages to write all 8 MiB depends on how the TLS layer closes, so it is not checked.)
+        #expect(!statistics.goAwayCodesReceived.isEmpty, "no GOAWAY for the flood (\(statistics.floodBytesWritten) bytes written); \(run)")
+        #expect(statistics.connectionsClosedByClient >= 1, "the client did not close the flooded connection; \(run)")
         // The flood holds the first connection's first request only: the other tokens go on a new connection.
         #expect(run.report?.delivered == 3, "\(run)")
     }
@@ -184,7 +188,9 @@ struct HostileHTTP2EndToEndTests {
         ProtocolCase(fault: .firstFrameNotSettings, code: 0x1, connectionError: true),
         ProtocolCase(fault: .badPriorityFrameSize, code: 0x6, connectionError: false),
         ProtocolCase(fault: .missingStatus, code: 0x1, connectionError: false),
-        ProtocolCase(fault: .overrunReceiveWindow, code: 0x3, connectionError: false),
+        // Not `.overrunReceiveWindow`: the server sends past the window it knows without waiting, and a client that
+        // grants window as it reads (a legitimate WINDOW_UPDATE policy) sees no overrun, so the case cannot tell a
+        // correct client from a lax one.
     ]
 
     @Test("9: each protocol violation raises the error RFC 9113 names; every token still ends once, in time",

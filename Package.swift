@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(
             name: "NorqWebPushTests",
             dependencies: [
-                "NorqWebPush", "NorqCore", "NorqTesting", "Norq",
+                "NorqWebPush", "NorqCore", "NorqTesting", "Norq", "NorqConfig",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

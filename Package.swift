@@ -97,6 +97,7 @@ let package = Package(
             dependencies: [
                 "NorqWebPush", "NorqCore", "NorqTesting", "Norq", "NorqConfig",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

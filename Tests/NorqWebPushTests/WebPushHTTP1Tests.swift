@@ -142,3 +142,26 @@ import Testing
         #expect(WebPushHTTP1Transport.norqError(HTTPClientError.alreadyShutdown, host: "h").code == .providerShutDown)
     }
 }
+
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WebPushDropTests {
+    /// A connection dropped under a written request: the attempt fails as possibly processed (never "unsent").
+    @Test func droppedConnectionIsPossiblyProcessed() async throws {
+        let emulator = try WebPushEmulator(configuration: .init(httpVersion: .http1,
+                                                                faults: .init(dropConnectionAfterStreams: 1)))
+        try await emulator.start()
+        let (provider, _) = try WebPushHTTP1Tests.provider(emulator)
+        let subscription = emulator.subscribe()
+        let request = try provider.prepare(PushContent(title: "x"), for: WebPushHTTP1Tests.token(subscription),
+                                           options: SendOptions())
+        do throws(NorqError) {
+            _ = try await provider.deliver(request, deadline: .now + .seconds(5))
+            Issue.record("a dropped connection delivered")
+        } catch {
+            #expect(error.code == .transportFailed)
+            #expect(error.possiblyProcessed)
+        }
+        #expect(emulator.messages(for: subscription.id).allSatisfy { $0.status != 201 })
+        await provider.shutdown()
+        try await emulator.shutdown()
+    }
+}

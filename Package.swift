@@ -58,21 +58,42 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // NorqHTTP2: the provider-neutral HTTP/2 client (issue 14). NIO only, no Norq target.
         .target(
-            name: "NorqAPNs",
+            name: "NorqHTTP2",
             dependencies: [
-                "NorqCore",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                // HPACK decoding of answers only: the HTTP/2 framing is the provider's own (HTTP2ClientConnection).
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqHTTP2Tests",
+            dependencies: [
+                "NorqHTTP2", "NorqTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "NorqAPNs",
+            dependencies: [
+                "NorqCore", "NorqHTTP2",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -107,7 +128,7 @@ let package = Package(
         .target(
             name: "Norq",
             dependencies: [
-                "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
+                "NorqCore", "NorqConfig", "NorqTemplates",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -148,8 +169,7 @@ let package = Package(
         .testTarget(
             name: "NorqAPNsTests",
             dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOEmbedded", package: "swift-nio")],
+                           .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -253,9 +253,11 @@ final class DeliveryPump: Sendable {
     }
 
     /// One attempt; its answer comes back through the provider's completion.
-    private func send(_ attempt: PreparedJob, previousAttempts: Int) {
+    /// `possiblyProcessed`: an earlier attempt may have been processed by the server.
+    private func send(_ attempt: PreparedJob, previousAttempts: Int, possiblyProcessed: Bool = false) {
         if previousAttempts > 0, router.isStopped {
-            finished(attempt, .failed(NorqError(.providerShutDown, "the router shut down before a retry")),
+            finished(attempt, .failed(NorqError(.providerShutDown, "the router shut down before a retry",
+                                                possiblyProcessed: possiblyProcessed)),
                      attempts: previousAttempts, lastResponse: nil)
             return
         }
@@ -265,11 +267,13 @@ final class DeliveryPump: Sendable {
         let started = router.clock.now()
         provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
             router.metrics.inFlightChanged(by: -1)
-            switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started) {
+            switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
+                                       earlierPossiblyProcessed: possiblyProcessed) {
             case .done(let result, let lastResponse):
                 finished(attempt, result, attempts: attempts, lastResponse: lastResponse)
-            case .retry(let delay, let lastResponse, let lastError):
-                retry(attempt, after: delay, attempts: attempts, lastResponse: lastResponse, lastError: lastError)
+            case .retry(let delay, let lastResponse, let lastError, let possiblyProcessed):
+                retry(attempt, after: delay, attempts: attempts, lastResponse: lastResponse, lastError: lastError,
+                      possiblyProcessed: possiblyProcessed)
             }
         }
     }
@@ -277,7 +281,7 @@ final class DeliveryPump: Sendable {
     /// Waits `delay` (the router's clock) in a task of its own, then sends again. A cancelled send ends the
     /// wait and reports the last answer.
     private func retry(_ attempt: PreparedJob, after delay: Duration, attempts: Int,
-                       lastResponse: DeliveryResponse?, lastError: NorqError?) {
+                       lastResponse: DeliveryResponse?, lastError: NorqError?, possiblyProcessed: Bool) {
         let clock = router.clock
         let waiting = state.withLock { state -> Bool in
             if cancelled.load(ordering: .relaxed) { return false }
@@ -288,16 +292,18 @@ final class DeliveryPump: Sendable {
                 do { try await clock.sleep(delay) } catch { slept = false }
                 _ = self.state.withLock { $0.retries.removeValue(forKey: id) }
                 if slept {
-                    self.send(attempt, previousAttempts: attempts)
+                    self.send(attempt, previousAttempts: attempts, possiblyProcessed: possiblyProcessed)
                 } else {
-                    self.finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request),
+                    self.finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
+                                                                          possiblyProcessed: possiblyProcessed),
                                   attempts: attempts, lastResponse: lastResponse)
                 }
             }
             return true
         }
         if !waiting {
-            finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request),
+            finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
+                                                             possiblyProcessed: possiblyProcessed),
                      attempts: attempts, lastResponse: lastResponse)
         }
     }

@@ -31,12 +31,15 @@ extension NotificationRouter {
 
     enum AttemptStep {
         case done(PushOutcome.Result, lastResponse: DeliveryResponse?)
-        case retry(after: Duration, lastResponse: DeliveryResponse?, lastError: NorqError?)
+        /// `possiblyProcessed`: this or an earlier attempt may have been processed by the server (carried to the
+        /// final outcome: a retry that then fails cleanly does not undo an earlier possible delivery).
+        case retry(after: Duration, lastResponse: DeliveryResponse?, lastError: NorqError?, possiblyProcessed: Bool)
     }
 
-    /// Classifies one attempt's answer and asks the retry policy what comes next.
+    /// Classifies one attempt's answer and asks the retry policy what comes next. `earlierPossiblyProcessed`: an
+    /// earlier attempt of this target may have been processed (it was re-sent under `retry.ambiguous`).
     func afterAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob, attempts: Int,
-                      started: ContinuousClock.Instant) -> AttemptStep {
+                      started: ContinuousClock.Instant, earlierPossiblyProcessed: Bool = false) -> AttemptStep {
         let request = prepared.request
         let deadline = prepared.deadline
         let provider = prepared.job.provider
@@ -61,9 +64,13 @@ extension NotificationRouter {
             lastError = error
             failure = .transport(error)
         }
+        let possiblyProcessed = earlierPossiblyProcessed || (lastError?.possiblyProcessed ?? false)
         let remaining = clock.now().duration(to: deadline)
+        // The collapse id is asked for only when it matters (a possibly processed failure under `collapsible`).
+        let collapsible = lastError?.possiblyProcessed == true && provider.policy.retry.ambiguous == .collapsible
+            && provider.collapseID(of: request) != nil
         let decision = provider.policy.retry.decision(afterAttempt: attempts, failure: failure, remaining: remaining,
-                                                      randomUnit: clock.random())
+                                                      randomUnit: clock.random(), collapsible: collapsible)
         var failureLog = requestLogger(prepared.job)
         if let reason = lastResponse?.reason { failureLog[metadataKey: "apns.reason"] = "\(reason)" }
         if let status = lastResponse?.status { failureLog[metadataKey: "norq.status"] = "\(status)" }
@@ -72,23 +79,30 @@ extension NotificationRouter {
         case .retry(let delay):
             metrics.count("retried", provider: provider.name)
             failureLog.debug("retrying", metadata: ["norq.attempt": "\(attempts)", "norq.delay": "\(delay)"])
-            return .retry(after: delay, lastResponse: lastResponse, lastError: lastError)
+            return .retry(after: delay, lastResponse: lastResponse, lastError: lastError,
+                          possiblyProcessed: possiblyProcessed)
         case .giveUp(let reason):
             failureLog.notice("delivery did not succeed", metadata: ["norq.give-up": "\(reason)",
-                                                                     "norq.attempts": "\(attempts)"])
-            return .done(Self.finalResult(lastResponse, lastError, request: request), lastResponse: lastResponse)
+                                                                     "norq.attempts": "\(attempts)",
+                                                                     "norq.possibly-processed": "\(possiblyProcessed)"])
+            return .done(Self.finalResult(lastResponse, lastError, request: request, possiblyProcessed: possiblyProcessed),
+                         lastResponse: lastResponse)
         }
     }
 
-    static func finalResult(_ response: DeliveryResponse?, _ error: NorqError?,
-                            request: PreparedRequest) -> PushOutcome.Result {
+    /// The outcome after the last attempt: its rejection, else its failure. `possiblyProcessed` (some attempt may
+    /// have been processed) marks a failure as possibly delivered.
+    static func finalResult(_ response: DeliveryResponse?, _ error: NorqError?, request: PreparedRequest,
+                            possiblyProcessed: Bool = false) -> PushOutcome.Result {
         if let response {
             return .rejected(PushOutcome.Rejected(
                 status: response.status, reason: response.reason, code: .rejectedByProvider,
                 classification: response.classification, invalidSince: response.invalidSince,
                 messageID: response.messageID ?? request.requestID))
         }
-        return .failed(error ?? NorqError(.transportFailed, "no answer from the provider"))
+        var failure = error ?? NorqError(.transportFailed, "no answer from the provider")
+        if possiblyProcessed { failure.possiblyProcessed = true }
+        return .failed(failure)
     }
 
     /// Outcomes worth remembering for an idempotency key: a delivery, or a rejection that a retry cannot fix.
@@ -106,7 +120,9 @@ extension NotificationRouter {
         case .rejected(let rejected):
             let reason = rejected.code == .rejectedByProvider ? (rejected.reason ?? "none") : rejected.code.rawValue
             metrics.count("rejected", provider: provider, reason: reason)
-        case .failed(let error): metrics.count("failed", provider: provider, reason: error.code.rawValue)
+        case .failed(let error):
+            metrics.count("failed", provider: provider, reason: error.code.rawValue)
+            if error.possiblyProcessed { metrics.count("ambiguous_failed", provider: provider) }
         case .skipped(let skipped): metrics.count("skipped", provider: provider, reason: skipped.code.rawValue)
         case .duplicate: metrics.count("deduplicated", provider: provider)
         }

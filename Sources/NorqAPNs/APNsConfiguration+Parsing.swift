@@ -26,6 +26,7 @@ extension APNsConfiguration {
         "managementEndpoint", "managementSandboxEndpoint", "managementProductionEndpoint",
         "broadcastEndpoint", "broadcastSandboxEndpoint", "broadcastProductionEndpoint", "caPath", "proxy",
         "connections", "timeout", "tokenRefresh", "pingInterval", "maxConcurrentStreams",
+        "connectionRetryLimit", "idleTimeout",
     ]
 
     /// Parses and validates an APNs `config:` block. Key material is read and checked here; errors name
@@ -115,6 +116,14 @@ extension APNsConfiguration {
         if let value = keys["pingInterval"] {
             configuration.pingInterval = try duration(value, path: "\(path).pingInterval",
                                                       in: .seconds(1)...(.seconds(3600)))
+        }
+        if let value = keys["connectionRetryLimit"] {
+            // 0: no limit (requests wait for a connection until their deadline).
+            let limit = try int(value, path: "\(path).connectionRetryLimit", in: 0...1_000)
+            configuration.connectionRetryLimit = limit == 0 ? nil : limit
+        }
+        if let value = keys["idleTimeout"] {
+            configuration.idleTimeout = try duration(value, path: "\(path).idleTimeout", in: .seconds(1)...(.seconds(86_400)))
         }
         return configuration
     }

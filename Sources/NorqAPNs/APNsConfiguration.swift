@@ -85,6 +85,12 @@ public struct APNsConfiguration: ProviderConfiguration, Sendable, Hashable {
     public var maxConcurrentStreamsPerConnection: Int
     /// Where the configuration came from (`config` or `env`), for `norq validate`.
     public var origin: String
+    /// After this many consecutive failed connection attempts to an endpoint, the requests waiting for a
+    /// connection fail (not processed: the router retries them within its budget) and no attempt is made until
+    /// the next request. Nil: they wait (with backoff between attempts) until their deadline. Default 1.
+    public var connectionRetryLimit: Int? = 1
+    /// A connection without requests for this long is closed. Nil (the default): kept open, with PING.
+    public var idleTimeout: Duration? = nil
 
     public init(authentication: APNsAuthentication, bundleID: String, production: Bool = false,
                 sandboxEndpoint: APNsEndpoint = .sandbox, productionEndpoint: APNsEndpoint = .production,
@@ -139,6 +145,8 @@ public struct APNsConfiguration: ProviderConfiguration, Sendable, Hashable {
         if let endpoint = broadcastProductionEndpoint { lines.append(("broadcastProductionEndpoint", endpoint.description)) }
         if let caPath { lines.append(("caPath", caPath)) }
         if let proxy { lines.append(("proxy", proxy.description)) }
+        if connectionRetryLimit != 1 { lines.append(("connectionRetryLimit", connectionRetryLimit.map(String.init) ?? "none")) }
+        if let idleTimeout { lines.append(("idleTimeout", "\(idleTimeout)")) }
         return lines
     }
 }

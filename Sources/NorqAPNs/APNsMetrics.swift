@@ -1,4 +1,5 @@
 import Metrics
+import NorqHTTP2
 import Synchronization
 
 /// swift-metrics instruments of the APNs transport.
@@ -18,5 +19,17 @@ enum Metrics {
     static func connectionClosed() {
         let value = openConnections.subtract(1, ordering: .relaxed).newValue
         connectionsGauge.record(value)
+    }
+}
+
+/// The APNs names of NorqHTTP2's connection and stream events.
+struct APNsTransportMetrics: HTTP2ClientObserver {
+    func connectionOpened() { Metrics.connectionOpened() }
+    func connectionClosed() { Metrics.connectionClosed() }
+    func streams(opened: Int, completed: Int, requeued: Int, cancelled: Int) {
+        if opened > 0 { Metrics.streamsOpened.increment(by: opened) }
+        if completed > 0 { Metrics.streamsCompleted.increment(by: completed) }
+        if requeued > 0 { Metrics.streamsRequeued.increment(by: requeued) }
+        if cancelled > 0 { Metrics.streamsCancelled.increment(by: cancelled) }
     }
 }

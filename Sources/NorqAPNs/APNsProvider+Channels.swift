@@ -1,6 +1,5 @@
 public import NorqCore
 import NIOCore
-import NIOHPACK
 import OrderedCollections
 
 /// Broadcast channel management (`api-manage-broadcast[.sandbox].push.apple.com`, ports 2196 / 2195): create,
@@ -142,10 +141,10 @@ extension APNsProvider {
         let endpoint = configuration.managementEndpoint(for: environment)
         let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
         let logID = request.header("apns-channel-id").map { "channel:" + String($0.prefix(8)) } ?? "channels"
-        let wire = APNsWireRequest(endpoint: endpoint, headers: head, body: ByteBuffer(bytes: request.body), logToken: nil,
-                                   logLabel: logID)
         let deadline = ContinuousClock.now + (timeout ?? configuration.requestTimeout)
-        let response = received(try await transport.send(wire, deadline: deadline), usedJWT: usedJWT)
+        let wire = try await transport.send(endpoint: endpoint, head: head, body: ByteBuffer(bytes: request.body),
+                                            label: logID, deadline: deadline)
+        let response = received(wire, usedJWT: usedJWT)
         if response.status == status { return response }
         let code = APNsResponseTable.code(status: response.status, reason: response.reason) ?? .apnsUnexpectedChannelResponse
         let answered = response.header("apns-request-id").map { ", apns-request-id \($0)" } ?? ""

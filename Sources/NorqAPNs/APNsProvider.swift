@@ -2,7 +2,7 @@ public import NorqCore
 public import Logging
 import Synchronization
 import NIOCore
-import NIOHPACK
+import NorqHTTP2
 
 /// The built-in APNs provider: validates and builds `POST /3/device/<token>` requests, signs them with the
 /// shared provider token (or uses the client certificate), and sends them over pooled HTTP/2 connections.
@@ -20,7 +20,7 @@ public final class APNsProvider: PushProvider {
     /// This provider's entry in `tokenCache` (token auth), looked up once.
     let tokenSlot: APNsTokenCache.Slot?
     let refreshPolicy: JWTRefreshPolicy
-    let transport: any APNsTransport
+    let transport: APNsTransport
     /// Storage policies of broadcast channels this provider created or read (see `prepare(_:forChannel:options:)`).
     public let channelPolicies = APNsChannelPolicyCache()
     private let topics: [String: String]
@@ -70,7 +70,7 @@ public final class APNsProvider: PushProvider {
         var topics: [String: String] = [:]
         for type in APNsPushType.all { topics[type.rawValue] = type.topic(bundleID: configuration.bundleID) }
         self.topics = topics
-        self.transport = try APNsConnectionTransport(configuration: configuration, logger: logger)
+        self.transport = try APNsTransport(configuration: configuration, logger: logger)
     }
 
     /// The endpoint requests for an environment go to.
@@ -210,29 +210,14 @@ public final class APNsProvider: PushProvider {
     /// the router retries with the same apns-id while its send deadline allows.
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
-        let (wire, usedJWT) = wireRequest(for: request)
-        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
-        transport.start(wire, deadline: requestDeadline) { result in
-            completion(result.map { self.received($0, usedJWT: usedJWT) })
-        }
-    }
-
-    /// The wire form of a push request to its delivery endpoint, and the JWT it carries, if any.
-    @inline(never)
-    func wireRequest(for request: PreparedRequest) -> (APNsWireRequest, usedJWT: String?) {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
         let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
-        let body = bodyBuffer(for: request.body)
-        let wire: APNsWireRequest
-        switch request.target {
-        case .token(let token):
-            wire = APNsWireRequest(endpoint: endpoint, headers: head, body: body, logToken: token.token)
-        case .channel:
-            wire = APNsWireRequest(endpoint: endpoint, headers: head, body: body, logToken: nil,
-                                   logLabel: request.target.redacted)
+        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        transport.start(endpoint: endpoint, head: head, body: bodyBuffer(for: request.body),
+                        target: request.target, deadline: requestDeadline) { result in
+            completion(result.map { self.received($0, usedJWT: usedJWT) })
         }
-        return (wire, usedJWT)
     }
 
     /// The payload as a `ByteBuffer`: the one made with the last encoded payload when `body` is that very array
@@ -250,18 +235,35 @@ public final class APNsProvider: PushProvider {
 
     /// The header fields of `request` with the current provider token stamped in (a prepared request whose token
     /// was renewed since, or reported expired, gets the new one), and the JWT used, if any.
-    func requestHead(for request: PreparedRequest, authority: String) -> (APNsRequestHead, usedJWT: String?) {
-        var fields = request.headers
-        var usedJWT: String?
-        if let current = currentToken() {
-            usedJWT = current.jwt
-            if let index = fields.firstIndex(where: { $0.name == "authorization" }) {
-                if fields[index].value != current.headerValue { fields[index].value = current.headerValue }
+    func requestHead(for request: PreparedRequest, authority: String) -> (HTTP2RequestHead, usedJWT: String?) {
+        var fields: [HTTP2HeaderField] = []
+        fields.reserveCapacity(request.headers.count + 1)
+        let current = currentToken()
+        var stamped = false
+        for header in request.headers {
+            if header.name == "authorization", let current {
+                fields.append(HTTP2HeaderField("authorization", current.headerValue, indexing: .indexed))
+                stamped = true
             } else {
-                fields.append(HTTPHeader("authorization", current.headerValue))
+                fields.append(HTTP2HeaderField(header.name, header.value, indexing: Self.indexing(of: header.name)))
             }
         }
-        return (APNsRequestHead(method: request.method, path: request.path, authority: authority, fields: fields), usedJWT)
+        if let current, !stamped {
+            fields.append(HTTP2HeaderField("authorization", current.headerValue, indexing: .indexed))
+        }
+        return (HTTP2RequestHead(method: request.method, scheme: "https", authority: authority, path: request.path,
+                                 fields: fields), current?.jwt)
+    }
+
+    /// How APNs request fields enter the HPACK table: ids are never indexed (each is new, and a request id is the
+    /// caller's), per-request values are not indexed, everything else (topic, push type, priority, the JWT,
+    /// which stays one table entry for its 20-55 minutes) is.
+    static func indexing(of name: String) -> HTTP2HeaderIndexing {
+        switch name {
+        case "apns-id", "apns-request-id", "apns-channel-id": .neverIndexed
+        case "apns-expiration", "apns-collapse-id": .notIndexed
+        default: .indexed
+        }
     }
 
     /// Classifies an answer; an `ExpiredProviderToken` marks the token used for renewal before the retry.

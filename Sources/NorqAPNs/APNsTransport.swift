@@ -1,168 +1,160 @@
 import NorqCore
+import Logging
 import NIOCore
+import NIOPosix
+import NIOSSL
+import NorqHTTP2
 import Synchronization
 
-/// The header fields of one request as the transport encodes them: `:method`, `:scheme https`, `:path`,
-/// `:authority`, then `fields` in order (see ``HPACKRequestEncoder/indexing(of:)`` for which enter the HPACK table).
-struct APNsRequestHead: Sendable {
-    var method: String
-    var path: String
-    var authority: String
-    var fields: [HTTPHeader]
-}
-
-/// One request as the transport sends it: its header fields and the payload. A class: it travels through the
-/// provider, the pool, the request box and the stream handler, and a reference is one retain where a copy of the
-/// struct retained each of its strings.
-final class APNsWireRequest: Sendable {
-    let endpoint: APNsEndpoint
-    let headers: APNsRequestHead
-    /// The payload; requests of one send share one buffer (a `ByteBuffer` is copied on write only).
-    let body: ByteBuffer
-    /// The device token, named (redacted) in error messages only when one is made; nil for other requests.
-    let logToken: String?
-    /// What error messages name when there is no device token (a channel).
-    let logLabel: String
-
-    init(endpoint: APNsEndpoint, headers: APNsRequestHead, body: ByteBuffer, logToken: String?, logLabel: String = "") {
-        self.endpoint = endpoint
-        self.headers = headers
-        self.body = body
-        self.logToken = logToken
-        self.logLabel = logLabel
-    }
-
-    /// Log-safe name of the target (first 8 characters of the token).
-    var logID: String { logToken.map(PushToken.redact) ?? logLabel }
-}
-
-/// One response as received.
+/// One response as the provider classifies it.
 struct APNsWireResponse: Sendable {
     var status: Int
     var headers: [HTTPHeader]
     var body: [UInt8]
+
+    init(status: Int, headers: [HTTPHeader], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    init(_ response: HTTP2Response) {
+        self.status = response.status
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(response.headers.count)
+        for field in response.headers { headers.append(HTTPHeader(field.name, field.value)) }
+        self.headers = headers
+        self.body = response.body.readableBytes == 0 ? [] : Array(response.body.readableBytesView)
+    }
 }
 
-/// What a transport calls, exactly once, with a request's answer or failure.
+/// What the transport calls, exactly once, with a request's answer or failure.
 typealias APNsCompletion = @Sendable (Result<APNsWireResponse, NorqError>) -> Void
 
-/// The small internal interface between the provider and HTTP/2.
-protocol APNsTransport: Sendable {
+/// APNs on NorqHTTP2: one ``HTTP2ConnectionPool`` per endpoint, TLS 1.2+ with ALPN h2 and certificate
+/// verification (client certificate for certificate auth). What is APNs here: the warm-up rule (token auth: one
+/// stream until the first answer, as a connection with a bad JWT is closed after it), the metric names, the
+/// response-body bound of channel lists, and the mapping of transport failures onto `NorqError`.
+final class APNsTransport: Sendable {
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let sslContext: NIOSSLContext
+    private let template: HTTP2ClientConfiguration
+    /// The pools of the configured endpoints (sandbox, production, broadcast), made at init: found without a lock.
+    private let configuredPools: [(endpoint: APNsEndpoint, pool: HTTP2ConnectionPool)]
+    /// Pools of any other endpoint, made on first use.
+    private let pools = Mutex<[APNsEndpoint: HTTP2ConnectionPool]>([:])
+    private let isShutDown = Atomic<Bool>(false)
+
+    /// A warm-up stream unanswered for this long stops holding the others back.
+    static let warmUp = Duration.seconds(1)
+
+    init(configuration: APNsConfiguration, logger: Logger,
+         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws(NorqError) {
+        self.logger = logger
+        self.group = group
+        let sslContext = try Self.makeSSLContext(configuration)
+        self.sslContext = sslContext
+        var template = HTTP2ClientConfiguration(host: "", port: 443)
+        template.connections = max(1, configuration.connectionsPerEndpoint)
+        template.maxConcurrentStreams = max(1, configuration.maxConcurrentStreamsPerConnection)
+        template.pingInterval = configuration.pingInterval > .zero ? configuration.pingInterval : nil
+        template.idleTimeout = configuration.idleTimeout
+        template.connectionRetryLimit = configuration.connectionRetryLimit
+        template.proxy = configuration.proxy.map { HTTP2Proxy(host: $0.host, port: $0.port) }
+        template.warmUp = configuration.authentication.isToken ? Self.warmUp : nil
+        // Channel lists (broadcast management) can be long; push answers are small.
+        template.maxResponseBodyBytes = 4 << 20
+        template.observer = APNsTransportMetrics()
+        template.completionBatching = HTTP2CompletionBatching(begin: { CompletionBatch.begin() },
+                                                              end: { CompletionBatch.end() })
+        self.template = template
+        var configured: [(endpoint: APNsEndpoint, pool: HTTP2ConnectionPool)] = []
+        for endpoint in [configuration.sandboxEndpoint, configuration.productionEndpoint,
+                         configuration.broadcastEndpoint(for: .sandbox), configuration.broadcastEndpoint(for: .production)]
+        where !configured.contains(where: { $0.endpoint == endpoint }) {
+            configured.append((endpoint, Self.makePool(endpoint, template: template, sslContext: sslContext,
+                                                       group: group, logger: logger)))
+        }
+        self.configuredPools = configured
+    }
+
+    private static func makePool(_ endpoint: APNsEndpoint, template: HTTP2ClientConfiguration, sslContext: NIOSSLContext,
+                                 group: any EventLoopGroup, logger: Logger) -> HTTP2ConnectionPool {
+        var configuration = template
+        configuration.host = endpoint.host
+        configuration.port = endpoint.port
+        return HTTP2ConnectionPool(configuration: configuration, sslContext: sslContext, eventLoopGroup: group,
+                                   logger: logger)
+    }
+
+    private func pool(for endpoint: APNsEndpoint) -> HTTP2ConnectionPool {
+        for entry in configuredPools where entry.endpoint == endpoint { return entry.pool }
+        return pools.withLock { pools in
+            if let pool = pools[endpoint] { return pool }
+            let pool = Self.makePool(endpoint, template: template, sslContext: sslContext, group: group, logger: logger)
+            pools[endpoint] = pool
+            return pool
+        }
+    }
+
     /// Sends once and calls `completion` exactly once, on any thread (an event loop, or the caller's before
     /// returning). Fails with `provider/transport-failed` when the connection fails before an answer,
     /// `provider/deadline-exceeded` when the deadline passes (the stream is cancelled, not the connection),
-    /// `provider/shut-down` after `shutdown()`.
-    func start(_ request: APNsWireRequest, deadline: ContinuousClock.Instant, completion: @escaping APNsCompletion)
-    /// Stops taking requests, waits for those in flight, closes the connections.
-    func shutdown() async
-}
+    /// `provider/shut-down` after `shutdown()`; `possiblyProcessed` says whether APNs may have acted on it.
+    /// `target` (redacted), else `label`, names the request in error messages.
+    func start(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, target: DeliveryTarget?,
+               label: String = "channels", deadline: ContinuousClock.Instant, completion: @escaping APNsCompletion) {
+        guard !isShutDown.load(ordering: .relaxed) else {
+            completion(.failure(NorqError(.providerShutDown, "the APNs provider is shut down")))
+            return
+        }
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        let nioDeadline = NIODeadline.now() + remaining.timeAmount
+        pool(for: endpoint).start(head, body: body, deadline: nioDeadline) { result in
+            switch result {
+            case .success(let response):
+                completion(.success(APNsWireResponse(response)))
+            case .failure(let error):
+                completion(.failure(Self.norqError(error, logID: target?.redacted ?? label)))
+            }
+        }
+    }
 
-extension APNsTransport {
     /// `start` for async callers.
-    func send(_ request: APNsWireRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {
+    func send(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, label: String,
+              deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) in
-            start(request, deadline: deadline) { continuation.resume(returning: $0) }
+            start(endpoint: endpoint, head: head, body: body, target: nil, label: label, deadline: deadline) {
+                continuation.resume(returning: $0)
+            }
         }
         return try result.get()
     }
-}
 
-/// A request travelling through the pool: completed exactly once (response, failure or deadline).
-final class APNsRequestBox: Sendable {
-    let request: APNsWireRequest
-    /// When `deadlineExceeded()` fires; armed by ``armDeadline(on:)`` on the event loop that takes the request.
-    let deadline: NIODeadline
-    /// Times this request was re-queued after GOAWAY / REFUSED_STREAM.
-    let requeues = Atomic<Int>(0)
-
-    private struct State {
-        var completion: APNsCompletion?
-        var done = false
-        /// Where it is in flight, so the deadline can cancel the stream.
-        var connection: APNsConnection?
-        var streamID: Int32?
-        var deadlineTask: Scheduled<Void>?
-        var deadlineArmed = false
-    }
-    private let state = Mutex(State())
-
-    init(request: APNsWireRequest, deadline: NIODeadline, completion: @escaping APNsCompletion) {
-        self.request = request
-        self.deadline = deadline
-        state.withLock { $0.completion = completion }
-    }
-
-    /// Schedules the deadline timer once, for a request that waits for a connection. (A connection's stream
-    /// handler enforces the deadlines of the requests it holds itself, with one periodic sweep.)
-    func armDeadline(on eventLoop: any EventLoop) {
-        let arm = state.withLock { state -> Bool in
-            if state.done || state.deadlineArmed { return false }
-            state.deadlineArmed = true
-            return true
-        }
-        guard arm else { return }
-        setDeadlineTask(eventLoop.scheduleTask(deadline: deadline) { self.deadlineExceeded() })
-    }
-
-    var isDone: Bool { state.withLock { $0.done } }
-
-    func setDeadlineTask(_ task: Scheduled<Void>) {
-        let cancel: Bool = state.withLock { state in
-            if state.done { return true }
-            state.deadlineTask = task
-            return false
-        }
-        if cancel { task.cancel() }
-    }
-
-    /// Records the stream it was written on; false when it already completed (skip it).
-    func assign(connection: APNsConnection, streamID: Int32) -> Bool {
-        state.withLock { state in
-            if state.done { return false }
-            state.connection = connection
-            state.streamID = streamID
-            return true
+    /// A transport failure as the router sees it, `possiblyProcessed` copied.
+    static func norqError(_ error: HTTP2ClientError, logID: String) -> NorqError {
+        switch error.kind {
+        case .shutDown:
+            return NorqError(.providerShutDown, "the APNs provider is shut down")
+        case .deadlineExceeded:
+            return NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(logID))",
+                             possiblyProcessed: error.possiblyProcessed)
+        case .connectFailed, .addressNotAllowed:
+            return NorqError(.transportFailed, "cannot connect to APNs: \(error.message)",
+                             possiblyProcessed: error.possiblyProcessed)
+        default:
+            return NorqError(.transportFailed, "APNs: \(error.message) (token \(logID))",
+                             possiblyProcessed: error.possiblyProcessed)
         }
     }
 
-    func unassign() {
-        state.withLock { state in
-            state.connection = nil
-            state.streamID = nil
-        }
-    }
-
-    /// Fails with `provider/deadline-exceeded` (the caller cancels the stream); false when already complete.
-    @discardableResult
-    func completeAsExpired() -> Bool {
-        complete(.failure(NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(request.logID))")))
-    }
-
-    /// Completes once; returns false when it had completed already. The completion runs outside the lock
-    /// and may start new requests on the calling event loop: callers finish changing their state first.
-    @discardableResult
-    func complete(_ result: Result<APNsWireResponse, NorqError>) -> Bool {
-        let taken = state.withLock { state -> (APNsCompletion?, Scheduled<Void>?) in
-            if state.done { return (nil, nil) }
-            state.done = true
-            let completion = state.completion
-            state.completion = nil
-            state.connection = nil
-            return (completion, state.deadlineTask)
-        }
-        guard let completion = taken.0 else { return false }
-        taken.1?.cancel()
-        completion(result)
-        return true
-    }
-
-    /// The deadline passed: fail with `provider/deadline-exceeded` and cancel the stream if one is open.
-    func deadlineExceeded() {
-        let location = state.withLock { ($0.connection, $0.streamID) }
-        if completeAsExpired() {
-            if let connection = location.0, let streamID = location.1 {
-                connection.cancelStream(streamID)
-            }
+    /// Stops taking requests, waits for those in flight, closes the connections.
+    func shutdown() async {
+        isShutDown.store(true, ordering: .relaxed)
+        let all = configuredPools.map(\.pool) + pools.withLock { Array($0.values) }
+        await withDiscardingTaskGroup { group in
+            for pool in all { group.addTask { await pool.shutdown() } }
         }
     }
 }

@@ -2,7 +2,7 @@ public import NorqCore
 
 extension ConfigurationLoader {
     static let instanceKeys = ["type", "config", "retry", "maxInFlight"]
-    static let retryKeys = ["on", "retries", "backoff", "max_backoff"]
+    static let retryKeys = ["on", "retries", "backoff", "max_backoff", "ambiguous"]
 
     func parseProviders(_ node: ConfigNode, file: String?,
                         baseDirectory: String) throws(NorqError) -> [ProviderInstanceConfiguration] {
@@ -49,7 +49,8 @@ extension ConfigurationLoader {
         }
     }
 
-    /// Parses a `retry:` block: `on` (statuses, or `4xx`/`5xx`), `retries`, `backoff`, `max_backoff`.
+    /// Parses a `retry:` block: `on` (statuses, or `4xx`/`5xx`), `retries`, `backoff`, `max_backoff`,
+    /// `ambiguous` (`never` | `collapsible` | `always`; anything else is `config/invalid-ambiguous-retry`).
     public static func parseRetry(_ node: ConfigNode, path: String) throws(NorqError) -> RetryPolicy {
         let keys = try node.mapping(allowedKeys: retryKeys, path: path)
         var policy = RetryPolicy.default
@@ -92,7 +93,21 @@ extension ConfigurationLoader {
                 throw NorqError(.configInvalidValue, "\(path).max_backoff must not be less than backoff", at: node.location)
             }
         }
+        if let node = keys["ambiguous"] { policy.ambiguous = try Self.parseAmbiguousRetry(node, path: "\(path).ambiguous") }
         return policy
+    }
+
+    /// Parses `retry.ambiguous`: one of `AmbiguousRetry.allValues`.
+    static func parseAmbiguousRetry(_ node: ConfigNode, path: String) throws(NorqError) -> AmbiguousRetry {
+        let allowed = AmbiguousRetry.allValues.map(\.rawValue)
+        guard let text = node.scalar, let value = AmbiguousRetry.allValues.first(where: { $0.rawValue == text }) else {
+            throw NorqError(.configInvalidAmbiguousRetry,
+                            "\(path) must be one of \(allowed.joined(separator: ", ")), not \(node.describe)",
+                            at: node.location,
+                            hint: "never: a request that may have reached the provider is not sent again; "
+                                + "collapsible: only when the push has a collapse id; always: always")
+        }
+        return value
     }
 
     /// One instance per registered type whose env vars are set, unless an instance of that name is declared.

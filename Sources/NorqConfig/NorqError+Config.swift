@@ -15,4 +15,6 @@ extension NorqError.Code {
     public static let configUnknownProviderType: Self = "config/unknown-provider-type"
     /// A routing entry for a platform names a provider that does not serve that platform.
     public static let configRoutingPlatformMismatch: Self = "config/routing-platform-mismatch"
+    /// `retry.ambiguous` is not `never`, `collapsible` or `always`.
+    public static let configInvalidAmbiguousRetry: Self = "config/invalid-ambiguous-retry"
 }

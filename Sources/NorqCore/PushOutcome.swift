@@ -46,7 +46,8 @@ public struct PushOutcome: Sendable, Hashable {
         case delivered(Delivered)
         /// The provider answered with an error.
         case rejected(Rejected)
-        /// No definitive answer (transport error, deadline) after all attempts, or a local error.
+        /// No definitive answer (transport error, deadline) after all attempts, or a local error. When the error's
+        /// `possiblyProcessed` is true, the push may have been delivered (`mayHaveBeenDelivered`).
         case failed(NorqError)
         case skipped(Skipped)
         /// A repeat of an already completed (idempotency key, token); carries the first outcome.
@@ -62,6 +63,14 @@ public struct PushOutcome: Sendable, Hashable {
             case .duplicate: "duplicate"
             }
         }
+
+        /// True for a `failed` outcome of which an attempt may have been processed by the provider (it was written,
+        /// then no definitive answer came, and `retry.ambiguous` did not allow sending it again): the user may have
+        /// received the notification. Sending it again may deliver it twice.
+        public var mayHaveBeenDelivered: Bool {
+            if case .failed(let error) = self { return error.possiblyProcessed }
+            return false
+        }
     }
 
     public var target: DeliveryTarget
@@ -71,6 +80,9 @@ public struct PushOutcome: Sendable, Hashable {
     /// How many requests were sent for this token (0 when none).
     public var attempts: Int
     public var result: Result
+
+    /// True when the outcome is `failed` but the push may have been delivered (see `Result.mayHaveBeenDelivered`).
+    public var mayHaveBeenDelivered: Bool { result.mayHaveBeenDelivered }
 
     public init(target: DeliveryTarget, recipientID: String? = nil, provider: String? = nil, attempts: Int = 0,
                 result: Result) {
@@ -93,6 +105,8 @@ public struct SendReport: Sendable, Hashable {
     public var failed: Int { count("failed") }
     public var skipped: Int { count("skipped") }
     public var duplicates: Int { count("duplicate") }
+    /// How many `failed` outcomes may have been delivered all the same.
+    public var mayHaveBeenDelivered: Int { outcomes.count { $0.result.mayHaveBeenDelivered } }
     /// True when every outcome is `delivered` (or a duplicate of a delivery).
     public var allDelivered: Bool {
         outcomes.allSatisfy {

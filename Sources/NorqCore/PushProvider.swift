@@ -62,6 +62,12 @@ public protocol PushProvider: Sendable {
 
     /// Stops accepting requests and drains the ones in flight.
     func shutdown() async
+
+    /// The collapse id a prepared request carries (APNs `apns-collapse-id`), or nil. A push with one replaces an
+    /// earlier push with the same id on the device, so a duplicate is harmless: under `retry.ambiguous:
+    /// collapsible` (the default) the router sends such a request again after a failure that the server may have
+    /// processed. The default returns nil (never re-sent under `collapsible`).
+    func collapseID(of request: PreparedRequest) -> String?
 }
 
 extension NorqError.Code {
@@ -77,6 +83,8 @@ extension PushProvider {
     }
 
     public func shutdown() async {}
+
+    public func collapseID(of request: PreparedRequest) -> String? { nil }
 
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {

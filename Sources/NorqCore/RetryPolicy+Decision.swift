@@ -29,6 +29,9 @@ public enum RetryDecision: Sendable, Hashable {
         public static let exhausted = GiveUpReason(rawValue: "retries-exhausted")
         /// The next attempt could not start before the deadline.
         public static let deadline = GiveUpReason(rawValue: "deadline")
+        /// The attempt may have been processed by the server and `retry.ambiguous` does not allow sending it
+        /// again: the outcome is `failed` and may have been delivered.
+        public static let possiblyProcessed = GiveUpReason(rawValue: "possibly-processed")
         public var description: String { rawValue }
     }
 }
@@ -41,15 +44,20 @@ extension RetryPolicy {
     ///   - failure: what the last attempt returned.
     ///   - remaining: time left before the deadline that bounds all attempts (nil: no deadline).
     ///   - randomUnit: a random number in `0..<1` for the full jitter.
+    ///   - collapsible: whether the push carries a collapse id (a duplicate collapses on the device); consulted
+    ///     only for a possibly processed transport failure under `ambiguous: collapsible`.
     ///
     /// Rules: a response is retried when its status is in `retryOn` (429 and 5xx by default) or when the
     /// provider classified an otherwise not-listed status as retryable (APNs `ExpiredProviderToken`);
-    /// responses classified permanent, token-invalid or credentials are never retried. Transport failures are
-    /// retried. The delay is the server's `Retry-After` when present, else exponential backoff with full
+    /// responses classified permanent, token-invalid or credentials are never retried. Transport failures known
+    /// not to have been processed are retried (this bounds a REFUSED_STREAM storm: backoff, counted against
+    /// `retries`). A transport failure that may have been processed (`NorqError.possiblyProcessed`) is retried
+    /// only when `ambiguous` allows it (`always`, or `collapsible` with `collapsible: true`), else the decision is
+    /// `.giveUp(.possiblyProcessed)`. `provider/shut-down` is never retried. The delay is the server's `Retry-After` when present, else exponential backoff with full
     /// jitter (`random * min(maxBackoff, backoff * 2^(attempt-1))`). No retry when the delay would end
     /// at or after the deadline.
     public func decision(afterAttempt attempt: Int, failure: DeliveryFailure, remaining: Duration?,
-                         randomUnit: Double) -> RetryDecision {
+                         randomUnit: Double, collapsible: Bool = false) -> RetryDecision {
         var retryAfter: Duration?
         switch failure {
         case .response(let status, let classification, let after):
@@ -63,12 +71,25 @@ extension RetryPolicy {
             retryAfter = after
         case .transport(let error):
             if error.code == .providerShutDown { return .giveUp(.notRetryable) }
+            if error.possiblyProcessed, !mayResendPossiblyProcessed(collapsible: collapsible) {
+                return .giveUp(.possiblyProcessed)
+            }
         }
         guard attempt <= retries else { return .giveUp(.exhausted) }
         if let remaining, remaining <= .zero { return .giveUp(.deadline) }
         let delay = retryAfter.map { max($0, .zero) } ?? backoffDelay(beforeRetry: attempt, randomUnit: randomUnit)
         if let remaining, delay >= remaining { return .giveUp(.deadline) }
         return .retry(after: delay)
+    }
+
+    /// Whether `ambiguous` allows sending again a request that the server may have processed: `always`, or
+    /// `collapsible` when the push carries a collapse id. `never` (and any unknown value) does not.
+    public func mayResendPossiblyProcessed(collapsible: Bool) -> Bool {
+        switch ambiguous {
+        case .always: true
+        case .collapsible: collapsible
+        default: false
+        }
     }
 
     /// The full-jitter delay before retry number `retry` (1-based): `randomUnit * min(maxBackoff,

@@ -148,7 +148,8 @@ enum DryRunFormatter {
             return ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": .optional(rejected.reason),
                     "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue)]
         case .failed(let error):
-            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message)]
+            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message),
+                    "mayHaveBeenDelivered": .bool(error.possiblyProcessed)]
         case .skipped(let skipped):
             return ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
         case .duplicate(let first):

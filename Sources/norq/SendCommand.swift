@@ -146,7 +146,8 @@ struct SendCommand: AsyncParsableCommand {
         case .rejected(let rejected):
             return style.red("rejected ") + "  \(who)\(provider)  \(rejected.status) \(rejected.reason ?? "") (\(rejected.classification))\(attempts)"
         case .failed(let error):
-            return style.red("failed   ") + "  \(who)\(provider)  error[\(error.code.rawValue)]: \(error.message)\(attempts)"
+            let maybe = error.possiblyProcessed ? style.yellow("  (may have been delivered)") : ""
+            return style.red("failed   ") + "  \(who)\(provider)  error[\(error.code.rawValue)]: \(error.message)\(attempts)\(maybe)"
         case .skipped(let skipped):
             return style.yellow("skipped  ") + "  \(who)\(provider)  [\(skipped.code.rawValue)] \(skipped.reason)"
         case .duplicate(let first):
@@ -160,8 +161,9 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     static func summary(_ report: SendReport, elapsed: Duration, style: Style) -> String {
+        let maybeDelivered = report.mayHaveBeenDelivered > 0 ? " (\(report.mayHaveBeenDelivered) may have been delivered)" : ""
         let text = "\(report.outcomes.count) tokens: \(report.delivered) delivered, \(report.rejected) rejected, "
-            + "\(report.failed) failed, \(report.skipped) skipped, \(report.duplicates) duplicates in \(seconds(elapsed))"
+            + "\(report.failed) failed\(maybeDelivered), \(report.skipped) skipped, \(report.duplicates) duplicates in \(seconds(elapsed))"
         return style.bold(report.allDelivered ? "ok: " : "not all delivered: ") + text
     }
 
@@ -182,6 +184,7 @@ struct SendCommand: AsyncParsableCommand {
                 "delivered": .int(Int64(report.delivered)),
                 "rejected": .int(Int64(report.rejected)),
                 "failed": .int(Int64(report.failed)),
+                "mayHaveBeenDelivered": .int(Int64(report.mayHaveBeenDelivered)),
                 "skipped": .int(Int64(report.skipped)),
                 "duplicates": .int(Int64(report.duplicates)),
                 "allDelivered": .bool(report.allDelivered),

@@ -18,20 +18,20 @@ struct APNsBodyBufferTests {
                                          options: options)
         let second = try provider.prepare(content, for: PushToken(token: String(repeating: "cd", count: 32), platform: .ios),
                                           options: options)
-        let a = provider.wireRequest(for: first).0.body
-        let b = provider.wireRequest(for: second).0.body
+        let a = provider.bodyBuffer(for: first.body)
+        let b = provider.bodyBuffer(for: second.body)
         #expect(Array(a.readableBytesView) == first.body)
         #expect(Self.address(a) == Self.address(b), "one buffer for the whole send")
 
         // Same bytes in another array (a request prepared elsewhere): a copy, equal in content.
         var copied = first
         copied.body = Array(first.body)
-        let c = provider.wireRequest(for: copied).0.body
+        let c = provider.bodyBuffer(for: copied.body)
         #expect(Array(c.readableBytesView) == first.body)
         // Different bytes: their own buffer.
         var other = first
         other.body = Array("{\"aps\":{}}".utf8)
-        #expect(Array(provider.wireRequest(for: other).0.body.readableBytesView) == other.body)
+        #expect(Array(provider.bodyBuffer(for: other.body).readableBytesView) == other.body)
     }
 
     @Test("a later send of the same content takes over the cached payload under its own content id")

@@ -86,6 +86,8 @@ final class FakeProvider: PushProvider {
         state.withLock { $0.shutdownCalls += 1 }
     }
 
+    func collapseID(of request: PreparedRequest) -> String? { request.header("x-collapse") }
+
     var requests: [PreparedRequest] { state.withLock { $0.requests } }
     var requestCount: Int { state.withLock { $0.requests.count } }
     var peakInFlight: Int { state.withLock { $0.maxInFlight } }

@@ -1,23 +1,22 @@
 import NIOCore
 import NIOHPACK
-import NorqCore
-@testable import NorqAPNs
+import NorqHTTP2
 import Testing
 
 @Suite("HPACKRequestEncoder: what NIOHPACK's decoder reads back, with the dynamic table kept in step")
 struct HPACKRequestEncoderTests {
-    static func request(path: String, id: String, jwt: String = "bearer eyJhbGciOiJFUzI1NiJ9.x.y") -> APNsRequestHead {
-        APNsRequestHead(method: "POST", path: path, authority: "api.sandbox.push.apple.com", fields: [
-            HTTPHeader("apns-topic", "com.example.app"),
-            HTTPHeader("apns-push-type", "alert"),
-            HTTPHeader("apns-id", id),
-            HTTPHeader("authorization", jwt),
+    static func request(path: String, id: String, jwt: String = "bearer eyJhbGciOiJFUzI1NiJ9.x.y") -> HTTP2RequestHead {
+        HTTP2RequestHead(method: "POST", authority: "api.sandbox.push.apple.com", path: path, fields: [
+            HTTP2HeaderField("apns-topic", "com.example.app"),
+            HTTP2HeaderField("apns-push-type", "alert"),
+            HTTP2HeaderField("apns-id", id, indexing: .neverIndexed),
+            HTTP2HeaderField("authorization", jwt),
         ])
     }
 
     /// What a decoder must read back from `head`.
-    static func pairs(_ head: APNsRequestHead) -> [String] {
-        [":method: \(head.method)", ":scheme: https", ":path: \(head.path)", ":authority: \(head.authority)"]
+    static func pairs(_ head: HTTP2RequestHead) -> [String] {
+        [":method: \(head.method)", ":scheme: \(head.scheme)", ":path: \(head.path)", ":authority: \(head.authority)"]
             + head.fields.map { "\($0.name): \($0.value)" }
     }
 
@@ -145,18 +144,20 @@ struct HPACKRequestEncoderTests {
         var generator = SystemRandomNumberGenerator()
         for n in 0..<2_000 {
             let jwt = "bearer jwt-\(n / 300)"
-            var head: APNsRequestHead
+            var head: HTTP2RequestHead
             switch Int.random(in: 0..<4, using: &generator) {
             case 0:
                 head = Self.request(path: "/3/device/\(n)", id: "id-\(n)", jwt: jwt)
             case 1:
                 head = Self.request(path: "/3/device/\(n)", id: "id-\(n)", jwt: jwt)
                 head.fields[0].value = "com.example.app\(Int.random(in: 0..<12, using: &generator)).voip"
-                head.fields.insert(HTTPHeader("apns-expiration", "\(n)"), at: 2)
+                head.fields.insert(HTTP2HeaderField("apns-expiration", "\(n)", indexing: .notIndexed), at: 2)
             case 2:
-                head = APNsRequestHead(method: "GET", path: "/1/apps/com.example/channels", authority: "api-manage-broadcast.sandbox.push.apple.com:2195",
-                                       fields: [HTTPHeader("apns-channel-id", "ch\(n)"), HTTPHeader("apns-request-id", "r\(n)"),
-                                                HTTPHeader("authorization", jwt)])
+                head = HTTP2RequestHead(method: "GET", authority: "api-manage-broadcast.sandbox.push.apple.com:2195",
+                                        path: "/1/apps/com.example/channels",
+                                        fields: [HTTP2HeaderField("apns-channel-id", "ch\(n)", indexing: .neverIndexed),
+                                                 HTTP2HeaderField("apns-request-id", "r\(n)", indexing: .neverIndexed),
+                                                 HTTP2HeaderField("authorization", jwt)])
             default:
                 head = Self.request(path: "/3/device/\(n)", id: "id-\(n)", jwt: jwt)
                 head.fields.removeFirst()

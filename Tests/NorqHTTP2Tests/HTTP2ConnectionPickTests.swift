@@ -1,11 +1,11 @@
-@testable import NorqAPNs
+import NorqHTTP2
 import Testing
 
 @Suite("Connection choice")
-struct APNsConnectionPickTests {
+struct HTTP2ConnectionPickTests {
     static func pick(_ ready: [Int], turn: Int, capacity: Int = 100, loads: [Int: Int] = [:],
                      isLocal: (Int) -> Bool) -> Int {
-        APNsConnectionPool.pick(from: ready, turn: turn, capacity: capacity, isLocal: isLocal,
+        HTTP2PoolStateMachine<AnyObjectStandIn>.pick(from: ready, turn: turn, capacity: capacity, isLocal: isLocal,
                                 load: { loads[$0, default: 0] })
     }
 
@@ -33,3 +33,6 @@ struct APNsConnectionPickTests {
         #expect(spread == Set(ready))
     }
 }
+
+/// A connection type for the pool state machine where a test needs none.
+final class AnyObjectStandIn {}

@@ -1,15 +1,15 @@
-import NIOCore
-import NIOHPACK
+package import NIOCore
+package import NIOHPACK
 
-/// The HPACK (RFC 7541) encoder of the APNs client: plain (not Huffman-coded) string literals, the static table,
-/// and a dynamic table for the headers marked `.indexable`, which are the same for every request of a provider
-/// (`:authority`, `apns-topic`, `apns-push-type`, `apns-priority`, the JWT). After a connection's first request
-/// those cost one or two bytes each. Headers marked `.nonIndexable` or `.neverIndexed` (the path, `apns-id`) are
-/// written as literals and never enter the table.
+/// The HPACK (RFC 7541) request encoder: plain (not Huffman-coded) string literals, the static table, and a
+/// dynamic table for the fields the caller marks `.indexed`, which are the same for every request of a provider
+/// (`:authority`, a topic, a content type, a bearer token). After a connection's first request those cost one or
+/// two bytes each. Fields marked `.notIndexed` or `.neverIndexed` (and `:path`) are written as literals and never
+/// enter the table.
 ///
 /// Huffman coding saves a few bytes on the per-request literals but costs more CPU than the bytes it saves on a
 /// local or data-centre link; the decoder on the other side accepts either.
-struct HPACKRequestEncoder {
+package struct HPACKRequestEncoder {
     private struct Pair: Hashable {
         var name: String
         var value: String
@@ -22,7 +22,7 @@ struct HPACKRequestEncoder {
     }
 
     /// RFC 7541 Appendix A, index 1...61.
-    static let staticTable: [(name: String, value: String)] = [
+    package static let staticTable: [(name: String, value: String)] = [
         (":authority", ""), (":method", "GET"), (":method", "POST"), (":path", "/"), (":path", "/index.html"),
         (":scheme", "http"), (":scheme", "https"), (":status", "200"), (":status", "204"), (":status", "206"),
         (":status", "304"), (":status", "400"), (":status", "404"), (":status", "500"), ("accept-charset", ""),
@@ -66,16 +66,16 @@ struct HPACKRequestEncoder {
     /// Entries ever inserted: the next entry's sequence number.
     private var inserted = 0
     private var tableSize = 0
-    private(set) var maxTableSize = HPACKRequestEncoder.defaultTableSize
+    private(set) package var maxTableSize = HPACKRequestEncoder.defaultTableSize
     /// Size changes the decoder has not been told about yet, signalled at the start of the next header block:
     /// the smallest size taken since the last block, then the final one (RFC 7541 4.2).
     private var sizeUpdate: (smallest: Int, final: Int)?
 
-    init() {}
+    package init() {}
 
     /// Applies the peer's `SETTINGS_HEADER_TABLE_SIZE`: the table shrinks (and the next block says so) when the
     /// peer allows less than the current size; it grows back, at most to 4,096 bytes, when it allows more.
-    mutating func setPeerMaxTableSize(_ size: Int) {
+    package mutating func setPeerMaxTableSize(_ size: Int) {
         let newSize = min(max(0, size), Self.defaultTableSize)
         guard newSize != maxTableSize else { return }
         maxTableSize = newSize
@@ -90,6 +90,8 @@ struct HPACKRequestEncoder {
         var name: String
         var value: String
         var indexing: HPACKIndexing
+        /// The indexing the caller asked for (`indexing` may have been lowered: too large for the table).
+        var requested: HPACKIndexing
         /// The static entry matching name and value.
         var staticIndex: Int?
         /// The dynamic entry matching name and value (for `.indexable` fields).
@@ -101,36 +103,31 @@ struct HPACKRequestEncoder {
     private var remembered: [Remembered?] = []
 
     /// Appends the header block of `head`: the pseudo-headers, then its fields in order.
-    mutating func encode(_ head: APNsRequestHead, into buffer: inout ByteBuffer) {
+    package mutating func encode(_ head: HTTP2RequestHead, into buffer: inout ByteBuffer) {
         writePendingSizeUpdate(into: &buffer)
         switch head.method {
         case "POST": buffer.writeInteger(UInt8(0x83))  // static 3
         case "GET": buffer.writeInteger(UInt8(0x82))  // static 2
         default: writeLiteral(nameIndex: 2, name: ":method", value: head.method, prefixBits: 4, mask: 0x00, into: &buffer)
         }
-        buffer.writeInteger(UInt8(0x87))  // :scheme https, static 7
+        switch head.scheme {
+        case "https": buffer.writeInteger(UInt8(0x87))  // static 7
+        case "http": buffer.writeInteger(UInt8(0x86))  // static 6
+        default: writeLiteral(nameIndex: 6, name: ":scheme", value: head.scheme, prefixBits: 4, mask: 0x00, into: &buffer)
+        }
         writeLiteral(nameIndex: 4, name: ":path", value: head.path, prefixBits: 4, mask: 0x00, into: &buffer)
-        encodeField(slot: 0, name: ":authority", value: head.authority, into: &buffer)
+        encodeField(slot: 0, name: ":authority", value: head.authority, indexing: .indexable, into: &buffer)
         for (offset, field) in head.fields.enumerated() {
-            encodeField(slot: offset + 1, name: field.name, value: field.value, into: &buffer)
+            encodeField(slot: offset + 1, name: field.name, value: field.value, indexing: field.indexing.hpack,
+                        into: &buffer)
         }
     }
 
     /// Appends the header block of `headers`, with their own indexing hints.
-    mutating func encode(_ headers: HPACKHeaders, into buffer: inout ByteBuffer) {
+    package mutating func encode(_ headers: HPACKHeaders, into buffer: inout ByteBuffer) {
         writePendingSizeUpdate(into: &buffer)
         for (name, value, indexing) in headers {
             _ = encode(name: name, value: value, indexing: indexing, into: &buffer)
-        }
-    }
-
-    /// How APNs request fields enter the table: ids are never indexed (each is new, and a request id is the
-    /// caller's), per-request values are not indexed, everything else (topic, push type, priority, JWT) is.
-    static func indexing(of name: String) -> HPACKIndexing {
-        switch name {
-        case "apns-id", "apns-request-id", "apns-channel-id": .neverIndexed
-        case "apns-expiration", "apns-collapse-id", ":path": .nonIndexable
-        default: .indexable
         }
     }
 
@@ -143,8 +140,9 @@ struct HPACKRequestEncoder {
         sizeUpdate = nil
     }
 
-    private mutating func encodeField(slot: Int, name: String, value: String, into buffer: inout ByteBuffer) {
-        if slot < remembered.count, let last = remembered[slot], last.name == name {
+    private mutating func encodeField(slot: Int, name: String, value: String, indexing: HPACKIndexing,
+                                      into buffer: inout ByteBuffer) {
+        if slot < remembered.count, let last = remembered[slot], last.name == name, last.requested == indexing {
             if last.indexing == .indexable, last.value == value {
                 if let index = last.staticIndex ?? last.sequence.flatMap(dynamicIndex(of:)) {
                     Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
@@ -157,7 +155,7 @@ struct HPACKRequestEncoder {
                 return
             }
         }
-        let written = encode(name: name, value: value, indexing: Self.indexing(of: name), into: &buffer)
+        let written = encode(name: name, value: value, indexing: indexing, into: &buffer)
         while remembered.count <= slot { remembered.append(nil) }
         remembered[slot] = written
     }
@@ -165,7 +163,7 @@ struct HPACKRequestEncoder {
     /// Writes one field by the full rules (static table, dynamic table, literal) and says how.
     private mutating func encode(name: String, value: String, indexing: HPACKIndexing,
                                  into buffer: inout ByteBuffer) -> Remembered {
-        var written = Remembered(name: name, value: value, indexing: indexing)
+        var written = Remembered(name: name, value: value, indexing: indexing, requested: indexing)
         let pair = Pair(name: name, value: value)
         if let index = Self.staticPairs[pair] {
             Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
@@ -239,7 +237,7 @@ struct HPACKRequestEncoder {
     }
 
     /// An HPACK integer (RFC 7541 5.1) in a byte whose high bits are `mask`.
-    static func writeInteger(_ value: Int, prefixBits: Int, mask: UInt8, into buffer: inout ByteBuffer) {
+    package static func writeInteger(_ value: Int, prefixBits: Int, mask: UInt8, into buffer: inout ByteBuffer) {
         let limit = (1 << prefixBits) - 1
         if value < limit {
             buffer.writeInteger(mask | UInt8(value))
@@ -252,5 +250,15 @@ struct HPACKRequestEncoder {
             rest >>= 7
         }
         buffer.writeInteger(UInt8(rest))
+    }
+}
+
+extension HTTP2HeaderIndexing {
+    var hpack: HPACKIndexing {
+        switch self {
+        case .indexed: .indexable
+        case .notIndexed: .nonIndexable
+        case .neverIndexed: .neverIndexed
+        }
     }
 }

@@ -1,0 +1,243 @@
+import Logging
+import NIOCore
+
+/// Drives one ``HTTP2ConnectionStateMachine`` on the connection's TLS channel: hands it what the channel reads,
+/// the requests the pool sends, the timer; writes what it encodes (the frames of one event-loop tick as one
+/// buffer, one flush); carries out its actions (complete, hand back to the pool, close).
+final class HTTP2ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var machine: HTTP2ConnectionStateMachine
+    private let logger: Logger
+    private let observer: (any HTTP2ClientObserver)?
+    private let batching: HTTP2CompletionBatching?
+    private var context: ChannelHandlerContext?
+    /// A write of `machine.outbound` is scheduled for the end of this event-loop tick.
+    private var writeScheduled = false
+    private var tickScheduled: NIODeadline?
+    private var inReadBatch = false
+    private let readyPromise: EventLoopPromise<Void>
+    private var readySettled = false
+    private var opened = false
+    /// Strong on purpose: after GOAWAY the pool forgets the connection, and the handler must still hand its
+    /// unanswered requests back through it. The cycle (connection -> channel -> handler) is broken in
+    /// `handlerRemoved`.
+    var connection: HTTP2Connection? {
+        didSet { machine.connection = connection }
+    }
+
+    /// Completes when the server's first SETTINGS arrive (the TLS handshake and preface are done); fails when the
+    /// connection closes before.
+    var ready: EventLoopFuture<Void> { readyPromise.futureResult }
+
+    init(configuration: HTTP2ClientConfiguration, eventLoop: any EventLoop, logger: Logger) {
+        self.machine = HTTP2ConnectionStateMachine(configuration: .init(configuration), now: .now())
+        self.logger = logger
+        self.observer = configuration.observer
+        self.batching = configuration.completionBatching
+        self.readyPromise = eventLoop.makePromise()
+    }
+
+    /// Requests queued or in flight on this connection.
+    var load: Int { machine.load }
+
+    // MARK: lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { writeOutbound() }
+        scheduleTick()
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        writeOutbound()
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        closed(reason: "the connection closed")
+        endReadBatch()
+        self.context = nil
+        self.connection = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        beginReadBatch()
+        closed(reason: "the connection closed")
+        endReadBatch()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("HTTP/2 connection error", metadata: ["norq.http2.error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private func closed(reason: String) {
+        machine.channelClosed(reason: reason)
+        runActions()
+        if !readySettled {
+            readySettled = true
+            readyPromise.fail(HTTP2ClientError(.connectFailed, possiblyProcessed: false,
+                                               "\(reason) before the server's SETTINGS"))
+        }
+        if opened {
+            opened = false
+            observer?.connectionClosed()
+        }
+        connection?.closed()
+    }
+
+    // MARK: output
+
+    /// Writes what is encoded so far, as one buffer, and flushes.
+    private func writeOutbound() {
+        guard machine.outbound.readableBytes > 0 else { return }
+        guard let context else {
+            machine.outbound.clear()  // removed from the channel: nothing can be written any more
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(machine.outbound), promise: nil)
+        machine.outbound.clear()  // reuses the storage when TLS has taken the bytes (it encrypts on flush)
+    }
+
+    /// Writes at the end of this event-loop tick, so that the frames of many requests leave as one TLS record and
+    /// one syscall; a full 16 KB record goes at once.
+    private func scheduleWrite() {
+        reportCounts()
+        if machine.outbound.readableBytes >= 16_384 {
+            writeOutbound()
+            return
+        }
+        guard !writeScheduled, machine.outbound.readableBytes > 0, let context else { return }
+        writeScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.writeScheduled = false
+            self.writeOutbound()
+        }
+    }
+
+    private func reportCounts() {
+        guard let observer, !machine.counts.isZero else { return }
+        let counts = machine.counts
+        machine.counts = .init()
+        observer.streams(opened: counts.opened, completed: counts.completed, requeued: counts.requeued,
+                         cancelled: counts.cancelled)
+    }
+
+    /// Carries out what the state machine decided. Completions may re-enter (a completion starts the caller's
+    /// next request on this connection): the machine is never borrowed while one runs.
+    private func runActions() {
+        while let action = machine.popAction() {
+            switch action {
+            case .succeed(let request, let response):
+                request.complete(.success(response))
+            case .fail(let request, let error):
+                request.fail(error)
+            case .requeue(let request, let error):
+                if let connection {
+                    connection.requeue(request, error: error)
+                } else {
+                    request.fail(error)
+                }
+            case .ready:
+                if !readySettled {
+                    readySettled = true
+                    opened = true
+                    observer?.connectionOpened()
+                    readyPromise.succeed()
+                }
+            case .goingAway(let reason):
+                logger.debug("HTTP/2 connection takes no new requests", metadata: ["norq.http2.reason": "\(reason)"])
+                connection?.draining()
+            case .close:
+                writeOutbound()
+                context?.close(promise: nil)
+            case .writeAndResume:
+                writeOutbound()
+                machine.resumeStreams(now: .now())
+            }
+        }
+        connection?.publishedLoad.store(machine.load, ordering: .relaxed)
+    }
+
+    // MARK: requests
+
+    /// Takes a batch of requests: opens what the stream limit allows, one flush.
+    func enqueue(_ requests: some Collection<HTTP2RequestContext>) {
+        guard !requests.isEmpty else { return }
+        let now = NIODeadline.now()
+        for request in requests { machine.enqueue(request, now: now) }
+        runActions()
+        scheduleWrite()
+        scheduleTick()
+    }
+
+    func cancelStream(_ id: Int32) {
+        machine.cancel(streamID: id)
+        runActions()
+        scheduleWrite()
+    }
+
+    /// Closes the connection now (pool shutdown): requests still on it fail.
+    func close() {
+        guard let context else { return }
+        context.close(promise: nil)
+    }
+
+    // MARK: timer
+
+    private func scheduleTick() {
+        guard let context, !machine.isClosed, let interval = machine.tickInterval else { return }
+        let due = NIODeadline.now() + interval
+        if let scheduled = tickScheduled, scheduled <= due { return }
+        tickScheduled = due
+        context.eventLoop.assumeIsolated().scheduleTask(deadline: due) {
+            guard self.tickScheduled == due else { return }  // superseded by an earlier one
+            self.tickScheduled = nil
+            self.tick()
+        }
+    }
+
+    private func tick() {
+        guard context != nil else { return }
+        beginReadBatch()
+        machine.tick(now: .now())
+        runActions()
+        endReadBatch()
+        scheduleWrite()
+        scheduleTick()
+    }
+
+    // MARK: inbound
+
+    private func beginReadBatch() {
+        guard !inReadBatch else { return }
+        inReadBatch = true
+        batching?.begin()
+    }
+
+    private func endReadBatch() {
+        guard inReadBatch else { return }
+        inReadBatch = false
+        batching?.end()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // The answers of one read complete as one batch (ended in channelReadComplete).
+        beginReadBatch()
+        var bytes = unwrapInboundIn(data)
+        machine.receive(&bytes, now: .now())
+        runActions()
+        scheduleWrite()  // SETTINGS and PING acknowledgements
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        machine.readComplete()
+        scheduleWrite()
+        endReadBatch()
+        scheduleTick()
+        context.fireChannelReadComplete()
+    }
+}

@@ -1,0 +1,350 @@
+package import Logging
+package import NIOCore
+import NIOPosix
+package import NIOSSL
+import Synchronization
+
+/// The HTTP/2 connections to one origin: up to ``HTTP2ClientConfiguration/connections``, opened on demand,
+/// replaced when they close or go away, reconnected with backoff (``HTTP2PoolStateMachine``). Connection attempts
+/// run as child tasks of one task the pool owns (started with the first attempt, cancelled by ``shutdown()``).
+package final class HTTP2ConnectionPool: Sendable {
+    package let configuration: HTTP2ClientConfiguration
+    let logger: Logger
+    let group: any EventLoopGroup
+    private let sslContext: Result<NIOSSLContext, HTTP2ClientError>
+    private let state: Mutex<HTTP2PoolStateMachine<HTTP2Connection>>
+    private let capacity: Int
+    /// Requests accepted and not yet complete.
+    private let outstanding = Atomic<Int>(0)
+    private let shuttingDown = Atomic<Bool>(false)
+    private let drained = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let orders: AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>
+    private let ordersContinuation: AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>.Continuation
+    private let runTask = Mutex<Task<Void, Never>?>(nil)
+
+    /// - Parameters:
+    ///   - configuration: the origin and every bound; ALPN `h2` is added to its TLS configuration.
+    package convenience init(configuration: HTTP2ClientConfiguration, eventLoopGroup: any EventLoopGroup,
+                             logger: Logger) {
+        var tls = configuration.tls
+        tls.applicationProtocols = ["h2"]
+        let context: Result<NIOSSLContext, HTTP2ClientError>
+        do {
+            context = .success(try NIOSSLContext(configuration: tls))
+        } catch {
+            context = .failure(HTTP2ClientError(.connectFailed, possiblyProcessed: false, "invalid TLS configuration: \(error)"))
+        }
+        self.init(configuration: configuration, sslContext: context, eventLoopGroup: eventLoopGroup, logger: logger)
+    }
+
+    /// With a TLS context made (and validated) by the caller, shared by its pools. It must offer ALPN `h2`.
+    package convenience init(configuration: HTTP2ClientConfiguration, sslContext: NIOSSLContext,
+                             eventLoopGroup: any EventLoopGroup, logger: Logger) {
+        self.init(configuration: configuration, sslContext: .success(sslContext), eventLoopGroup: eventLoopGroup,
+                  logger: logger)
+    }
+
+    private init(configuration: HTTP2ClientConfiguration, sslContext: Result<NIOSSLContext, HTTP2ClientError>,
+                 eventLoopGroup: any EventLoopGroup, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        self.group = eventLoopGroup
+        self.sslContext = sslContext
+        self.capacity = max(1, configuration.maxConcurrentStreams)
+        self.state = Mutex(HTTP2PoolStateMachine(connections: configuration.connections,
+                                                 retryLimit: configuration.connectionRetryLimit))
+        let (orders, continuation) = AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>
+            .makeStream(bufferingPolicy: .unbounded)
+        self.orders = orders
+        self.ordersContinuation = continuation
+    }
+
+    // MARK: requests
+
+    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns.
+    package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
+                       completion: @escaping HTTP2Completion) {
+        guard !shuttingDown.load(ordering: .relaxed) else {
+            completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
+            return
+        }
+        guard deadline > .now() else {
+            completion(.failure(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: false,
+                                                 "the deadline passed before the request was sent")))
+            return
+        }
+        outstanding.add(1, ordering: .relaxed)
+        let request = HTTP2RequestContext(head: head, body: body ?? ByteBuffer(), deadline: deadline, pool: self,
+                                          completion: completion)
+        submit(request)
+    }
+
+    /// Sends one request and waits for its answer.
+    package func execute(_ head: HTTP2RequestHead, body: ByteBuffer?,
+                         deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>) in
+            start(head, body: body, deadline: deadline) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    private func submit(_ request: HTTP2RequestContext) {
+        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop
+        let capacity = self.capacity
+        let decision = state.withLock { machine in
+            machine.submit(request) { ready, turn in
+                HTTP2PoolStateMachine<HTTP2Connection>.pick(from: ready, turn: turn, capacity: capacity,
+                                           isLocal: { $0.eventLoop === currentLoop }, load: { $0.load })
+            }
+        }
+        if let connect = decision.connect { order(connect) }
+        if let connection = decision.dispatchTo {
+            connection.enqueue(request)
+        } else if let failure = decision.failure {
+            request.fail(failure)
+        } else {
+            request.armDeadline(on: group.next())  // waits for a connection
+        }
+    }
+
+    /// A request a connection handed back unprocessed: sent again once, else failed with `error` (not processed).
+    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError) {
+        guard request.takeRequeue() else {
+            request.fail(error)
+            return
+        }
+        submit(request)
+    }
+
+    /// Called by every request as it completes.
+    func requestFinished() {
+        let left = outstanding.subtract(1, ordering: .sequentiallyConsistent).newValue
+        if left == 0, shuttingDown.load(ordering: .sequentiallyConsistent) {
+            drained.withLock { $0.take() }?.resume()
+        }
+    }
+
+    // MARK: connections
+
+    private func order(_ order: HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder) {
+        runTask.withLock { task in
+            if task == nil, !shuttingDown.load(ordering: .relaxed) {
+                task = Task { await self.run() }
+            }
+        }
+        ordersContinuation.yield(order)
+    }
+
+    /// Runs the connection attempts, each as a child task, until shutdown.
+    package func run() async {
+        await withDiscardingTaskGroup { group in
+            for await order in orders {
+                group.addTask { await self.attempt(order) }
+            }
+            group.cancelAll()
+        }
+    }
+
+    private func attempt(_ order: HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder) async {
+        let decision: HTTP2PoolStateMachine<HTTP2Connection>.Decision
+        do {
+            if let delay = order.delay, delay > .zero { try await Task.sleep(for: delay) }
+            try Task.checkCancellation()
+            let connection = try await connect(id: order.id)
+            decision = state.withLock { $0.connectSucceeded(id: order.id, connection: connection) }
+            if decision.close == nil {
+                logger.debug("HTTP/2 connection open", metadata: ["norq.http2.origin": "\(configuration.authority)",
+                                                                 "norq.http2.connection": "\(order.id)"])
+            }
+        } catch {
+            let failure = (error as? HTTP2ClientError)
+                ?? HTTP2ClientError(.connectFailed, possiblyProcessed: false,
+                                    "cannot connect to \(configuration.authority): \(error)")
+            logger.notice("HTTP/2 connection failed", metadata: ["norq.http2.origin": "\(configuration.authority)",
+                                                                 "norq.http2.error": "\(failure.message)"])
+            decision = state.withLock { $0.connectFailed(id: order.id, error: failure) }
+        }
+        carryOut(decision)
+    }
+
+    private func carryOut(_ decision: HTTP2PoolStateMachine<HTTP2Connection>.Decision) {
+        if let close = decision.close { close.close() }
+        if let next = decision.connect { order(next) }
+        if let failure = decision.failure {
+            for request in decision.requests { request.fail(failure) }
+        } else if let connection = decision.dispatchTo, !decision.requests.isEmpty {
+            connection.enqueue(decision.requests)
+        }
+    }
+
+    /// The connection takes no new streams (GOAWAY or closed): forget it, open a replacement if requests wait.
+    func connectionUnusable(id: Int) {
+        carryOut(state.withLock { $0.connectionUnusable(id: id) })
+    }
+
+    private func connect(id: Int) async throws -> HTTP2Connection {
+        let sslContext = try self.sslContext.get()
+        let eventLoop = group.next()
+        let configuration = self.configuration
+        let timeout = configuration.connectTimeout.timeAmount
+        let connectDeadline = NIODeadline.now() + timeout
+        let target = configuration.proxy.map { ($0.host, $0.port) } ?? (configuration.host, configuration.port)
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        let channel: any Channel
+        if let filter = configuration.addressFilter {
+            let address = try await NIOThreadPool.singleton.runIfActive {
+                try SocketAddress.makeAddressResolvingHost(target.0, port: target.1)
+            }
+            guard filter(address) else {
+                throw HTTP2ClientError(.addressNotAllowed, possiblyProcessed: false,
+                                       "the address of \(target.0) is not allowed")
+            }
+            channel = try await bootstrap.connect(to: address).get()
+        } else {
+            channel = try await bootstrap.connect(host: target.0, port: target.1).get()
+        }
+        do {
+            // The whole opening (proxy tunnel, TLS, the server's SETTINGS) within the connect timeout.
+            let timeoutTask = eventLoop.scheduleTask(deadline: connectDeadline) { channel.close(promise: nil) }
+            defer { timeoutTask.cancel() }
+            if let proxy = configuration.proxy {
+                let established = try await eventLoop.submit { () -> EventLoopFuture<Void> in
+                    let handler = HTTPConnectProxyHandler(host: configuration.host, port: configuration.port,
+                                                          proxy: proxy, eventLoop: eventLoop)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    return handler.established.assumeIsolated().flatMap {
+                        channel.pipeline.syncOperations.removeHandler(handler)
+                    }.nonisolated()
+                }.get()
+                try await established.get()
+            }
+            let hostname = Self.isIPAddress(configuration.host) ? nil : configuration.host
+            let logger = self.logger
+            let handler: NIOLoopBound<HTTP2ConnectionHandler> = try await eventLoop.submit {
+                let sync = channel.pipeline.syncOperations
+                try sync.addHandler(HTTP2ReadFlushHandler(), position: .first)
+                try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: hostname))
+                let handler = HTTP2ConnectionHandler(configuration: configuration, eventLoop: eventLoop, logger: logger)
+                try sync.addHandler(handler)
+                return NIOLoopBound(handler, eventLoop: eventLoop)
+            }.get()
+            let connection = HTTP2Connection(id: id, channel: channel, handler: handler, pool: self)
+            let ready = try await eventLoop.submit { () -> EventLoopFuture<Void> in
+                handler.value.connection = connection
+                return handler.value.ready
+            }.get()
+            try await ready.get()
+            return connection
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || host.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == UInt8(ascii: ".") }
+    }
+
+    // MARK: shutdown
+
+    /// Stops taking requests, waits for those in flight (each ends by its deadline at the latest), closes the
+    /// connections and ends the connection attempts. Connections that finish opening later are closed at once.
+    package func shutdown() async {
+        shuttingDown.store(true, ordering: .sequentiallyConsistent)
+        let waiting = state.withLock { $0.shutdown() }
+        for request in waiting {
+            request.fail(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down"))
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            drained.withLock { $0 = continuation }
+            if outstanding.load(ordering: .sequentiallyConsistent) == 0 {
+                drained.withLock { $0.take() }?.resume()
+            }
+        }
+        let connections = state.withLock { $0.takeConnections() }
+        for connection in connections { try? await connection.channel.close() }
+        ordersContinuation.finish()
+        runTask.withLock { $0 }?.cancel()
+    }
+}
+
+/// One connection of a pool: the channel and its handler (used only on its event loop).
+package final class HTTP2Connection: Sendable {
+    let id: Int
+    let channel: any Channel
+    private let handler: NIOLoopBound<HTTP2ConnectionHandler>
+    private weak let pool: HTTP2ConnectionPool?
+
+    init(id: Int, channel: any Channel, handler: NIOLoopBound<HTTP2ConnectionHandler>, pool: HTTP2ConnectionPool) {
+        self.id = id
+        self.channel = channel
+        self.handler = handler
+        self.pool = pool
+    }
+
+    var eventLoop: any EventLoop { channel.eventLoop }
+
+    /// Requests handed over from other threads, taken by the event loop in batches: one `execute` per batch.
+    private let inbox = Mutex<[HTTP2RequestContext]>([])
+    private let inboxCount = Atomic<Int>(0)
+    /// Requests queued or in flight on the connection, as its handler last published them.
+    let publishedLoad = Atomic<Int>(0)
+
+    /// About how many requests this connection holds, read from any thread: what the pool balances on.
+    var load: Int { publishedLoad.load(ordering: .relaxed) + inboxCount.load(ordering: .relaxed) }
+
+    func enqueue(_ request: HTTP2RequestContext) {
+        if eventLoop.inEventLoop {
+            handler.value.enqueue(CollectionOfOne(request))
+            return
+        }
+        inboxCount.add(1, ordering: .relaxed)
+        let first = inbox.withLock { inbox in
+            inbox.append(request)
+            return inbox.count == 1
+        }
+        guard first else { return }
+        scheduleInboxDrain()
+    }
+
+    func enqueue(_ requests: [HTTP2RequestContext]) {
+        inboxCount.add(requests.count, ordering: .relaxed)
+        let first = inbox.withLock { inbox in
+            inbox.append(contentsOf: requests)
+            return inbox.count == requests.count
+        }
+        guard first else { return }
+        scheduleInboxDrain()
+    }
+
+    private func scheduleInboxDrain() {
+        let handler = self.handler
+        eventLoop.execute {
+            let batch = self.inbox.withLock { inbox in
+                let batch = inbox
+                inbox.removeAll(keepingCapacity: true)
+                return batch
+            }
+            self.inboxCount.subtract(batch.count, ordering: .relaxed)
+            handler.value.enqueue(batch)
+        }
+    }
+
+    func cancelStream(_ id: Int32) {
+        let handler = self.handler
+        eventLoop.execute { handler.value.cancelStream(id) }
+    }
+
+    func close() {
+        channel.close(promise: nil)
+    }
+
+    // Called by the handler, on the event loop.
+    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError) {
+        if let pool { pool.requeue(request, error: error) } else { request.fail(error) }
+    }
+    func draining() { pool?.connectionUnusable(id: id) }
+    func closed() { pool?.connectionUnusable(id: id) }
+}

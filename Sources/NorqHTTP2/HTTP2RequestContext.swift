@@ -1,0 +1,120 @@
+package import NIOCore
+import Synchronization
+
+/// What a request's caller is told, exactly once.
+package typealias HTTP2Completion = @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
+
+/// One request on its way through the pool and a connection: the only per-request object of the client. It
+/// completes exactly once (answer, failure or deadline), from whichever thread gets there first.
+package final class HTTP2RequestContext: Sendable {
+    package let head: HTTP2RequestHead
+    package let body: ByteBuffer
+    package let deadline: NIODeadline
+
+    private struct State {
+        var completion: HTTP2Completion?
+        /// Where it is in flight, so the deadline can cancel the stream.
+        var connection: HTTP2Connection?
+        var streamID: Int32 = 0
+        var deadlineTask: Scheduled<Void>?
+        var deadlineArmed = false
+        /// Times a connection handed it back unprocessed (REFUSED_STREAM, above GOAWAY, closed before
+        /// writing it). Bounded by ``HTTP2RequestContext/maxRequeues``.
+        var requeues = 0
+    }
+    private let state: Mutex<State>
+
+    /// A request handed back unprocessed is sent again once by the pool; the next time it fails, not processed,
+    /// and the caller's retry policy (backoff, budget) decides.
+    package static let maxRequeues = 1
+
+    /// Told when the request completes (for shutdown's wait); nil in state-machine tests.
+    private let pool: HTTP2ConnectionPool?
+
+    package init(head: HTTP2RequestHead, body: ByteBuffer, deadline: NIODeadline, pool: HTTP2ConnectionPool? = nil,
+                 completion: @escaping HTTP2Completion) {
+        self.head = head
+        self.body = body
+        self.deadline = deadline
+        self.pool = pool
+        self.state = Mutex(State(completion: completion))
+    }
+
+    package var isDone: Bool { state.withLock { $0.completion == nil } }
+
+    /// Counts a hand-back; false when the request was handed back too often (fail it, not processed) or is done.
+    package func takeRequeue() -> Bool {
+        state.withLock { state in
+            guard state.completion != nil, state.requeues < Self.maxRequeues else { return false }
+            state.requeues += 1
+            return true
+        }
+    }
+
+    /// Schedules the deadline timer once, for a request that waits for a connection. (A connection enforces the
+    /// deadlines of the requests it holds itself, with one periodic sweep.)
+    package func armDeadline(on eventLoop: any EventLoop) {
+        let arm = state.withLock { state -> Bool in
+            if state.completion == nil || state.deadlineArmed { return false }
+            state.deadlineArmed = true
+            return true
+        }
+        guard arm else { return }
+        let task = eventLoop.scheduleTask(deadline: deadline) { self.deadlineExceeded() }
+        let cancel: Bool = state.withLock { state in
+            if state.completion == nil { return true }
+            state.deadlineTask = task
+            return false
+        }
+        if cancel { task.cancel() }
+    }
+
+    /// Records the stream it is written on; false when it completed already (skip it).
+    func assign(connection: HTTP2Connection?, streamID: Int32) -> Bool {
+        state.withLock { state in
+            if state.completion == nil { return false }
+            state.connection = connection
+            state.streamID = streamID
+            return true
+        }
+    }
+
+    func unassign() {
+        state.withLock { state in
+            state.connection = nil
+            state.streamID = 0
+        }
+    }
+
+    /// Completes once; false when it had completed already. The completion runs outside the lock and may start
+    /// new requests on the calling event loop: callers finish changing their state first.
+    @discardableResult
+    package func complete(_ result: Result<HTTP2Response, HTTP2ClientError>) -> Bool {
+        let taken = state.withLock { state -> (HTTP2Completion?, Scheduled<Void>?) in
+            guard let completion = state.completion else { return (nil, nil) }
+            state.completion = nil
+            state.connection = nil
+            return (completion, state.deadlineTask)
+        }
+        guard let completion = taken.0 else { return false }
+        taken.1?.cancel()
+        pool?.requestFinished()
+        completion(result)
+        return true
+    }
+
+    package func fail(_ error: HTTP2ClientError) {
+        complete(.failure(error))
+    }
+
+    /// The deadline passed while it waited for a connection or was in transit to one: not processed. (In flight,
+    /// the connection's sweep expires it; the stream is cancelled.)
+    package func deadlineExceeded() {
+        let location = state.withLock { ($0.connection, $0.streamID) }
+        let written = location.0 != nil
+        if complete(.failure(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: written,
+                                              "no answer before the deadline"))) {
+            if let connection = location.0 { connection.cancelStream(location.1) }
+        }
+    }
+}

@@ -101,7 +101,7 @@ let package = Package(
         .target(
             name: "NorqWebPush",
             dependencies: [
-                "NorqCore",
+                "NorqCore", "NorqHTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "NorqWebPush",
             dependencies: [
-                "NorqCore",
+                "NorqCore", "NorqHTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
@@ -128,8 +128,9 @@ let package = Package(
         .testTarget(
             name: "NorqWebPushTests",
             dependencies: [
-                "NorqWebPush", "NorqCore", "NorqTesting", "Norq",
+                "NorqWebPush", "NorqCore", "NorqTesting", "Norq", "NorqConfig",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

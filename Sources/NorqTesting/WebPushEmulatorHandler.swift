@@ -78,6 +78,8 @@ final class WebPushEmulatorHandler: ChannelInboundHandler, RemovableChannelHandl
             shared.record(record)
             return
         }
+        // Recorded before the answer is written: a client that has the answer finds the record.
+        shared.record(record)
         var headers = HTTPHeaders()
         for (name, value) in answer.headers { headers.add(name: name, value: value) }
         headers.add(name: "content-length", value: String(answer.body.utf8.count))
@@ -87,7 +89,6 @@ final class WebPushEmulatorHandler: ChannelInboundHandler, RemovableChannelHandl
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: answer.body)))), promise: nil)
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        shared.record(record)
         if streamID == nil, !keepAlive { context.close(promise: nil) }
     }
 

@@ -11,10 +11,11 @@ import Synchronization
 ///
 /// The SSRF guard needs the address actually connected to, which AsyncHTTPClient does not expose; so each origin
 /// gets its own client whose `dnsOverride` pins the host to an address this transport resolved and checked
-/// (every address the name resolves to must be allowed). The pin is renewed after `pinLifetime` (a new client;
-/// the old one is shut down once that happens), so DNS changes are followed and each new address is checked.
-/// Redirects are disallowed; response bodies are bounded (64 KiB); at most `maxOrigins` clients (the least recently
-/// used is retired beyond it).
+/// (every address the name resolves to must be allowed). After `pinLifetime` the name is resolved and checked
+/// again: the same address keeps the client, a new one gets a new client (the old one is retired and shut down once
+/// its requests are over), so DNS changes are followed and every address is checked. Redirects are disallowed;
+/// response bodies are bounded (64 KiB); at most `maxOrigins` live clients (the least recently used is retired
+/// beyond it) and `maxOrigins` retired ones.
 package final class WebPushHTTP1Transport: WebPushTransport {
     private let configuration: WebPushConfiguration
     private let endpointGuard: WebPushEndpointGuard
@@ -32,8 +33,10 @@ package final class WebPushHTTP1Transport: WebPushTransport {
     }
     private struct State {
         var clients: [String: Pinned] = [:]
-        /// Clients replaced or evicted, shut down at the latest with the transport (bounded by `maxOrigins`).
-        var retired: [HTTPClient] = []
+        /// Clients replaced (the host's address changed) or evicted, with when. Each is shut down once no request
+        /// started on it can still be running (`requestTimeout` + 5 s later), at the latest with the transport;
+        /// beyond `maxOrigins` of them the oldest is shut down at once (cancelling what it still runs).
+        var retired: [(client: HTTPClient, since: ContinuousClock.Instant)] = []
         var tick: UInt64 = 0
         var shutDown = false
     }
@@ -112,12 +115,21 @@ package final class WebPushHTTP1Transport: WebPushTransport {
             clientConfiguration.dnsOverride = [endpoint.host: address.description]
             let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration,
                                     backgroundActivityLogger: logger)
-            if let old = s.clients.removeValue(forKey: endpoint.origin) { s.retired.append(old.client) }
+            let now = ContinuousClock.Instant.now
+            if let old = s.clients.removeValue(forKey: endpoint.origin) { s.retired.append((old.client, now)) }
             if s.clients.count >= configuration.maxOrigins,
                let oldest = s.clients.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                 s.clients.removeValue(forKey: oldest.key)
-                s.retired.append(oldest.value.client)
+                s.retired.append((oldest.value.client, now))
             }
+            // Sweep: shut down (callback form, no task) what can no longer have a request in flight.
+            let drained = configuration.requestTimeout + .seconds(5)
+            var keep: [(client: HTTPClient, since: ContinuousClock.Instant)] = []
+            for entry in s.retired {
+                if entry.since.duration(to: now) >= drained { entry.client.shutdown { _ in } } else { keep.append(entry) }
+            }
+            while keep.count > configuration.maxOrigins { keep.removeFirst().client.shutdown { _ in } }
+            s.retired = keep
             s.clients[endpoint.origin] = Pinned(client: client, address: address, pinnedAt: .now, lastUsed: s.tick)
             return client
         }
@@ -173,11 +185,14 @@ package final class WebPushHTTP1Transport: WebPushTransport {
         return NorqError(.transportFailed, text, possiblyProcessed: true)
     }
 
+    /// Origins with a live client, and retired clients not yet shut down (for tests of the bounds).
+    package var clientCounts: (live: Int, retired: Int) { state.withLock { ($0.clients.count, $0.retired.count) } }
+
     package func shutdown() async {
         let clients = state.withLock { s -> [HTTPClient] in
             s.shutDown = true
             defer { s.clients.removeAll(); s.retired.removeAll() }
-            return s.clients.values.map(\.client) + s.retired
+            return s.clients.values.map(\.client) + s.retired.map(\.client)
         }
         for client in clients { try? await client.shutdown() }
     }

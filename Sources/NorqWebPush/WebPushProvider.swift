@@ -4,7 +4,8 @@ import Synchronization
 
 /// The built-in Web Push provider (RFC 8030 delivery, RFC 8291 encryption, RFC 8292 VAPID): encrypts the
 /// rendered payload for each subscription, signs with a VAPID token cached per push-service origin, and sends
-/// over HTTP/2 pools (one per origin), behind the server-side request forgery guard.
+/// through one client per push-service origin (see ``makeTransport``), behind the server-side request forgery
+/// guard.
 public final class WebPushProvider: PushProvider {
     public let name: String
     public var typeName: String { "webpush" }

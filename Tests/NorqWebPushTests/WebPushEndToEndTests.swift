@@ -68,7 +68,7 @@ import Testing
                 #expect(messages.first?.vapidSubject == "mailto:ops@example.com")
                 #expect(messages.first?.httpVersion == "HTTP/2")
             }
-            #expect(emulator.connectionCount == 1)
+            #expect(emulator.connectionCount == 1)  // HTTP/2: one connection multiplexes all 20
             await provider.shutdown()
         }
     }
@@ -187,6 +187,24 @@ import Testing
             }
             #expect(emulator.connectionCount > 1)
             await router.shutdown()
+            await provider.shutdown()
+        }
+    }
+
+    /// A push service that speaks HTTP/1.1 only: the HTTP/2 attempt fails before reaching it and the provider
+    /// falls back to HTTP/1.1 (then goes there directly).
+    @Test func fallsBackToHTTP1ForAnHTTP1OnlyService() async throws {
+        try await Self.withEmulator(.init(httpVersion: .http1)) { emulator in
+            let provider = try WebPushProvider(name: "webpush", configuration: Self.configuration(emulator))
+            for _ in 0..<3 {
+                let subscription = emulator.subscribe()
+                let response = try await provider.deliver(
+                    try provider.prepare(PushContent(title: "h1"), for: Self.token(subscription), options: SendOptions()),
+                    deadline: .now + .seconds(10))
+                #expect(response.status == 201)
+                #expect(emulator.messages(for: subscription.id).first?.plaintextString == #"{"title":"h1"}"#)
+                #expect(emulator.messages(for: subscription.id).first?.httpVersion == "HTTP/1.1")
+            }
             await provider.shutdown()
         }
     }

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Logging
 import NorqCore
 import NorqTesting
@@ -90,6 +91,76 @@ import Testing
         #expect(first.retryAfter == .seconds(3))
         let second = try await provider.deliver(request, deadline: .now + .seconds(5))
         #expect(second.status == 201)
+        await provider.shutdown()
+        try await emulator.shutdown()
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WebPushHTTP1BoundsTests {
+    /// At most `maxOrigins` live clients; a redirect is an answer, never followed.
+    @Test func boundedOriginsAndNoRedirects() async throws {
+        let emulators = try (0..<3).map { _ in try WebPushEmulator(configuration: .init(httpVersion: .http1)) }
+        for emulator in emulators { try await emulator.start() }
+        let keys = VAPIDKeyPair.generate()
+        let configuration = WebPushConfiguration(
+            vapidKeys: keys, subject: "mailto:ops@example.com", allowPrivateEndpoints: true,
+            additionalTrustRootsPEM: emulators.map(\.caCertificatePEM).joined(separator: "\n"), maxOrigins: 2,
+            requestTimeout: .seconds(5))
+        let transport = try WebPushHTTP1Transport(configuration: configuration,
+                                                  endpointGuard: WebPushEndpointGuard(allowPrivateEndpoints: true),
+                                                  logger: Logger(label: "test"))
+        let provider = WebPushProvider(name: "webpush", configuration: configuration, policy: DeliveryPolicy(),
+                                       logger: Logger(label: "test"), clock: .system, transport: transport)
+        for emulator in emulators {
+            let subscription = emulator.subscribe()
+            let token = PushToken(token: subscription.endpoint, platform: .web,
+                                  keys: WebPushKeys(p256dh: subscription.p256dh, auth: subscription.auth))
+            let response = try await provider.deliver(
+                try provider.prepare(PushContent(title: "x"), for: token, options: SendOptions()), deadline: .now + .seconds(5))
+            #expect(response.status == 201)
+        }
+        #expect(transport.clientCounts.live == 2)
+        #expect(transport.clientCounts.retired == 1)
+        let redirected = emulators[0].subscribe()
+        emulators[0].setFaults(.init(failFirstAttempts: [redirected.id: [.init(status: 307)]]))
+        let token = PushToken(token: redirected.endpoint, platform: .web,
+                              keys: WebPushKeys(p256dh: redirected.p256dh, auth: redirected.auth))
+        let response = try await provider.deliver(
+            try provider.prepare(PushContent(title: "x"), for: token, options: SendOptions()), deadline: .now + .seconds(5))
+        #expect(response.status == 307)
+        #expect(response.classification == .permanent)
+        #expect(emulators[0].messages(for: redirected.id).count == 1)
+        await provider.shutdown()
+        for emulator in emulators { try await emulator.shutdown() }
+    }
+
+    @Test func errorMappingKeepsWhetherItMayHaveBeenProcessed() {
+        #expect(WebPushHTTP1Transport.norqError(HTTPClientError.connectTimeout, host: "h").possiblyProcessed == false)
+        #expect(WebPushHTTP1Transport.norqError(HTTPClientError.deadlineExceeded, host: "h").possiblyProcessed == true)
+        #expect(WebPushHTTP1Transport.norqError(HTTPClientError.deadlineExceeded, host: "h").code == .deadlineExceeded)
+        #expect(WebPushHTTP1Transport.norqError(HTTPClientError.remoteConnectionClosed, host: "h").possiblyProcessed == true)
+        #expect(WebPushHTTP1Transport.norqError(HTTPClientError.alreadyShutdown, host: "h").code == .providerShutDown)
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WebPushDropTests {
+    /// A connection dropped under a written request: the attempt fails as possibly processed (never "unsent").
+    @Test func droppedConnectionIsPossiblyProcessed() async throws {
+        let emulator = try WebPushEmulator(configuration: .init(httpVersion: .http1,
+                                                                faults: .init(dropConnectionAfterStreams: 1)))
+        try await emulator.start()
+        let (provider, _) = try WebPushHTTP1Tests.provider(emulator)
+        let subscription = emulator.subscribe()
+        let request = try provider.prepare(PushContent(title: "x"), for: WebPushHTTP1Tests.token(subscription),
+                                           options: SendOptions())
+        do throws(NorqError) {
+            _ = try await provider.deliver(request, deadline: .now + .seconds(5))
+            Issue.record("a dropped connection delivered")
+        } catch {
+            #expect(error.code == .transportFailed)
+            #expect(error.possiblyProcessed)
+        }
+        #expect(emulator.messages(for: subscription.id).allSatisfy { $0.status != 201 })
         await provider.shutdown()
         try await emulator.shutdown()
     }

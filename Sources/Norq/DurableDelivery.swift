@@ -188,6 +188,9 @@ final class WakeSignal: Sendable {
     private struct State {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextID: UInt64 = 0
+        /// Set by `latch()`: every wait, now and later, returns at once (a stop cannot be missed by a task that
+        /// was between checking a flag and starting to wait).
+        var latched = false
     }
     private let state = Mutex(State())
 
@@ -199,7 +202,14 @@ final class WakeSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Signals and keeps signalled: later waits return at once.
+    func latch() {
+        state.withLock { $0.latched = true }
+        signal()
+    }
+
     func wait(upTo timeout: Duration) async {
+        if state.withLock({ $0.latched }) { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await Task.sleep(for: timeout) }
             group.addTask { await self.waitForSignal() }
@@ -216,7 +226,7 @@ final class WakeSignal: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let cancelled = state.withLock { state -> Bool in
-                    if Task.isCancelled { return true }
+                    if Task.isCancelled || state.latched { return true }
                     state.waiters[id] = continuation
                     return false
                 }

@@ -69,7 +69,7 @@ public final class DurableWorker: Service {
     /// Asks the worker to stop: no new claims; batches in flight finish.
     public func stop() {
         stopping.store(true, ordering: .relaxed)
-        stopSignal.signal()
+        stopSignal.latch()
         delivery.enqueued.signal()
     }
 
@@ -122,7 +122,7 @@ public final class DurableWorker: Service {
             }
             group.addTask {
                 await withTaskGroup(of: RowCompletion.self) { attempts -> [RowCompletion] in
-                    var plans: [String: SendPlan?] = [:]
+                    var plans: [String: PlanLookup] = [:]
                     for row in rows {
                         guard let lease = row.lease else { continue }
                         if self.isStopping {
@@ -130,9 +130,21 @@ public final class DurableWorker: Service {
                             attempts.addTask { .release(lease) }
                             continue
                         }
-                        if plans[row.sendID] == nil { plans[row.sendID] = .some(await self.plan(for: row.sendID)) }
-                        let plan = plans[row.sendID] ?? nil
-                        attempts.addTask { await self.attempt(row, lease: lease, plan: plan) }
+                        let lookup: PlanLookup
+                        if let known = plans[row.sendID] {
+                            lookup = known
+                        } else {
+                            lookup = await self.plan(for: row.sendID)
+                            plans[row.sendID] = lookup
+                        }
+                        switch lookup {
+                        case .plan(let plan):
+                            attempts.addTask { await self.attempt(row, lease: lease, plan: plan) }
+                        case .unreadable(let error):
+                            attempts.addTask { self.fail(row, lease: lease, error) }
+                        case .unavailable:
+                            attempts.addTask { .release(lease) }
+                        }
                     }
                     var done: [RowCompletion] = []
                     done.reserveCapacity(rows.count)
@@ -174,27 +186,46 @@ public final class DurableWorker: Service {
         }
     }
 
-    /// The send's plan (content, options, key), or nil when it cannot be read (the rows then fail).
-    private func plan(for sendID: String) async -> SendPlan? {
+    /// What reading a send's plan gave.
+    enum PlanLookup: Sendable {
+        case plan(SendPlan)
+        /// The send is missing or its content cannot be decoded: its rows fail (`store/failed`).
+        case unreadable(NorqError)
+        /// The store did not answer: the rows are given back and tried again later.
+        case unavailable(NorqError)
+    }
+
+    /// The send's plan (content, options, key).
+    private func plan(for sendID: String) async -> PlanLookup {
+        let send: StoredSend?
         do {
-            guard let send = try await delivery.store.send(id: sendID) else { return nil }
-            let stored = try DurableCodec.decodePlan(send.content)
-            return SendPlan(content: stored.content, templateName: stored.templateName, options: stored.options)
+            send = try await delivery.store.send(id: sendID)
         } catch {
-            logger.notice("could not read a send", metadata: ["norq.send": "\(sendID)", "norq.error": "\(error.code)"])
-            return nil
+            logger.notice("could not read a send; its rows are given back", metadata: ["norq.send": "\(sendID)",
+                                                                                        "norq.error": "\(error.code)"])
+            return .unavailable(error)
+        }
+        guard let send else { return .unreadable(NorqError(.storeFailed, "the send \(sendID) is missing")) }
+        do {
+            let stored = try DurableCodec.decodePlan(send.content)
+            return .plan(SendPlan(content: stored.content, templateName: stored.templateName, options: stored.options))
+        } catch {
+            logger.notice("could not decode a send", metadata: ["norq.send": "\(sendID)", "norq.error": "\(error.code)"])
+            return .unreadable(NorqError(.storeFailed, "the send \(sendID) could not be read: \(error.message)"))
         }
     }
 
     /// One attempt of one row: what to write back.
-    private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan?) async -> RowCompletion {
+    /// The row finished as failed with `error`.
+    private func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError) -> RowCompletion {
+        delivery.router.countFinal(.failed(error), provider: row.provider)
+        return .finish(lease, DurableCodec.stored(.failed(error), messageID: row.messageID,
+                                                  mayHaveBeenDelivered: row.mayHaveBeenDelivered))
+    }
+
+    private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan) async -> RowCompletion {
         let router = delivery.router
-        func fail(_ error: NorqError) -> RowCompletion {
-            router.countFinal(.failed(error), provider: row.provider)
-            return .finish(lease, DurableCodec.stored(.failed(error), messageID: row.messageID,
-                                                      mayHaveBeenDelivered: row.mayHaveBeenDelivered))
-        }
-        guard let plan else { return fail(NorqError(.storeFailed, "the send \(row.sendID) could not be read")) }
+        func fail(_ error: NorqError) -> RowCompletion { self.fail(row, lease: lease, error) }
         let target: DeliveryTarget
         do { target = try DurableCodec.decodeTarget(row.target) } catch { return fail(error) }
         guard let name = row.provider, let provider = router.providers[name] else {
@@ -260,8 +291,8 @@ public final class DurableWorker: Service {
                 return
             } catch {
                 failures += 1
-                guard ContinuousClock.now < giveUp else {
-                    logger.warning("could not record outcomes; their leases will expire and the rows be re-sent",
+                guard ContinuousClock.now < giveUp, !Task.isCancelled else {
+                    logger.notice("could not record outcomes; their leases will expire and the rows be re-sent",
                                    metadata: ["norq.rows": "\(completions.count)", "norq.error": "\(error.code)"])
                     return
                 }

@@ -1,32 +1,71 @@
 import Synchronization
 
-/// Runs `operation` with a deadline: when `timeout` passes first, the operation is cancelled and
-/// `store/deadline-exceeded` is thrown naming `what`. Errors that are not `NorqError` are mapped by `mapError`.
-/// Store implementations wrap every database call in it.
+/// Runs `operation` with a deadline: when `timeout` passes first, `store/deadline-exceeded` is thrown naming `what`
+/// and the operation is cancelled and abandoned. Errors that are not `NorqError` are mapped by `mapError`. Store
+/// implementations wrap every database call in it.
+///
+/// The operation runs in a task of its own (cancelled at the deadline or when the caller is cancelled) rather than
+/// in a child task: a database driver call that ignores cancellation (a query written to a connection that stopped
+/// answering) must not hold the caller past its deadline, and a task group would wait for it.
 package func withStoreDeadline<T: Sendable>(
     _ timeout: Duration, _ what: String,
     mapError: @escaping @Sendable (any Error) -> NorqError,
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws(NorqError) -> T {
-    do {
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
+    let gate = DeadlineGate<T>()
+    let operationTask = Task {
+        do { gate.finish(.success(try await operation())) } catch { gate.finish(.failure(error)) }
+    }
+    let timer = Task {
+        do { try await Task.sleep(for: timeout) } catch { return }
+        gate.finish(.failure(NorqError(.storeDeadlineExceeded, "\(what) did not finish within \(timeout)")))
+    }
+    let result = await withTaskCancellationHandler {
+        await gate.wait()
+    } onCancel: {
+        gate.finish(.failure(NorqError(.storeDeadlineExceeded, "\(what) was cancelled")))
+    }
+    operationTask.cancel()
+    timer.cancel()
+    switch result {
+    case .success(let value):
+        return value
+    case .failure(let error as NorqError):
+        throw error
+    case .failure(is CancellationError):
+        throw NorqError(.storeDeadlineExceeded, "\(what) was cancelled")
+    case .failure(let error):
+        throw mapError(error)
+    }
+}
+
+/// The first result of a deadline race: later ones are dropped.
+final class DeadlineGate<T: Sendable>: Sendable {
+    private struct State {
+        var result: Result<T, any Error>?
+        var waiter: CheckedContinuation<Result<T, any Error>, Never>?
+    }
+    private let state = Mutex(State())
+
+    func finish(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: result)
+    }
+
+    func wait() async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<T, any Error>? in
+                if let result = state.result { return result }
+                state.waiter = continuation
                 return nil
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw NorqError(.storeDeadlineExceeded, "\(what) did not finish within \(timeout)")
-            }
-            return value
+            if let ready { continuation.resume(returning: ready) }
         }
-    } catch let error as NorqError {
-        throw error
-    } catch is CancellationError {
-        throw NorqError(.storeDeadlineExceeded, "\(what) was cancelled")
-    } catch {
-        throw mapError(error)
     }
 }
 

@@ -16,7 +16,8 @@ import PostgresNIO
 ///   move to `norq_history` in the same transaction. History is pruned in batches (never an unbounded `DELETE`).
 /// - Wake-ups: `NOTIFY norq_outbox` after each enqueue; `run()` LISTENs and turns notifications into hints
 ///   (debounced: at most one pending), always backed by the workers' poll; `listen: false` polls only.
-/// - Deadlines: every call has `settings.callTimeout` (and the server's `statement_timeout` is set to it).
+/// - Deadlines: every call has `settings.callTimeout`, and the server's `statement_timeout` and
+///   `idle_in_transaction_session_timeout` are set to it (a paused instance cannot keep rows locked).
 ///
 /// A `Service`: `run()` must be running (it runs the pool and the listener) while the store is used.
 public final class PostgresDeliveryStore: DeliveryStore, Service {
@@ -40,6 +41,8 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         config.options.connectTimeout = settings.callTimeout
         config.options.additionalStartupParameters = [
             ("statement_timeout", "\(max(1, settings.callTimeout.wholeMilliseconds))"),
+            // A paused or lost instance cannot hold row locks in an open transaction past the deadline.
+            ("idle_in_transaction_session_timeout", "\(max(1, settings.callTimeout.wholeMilliseconds))"),
             ("application_name", "norq"),
         ]
         self.client = PostgresClient(configuration: config, backgroundLogger: logger)

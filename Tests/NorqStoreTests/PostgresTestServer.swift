@@ -153,8 +153,10 @@ enum PostgresTestServer {
         let base = try PostgresTestServer.baseConfiguration()
         var configuration = base
         configuration.port = base.port == 65535 ? 1 : base.port + 1
+        var quiet = Logger(label: "norq.test.unreachable")
+        quiet.logLevel = .critical
         let store = PostgresDeliveryStore(configuration: configuration,
-                                          settings: DeliveryStoreSettings(callTimeout: .seconds(2)))
+                                          settings: DeliveryStoreSettings(callTimeout: .seconds(2)), logger: quiet)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await store.run() }

@@ -135,9 +135,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 request.complete(.success(response))
             case .fail(let request, let error):
                 request.fail(error)
-            case .requeue(let request, let error):
+            case .requeue(let request, let error, let written):
                 if let connection {
-                    connection.requeue(request, error: error)
+                    connection.requeue(request, error: error, written: written)
                 } else {
                     request.fail(error)
                 }

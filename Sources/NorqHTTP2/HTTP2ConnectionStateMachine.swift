@@ -42,9 +42,10 @@ package struct HTTP2ConnectionStateMachine {
     package enum Action {
         case succeed(HTTP2RequestContext, HTTP2Response)
         case fail(HTTP2RequestContext, HTTP2ClientError)
-        /// Not processed by the server (never written, REFUSED_STREAM, above GOAWAY): the pool sends it again
-        /// once, else fails it with this error.
-        case requeue(HTTP2RequestContext, HTTP2ClientError)
+        /// Not processed by the server: the pool sends it again, else fails it with this error. `written`: the
+        /// server refused it (REFUSED_STREAM, above GOAWAY), re-sent at most once; else it was never written
+        /// (queued on a connection that closed or went away), re-sent a few times.
+        case requeue(HTTP2RequestContext, HTTP2ClientError, written: Bool)
         /// The server's first SETTINGS arrived: the connection can take requests.
         case ready
         /// The connection takes no new requests (GOAWAY, a protocol error, stream ids exhausted, idle, dead).
@@ -153,7 +154,7 @@ package struct HTTP2ConnectionStateMachine {
     package mutating func enqueue(_ request: HTTP2RequestContext, now: NIODeadline) {
         switch state {
         case .goingAway, .closed:
-            actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing")))
+            actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
         case .awaitingSettings, .active:
             queue.append(request)
             startStreams(now: now)
@@ -404,7 +405,8 @@ package struct HTTP2ConnectionStateMachine {
         lastStreamActivity = now
         if errorCode == HTTP2Wire.ErrorCode.refusedStream {
             counts.requeued += 1
-            actions.append(.requeue(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)")))
+            actions.append(.requeue(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)"),
+                                    written: true))
         } else {
             actions.append(.fail(stream.request, Self.possiblyProcessed(.streamReset,
                 "the server reset the stream (\(HTTP2Wire.ErrorCode.name(errorCode))) before the answer")))
@@ -483,7 +485,7 @@ package struct HTTP2ConnectionStateMachine {
             forgetBlocked(streamID: id)
             stream.request.unassign()
             counts.requeued += 1
-            actions.append(.requeue(stream.request, error))
+            actions.append(.requeue(stream.request, error, written: true))
         }
         requeueQueue(Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
         closeIfDrained()
@@ -608,7 +610,7 @@ package struct HTTP2ConnectionStateMachine {
 
     private mutating func requeueQueue(_ error: HTTP2ClientError) {
         while let request = queue.popFirst() {
-            actions.append(.requeue(request, error))
+            actions.append(.requeue(request, error, written: false))
         }
     }
 

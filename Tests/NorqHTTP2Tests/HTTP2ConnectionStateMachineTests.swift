@@ -176,11 +176,15 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(h.requeued.map(\.index) == [1, 2])
     }
 
-    @Test("a request handed back is sent again at most once")
+    @Test("a request the server refused is sent again at most once; one never written, at most 3 times in all")
     func requeueBound() {
-        let request = HTTP2RequestContext(head: MachineHarness.head(0), body: ByteBuffer(), deadline: .now() + .seconds(1)) { _ in }
-        #expect(request.takeRequeue())
-        #expect(!request.takeRequeue())
+        let refused = HTTP2RequestContext(head: MachineHarness.head(0), body: ByteBuffer(), deadline: .now() + .seconds(1)) { _ in }
+        #expect(refused.takeRequeue(written: true))
+        #expect(!refused.takeRequeue(written: true))
+        #expect(refused.takeRequeue(written: false))
+        let queued = HTTP2RequestContext(head: MachineHarness.head(1), body: ByteBuffer(), deadline: .now() + .seconds(1)) { _ in }
+        #expect(queued.takeRequeue(written: false) && queued.takeRequeue(written: false) && queued.takeRequeue(written: false))
+        #expect(!queued.takeRequeue(written: false))
     }
 
     // MARK: defect 4: one oversized header list

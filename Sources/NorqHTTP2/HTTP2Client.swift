@@ -195,7 +195,7 @@ package struct HTTP2ClientConfiguration: Sendable {
     /// The largest response body kept; a longer one fails its stream with `.responseTooLarge`. Default 64 KiB.
     package var maxResponseBodyBytes: Int
     /// SETTINGS_MAX_HEADER_LIST_SIZE announced to the server (RFC 9113 6.5.2). A larger response header list
-    /// fails that one stream (`.responseTooLarge`); a header block (HEADERS + CONTINUATION) beyond 4 times this
+    /// fails that one stream (`.responseTooLarge`); a header block (HEADERS + CONTINUATION) beyond 16 times this
     /// closes the connection (ENHANCE_YOUR_CALM). Default 16 KiB.
     package var maxHeaderListSize: Int
     /// Until the first complete answer on a connection, run one stream only, for at most this long (a server

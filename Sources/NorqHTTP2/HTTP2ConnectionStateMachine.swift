@@ -35,8 +35,10 @@ package struct HTTP2ConnectionStateMachine {
                       idleTimeout: client.idleTimeout.map(\.timeAmount), warmUp: client.warmUp.map(\.timeAmount))
         }
 
-        /// The longest header block (HEADERS + CONTINUATION) accepted before the connection is closed.
-        package var maxHeaderBlockBytes: Int { 4 * maxHeaderListSize }
+        /// The longest header block (HEADERS + CONTINUATION) accepted before the connection is closed: 16 times
+        /// the announced list size (256 KiB by default), so that one oversized answer (up to that) fails its own
+        /// stream only, while a CONTINUATION flood is cut short.
+        package var maxHeaderBlockBytes: Int { 16 * maxHeaderListSize }
     }
 
     package enum Action {
@@ -141,6 +143,13 @@ package struct HTTP2ConnectionStateMachine {
     package var load: Int { queue.count + streams.count }
     package var openStreams: Int { streams.count }
     package var isReady: Bool { if case .active = state { true } else { false } }
+    /// Going away or closed: no request will be written any more.
+    package var takesNoNewStreams: Bool {
+        switch state {
+        case .goingAway, .closed: true
+        case .awaitingSettings, .active: false
+        }
+    }
     package var isClosed: Bool { if case .closed = state { true } else { false } }
     /// Request bodies waiting for flow-control window.
     package var blockedStreams: Int { blocked.count }
@@ -404,9 +413,9 @@ package struct HTTP2ConnectionStateMachine {
         stream.request.unassign()
         lastStreamActivity = now
         if errorCode == HTTP2Wire.ErrorCode.refusedStream {
-            counts.requeued += 1
-            actions.append(.requeue(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)"),
-                                    written: true))
+            // Not processed, and not re-sent here: a server refusing every stream would be answered with a storm.
+            // The caller retries it with backoff, within its budget.
+            actions.append(.fail(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)")))
         } else {
             actions.append(.fail(stream.request, Self.possiblyProcessed(.streamReset,
                 "the server reset the stream (\(HTTP2Wire.ErrorCode.name(errorCode))) before the answer")))

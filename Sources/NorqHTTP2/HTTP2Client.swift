@@ -16,9 +16,9 @@ public import NIOSSL
 // - `true`: it was written and no final answer came (connection lost, another RST_STREAM code, the deadline
 //   passed after the write, a malformed or oversized answer). Sending it again may deliver it twice.
 //
-// Requests the server did not process (REFUSED_STREAM, above GOAWAY, or queued on a connection that closed) are
-// sent again by the pool at most once, then handed back as such a failure: the caller's retry policy (with its
-// backoff and budget) decides what happens next.
+// Requests the server refused (REFUSED_STREAM, above GOAWAY) are sent again by the pool at most once (requests only
+// queued on a connection that closed: at most 3 times), then handed back as such a failure: the caller's retry
+// policy (with its backoff and budget) decides what happens next.
 
 /// How a request header field enters the HPACK dynamic table (RFC 7541 6.2).
 package enum HTTP2HeaderIndexing: Sendable, Hashable {
@@ -195,7 +195,7 @@ package struct HTTP2ClientConfiguration: Sendable {
     /// The largest response body kept; a longer one fails its stream with `.responseTooLarge`. Default 64 KiB.
     package var maxResponseBodyBytes: Int
     /// SETTINGS_MAX_HEADER_LIST_SIZE announced to the server (RFC 9113 6.5.2). A larger response header list
-    /// fails that one stream (`.responseTooLarge`); a header block (HEADERS + CONTINUATION) beyond 4 times this
+    /// fails that one stream (`.responseTooLarge`); a header block (HEADERS + CONTINUATION) beyond 16 times this
     /// closes the connection (ENHANCE_YOUR_CALM). Default 16 KiB.
     package var maxHeaderListSize: Int
     /// Until the first complete answer on a connection, run one stream only, for at most this long (a server

@@ -24,7 +24,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// unanswered requests back through it. The cycle (connection -> channel -> handler) is broken in
     /// `handlerRemoved`.
     var connection: HTTP2Connection? {
-        didSet { machine.connection = connection }
+        didSet {
+            machine.connection = connection
+            // Closed (or going away) before the pool could be told: tell it now, so that it never adds it.
+            if let connection, machine.takesNoNewStreams { connection.closed() }
+        }
     }
 
     /// Completes when the server's first SETTINGS arrive (the TLS handshake and preface are done); fails when the
@@ -135,9 +139,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 request.complete(.success(response))
             case .fail(let request, let error):
                 request.fail(error)
-            case .requeue(let request, let error):
+            case .requeue(let request, let error, let written):
                 if let connection {
-                    connection.requeue(request, error: error)
+                    connection.requeue(request, error: error, written: written)
                 } else {
                     request.fail(error)
                 }

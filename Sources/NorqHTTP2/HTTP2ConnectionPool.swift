@@ -107,9 +107,10 @@ package final class HTTP2ConnectionPool: Sendable {
         }
     }
 
-    /// A request a connection handed back unprocessed: sent again once, else failed with `error` (not processed).
-    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError) {
-        guard request.takeRequeue() else {
+    /// A request a connection handed back unprocessed: sent again within ``HTTP2RequestContext``'s bounds, else
+    /// failed with `error` (not processed).
+    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError, written: Bool) {
+        guard request.takeRequeue(written: written) else {
             request.fail(error)
             return
         }
@@ -342,8 +343,8 @@ package final class HTTP2Connection: Sendable {
     }
 
     // Called by the handler, on the event loop.
-    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError) {
-        if let pool { pool.requeue(request, error: error) } else { request.fail(error) }
+    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError, written: Bool) {
+        if let pool { pool.requeue(request, error: error, written: written) } else { request.fail(error) }
     }
     func draining() { pool?.connectionUnusable(id: id) }
     func closed() { pool?.connectionUnusable(id: id) }

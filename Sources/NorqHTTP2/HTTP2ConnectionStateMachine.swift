@@ -35,16 +35,19 @@ package struct HTTP2ConnectionStateMachine {
                       idleTimeout: client.idleTimeout.map(\.timeAmount), warmUp: client.warmUp.map(\.timeAmount))
         }
 
-        /// The longest header block (HEADERS + CONTINUATION) accepted before the connection is closed.
-        package var maxHeaderBlockBytes: Int { 4 * maxHeaderListSize }
+        /// The longest header block (HEADERS + CONTINUATION) accepted before the connection is closed: 16 times
+        /// the announced list size (256 KiB by default), so that one oversized answer (up to that) fails its own
+        /// stream only, while a CONTINUATION flood is cut short.
+        package var maxHeaderBlockBytes: Int { 16 * maxHeaderListSize }
     }
 
     package enum Action {
         case succeed(HTTP2RequestContext, HTTP2Response)
         case fail(HTTP2RequestContext, HTTP2ClientError)
-        /// Not processed by the server (never written, REFUSED_STREAM, above GOAWAY): the pool sends it again
-        /// once, else fails it with this error.
-        case requeue(HTTP2RequestContext, HTTP2ClientError)
+        /// Not processed by the server: the pool sends it again, else fails it with this error. `written`: the
+        /// server refused it (REFUSED_STREAM, above GOAWAY), re-sent at most once; else it was never written
+        /// (queued on a connection that closed or went away), re-sent a few times.
+        case requeue(HTTP2RequestContext, HTTP2ClientError, written: Bool)
         /// The server's first SETTINGS arrived: the connection can take requests.
         case ready
         /// The connection takes no new requests (GOAWAY, a protocol error, stream ids exhausted, idle, dead).
@@ -140,6 +143,13 @@ package struct HTTP2ConnectionStateMachine {
     package var load: Int { queue.count + streams.count }
     package var openStreams: Int { streams.count }
     package var isReady: Bool { if case .active = state { true } else { false } }
+    /// Going away or closed: no request will be written any more.
+    package var takesNoNewStreams: Bool {
+        switch state {
+        case .goingAway, .closed: true
+        case .awaitingSettings, .active: false
+        }
+    }
     package var isClosed: Bool { if case .closed = state { true } else { false } }
     /// Request bodies waiting for flow-control window.
     package var blockedStreams: Int { blocked.count }
@@ -153,7 +163,7 @@ package struct HTTP2ConnectionStateMachine {
     package mutating func enqueue(_ request: HTTP2RequestContext, now: NIODeadline) {
         switch state {
         case .goingAway, .closed:
-            actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing")))
+            actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
         case .awaitingSettings, .active:
             queue.append(request)
             startStreams(now: now)
@@ -403,8 +413,9 @@ package struct HTTP2ConnectionStateMachine {
         stream.request.unassign()
         lastStreamActivity = now
         if errorCode == HTTP2Wire.ErrorCode.refusedStream {
-            counts.requeued += 1
-            actions.append(.requeue(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)")))
+            // Not processed, and not re-sent here: a server refusing every stream would be answered with a storm.
+            // The caller retries it with backoff, within its budget.
+            actions.append(.fail(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)")))
         } else {
             actions.append(.fail(stream.request, Self.possiblyProcessed(.streamReset,
                 "the server reset the stream (\(HTTP2Wire.ErrorCode.name(errorCode))) before the answer")))
@@ -483,7 +494,7 @@ package struct HTTP2ConnectionStateMachine {
             forgetBlocked(streamID: id)
             stream.request.unassign()
             counts.requeued += 1
-            actions.append(.requeue(stream.request, error))
+            actions.append(.requeue(stream.request, error, written: true))
         }
         requeueQueue(Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
         closeIfDrained()
@@ -608,7 +619,7 @@ package struct HTTP2ConnectionStateMachine {
 
     private mutating func requeueQueue(_ error: HTTP2ClientError) {
         while let request = queue.popFirst() {
-            actions.append(.requeue(request, error))
+            actions.append(.requeue(request, error, written: false))
         }
     }
 

@@ -18,15 +18,19 @@ package final class HTTP2RequestContext: Sendable {
         var streamID: Int32 = 0
         var deadlineTask: Scheduled<Void>?
         var deadlineArmed = false
-        /// Times a connection handed it back unprocessed (REFUSED_STREAM, above GOAWAY, closed before
-        /// writing it). Bounded by ``HTTP2RequestContext/maxRequeues``.
+        /// Times the server refused it (REFUSED_STREAM, above GOAWAY): bounded by ``HTTP2RequestContext/maxRequeues``.
         var requeues = 0
+        /// Times a connection handed it back, written or not: bounded by ``HTTP2RequestContext/maxHandBacks``.
+        var handBacks = 0
     }
     private let state: Mutex<State>
 
-    /// A request handed back unprocessed is sent again once by the pool; the next time it fails, not processed,
-    /// and the caller's retry policy (backoff, budget) decides.
+    /// A request the server refused is sent again once by the pool; the next time it fails, not processed, and
+    /// the caller's retry policy (backoff, budget) decides.
     package static let maxRequeues = 1
+    /// A request handed back without having been written (queued on a connection that closed or went away) is
+    /// sent again up to this many times in all.
+    package static let maxHandBacks = 3
 
     /// Told when the request completes (for shutdown's wait); nil in state-machine tests.
     private let pool: HTTP2ConnectionPool?
@@ -42,11 +46,16 @@ package final class HTTP2RequestContext: Sendable {
 
     package var isDone: Bool { state.withLock { $0.completion == nil } }
 
-    /// Counts a hand-back; false when the request was handed back too often (fail it, not processed) or is done.
-    package func takeRequeue() -> Bool {
+    /// Counts a hand-back (`written`: the server refused it); false when the request was handed back too often
+    /// (fail it, not processed) or is done.
+    package func takeRequeue(written: Bool) -> Bool {
         state.withLock { state in
-            guard state.completion != nil, state.requeues < Self.maxRequeues else { return false }
-            state.requeues += 1
+            guard state.completion != nil, state.handBacks < Self.maxHandBacks else { return false }
+            if written {
+                guard state.requeues < Self.maxRequeues else { return false }
+                state.requeues += 1
+            }
+            state.handBacks += 1
             return true
         }
     }

@@ -176,7 +176,7 @@ struct MachineHarness {
             switch action {
             case .succeed(let request, let response): request.complete(.success(response))
             case .fail(let request, let error): request.fail(error)
-            case .requeue(let request, let error):
+            case .requeue(let request, let error, _):
                 requeued.append((requests.firstIndex { $0 === request }!, error))
             case .ready: ready = true
             case .goingAway(let reason): goingAway.append(reason)

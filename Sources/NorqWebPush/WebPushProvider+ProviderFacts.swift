@@ -1,4 +1,4 @@
-import NorqCore
+public import NorqCore
 
 /// What the router and the CLI ask of a provider (one table per fact, owned here).
 extension WebPushProvider {

@@ -79,7 +79,7 @@ import Testing
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("delivered  ios token a1b2c3d4… (user-1) via apns  apns-id "), "\(result)")
         #expect(result.stdout.contains("  apns-unique-id "), "the emulator answers one, as the sandbox does: \(result)")
-        #expect(result.stdout.contains("delivered  android token fcm-demo… (user-1) via console  id "), "\(result)")
+        #expect(result.stdout.contains("delivered  android token fcm-demo… (user-1) via console  message-id "), "\(result)")
         #expect(result.stdout.contains("console console: POST console://console/android"), "\(result)")
         #expect(result.stdout.contains("2 tokens: 2 delivered"), "\(result)")
     }

@@ -6,7 +6,7 @@ import NorqTemplates
 
 /// Options shared by `render --to` and `send`: what the router is told about the send.
 struct SendTuningOptions: ParsableArguments {
-    @Option(name: .long, help: "Idempotency key: fixes every token's apns-id (a UUIDv5 of key and token); repeats within this one process are deduplicated. Until the durable store lands, two runs of norq send with the same key both send.")
+    @Option(name: .long, help: "Idempotency key: fixes every token's apns-id (a UUIDv5 of key and token); repeats within this one process are deduplicated. Across runs of norq send it protects only with a durable store (--store or store:).")
     var idempotencyKey: String?
 
     @Option(name: .long, help: ArgumentHelp("The app (bundle id) to send to, instead of the template's headers.apns-topic or the provider's bundleId; the push type's topic suffix is added.", valueName: "BUNDLE-ID"))

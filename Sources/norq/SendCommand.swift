@@ -30,8 +30,9 @@ struct SendCommand: AsyncParsableCommand {
             reaches no Apple or Google server. A progress line is shown on a terminal for more than 100 tokens.
 
             Idempotency: --idempotency-key K fixes each token's apns-id and deduplicates repeats of K within \
-            this one process. It does not yet protect across runs: two `norq send` runs with the same key both \
-            send, until the durable store (outbox and idempotency table) lands and the CLI uses it.
+            this one process. Across runs it protects only with a durable store (--store, or store: in the \
+            config): a repeat gets the original send and its outcomes. Without one, two runs with the same key \
+            both send.
 
             Examples:
               norq send order-shipped -c examples/quickstart/norq.yaml \\

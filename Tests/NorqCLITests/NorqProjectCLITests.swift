@@ -148,7 +148,8 @@ import Testing
         let result = try CLI.run(["send", "--help"])
         let text = result.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")
         #expect(text.contains("a token's own \"environment\" always wins"), "\(result)")
-        #expect(text.contains("two `norq send` runs with the same key both send"), "\(result)")
+        #expect(text.contains("Across runs it protects only with a durable store (--store, or store: in the config)"), "\(result)")
+        #expect(text.contains("Without one, two runs with the same key both send."), "\(result)")
     }
 
     @Test func initThenNewThenTest() throws {

@@ -41,7 +41,7 @@ public struct FCMAssertionSigner: Sendable {
             JSONValue.writeString(keyID, into: &header)
         }
         header.append(UInt8(ascii: "}"))
-        self.encodedHeader = FCMBase64URL.encode(header)
+        self.encodedHeader = Base64URL.encode(header)
     }
 
     /// A signed assertion issued at `issuedAt` (epoch seconds), valid for one hour.
@@ -53,10 +53,10 @@ public struct FCMAssertionSigner: Sendable {
         claims.append(contentsOf: #","aud":"#.utf8)
         JSONValue.writeString(audience, into: &claims)
         claims.append(contentsOf: #","iat":\#(issuedAt),"exp":\#(issuedAt + Self.lifetime)}"#.utf8)
-        let signingInput = encodedHeader + "." + FCMBase64URL.encode(claims)
+        let signingInput = encodedHeader + "." + Base64URL.encode(claims)
         do {
             let signature = try privateKey.signature(for: Array(signingInput.utf8), padding: .insecurePKCS1v1_5)
-            return signingInput + "." + FCMBase64URL.encode(Array(signature.rawRepresentation))
+            return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
         } catch {
             throw NorqError(.fcmInvalidPrivateKey, "signing the OAuth assertion of \(clientEmail) failed")
         }
@@ -66,37 +66,6 @@ public struct FCMAssertionSigner: Sendable {
     public static func tokenRequestBody(assertion: String) -> [UInt8] {
         // The JWT is base64url and dots: nothing to percent-encode.
         Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
-    }
-}
-
-/// base64url without padding (RFC 7515).
-enum FCMBase64URL {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 2 < bytes.count {
-            let n = (UInt32(bytes[i]) << 16) | (UInt32(bytes[i + 1]) << 8) | UInt32(bytes[i + 2])
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-            out.append(alphabet[Int(n & 63)])
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest == 1 {
-            let n = UInt32(bytes[i]) << 16
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-        } else if rest == 2 {
-            let n = (UInt32(bytes[i]) << 16) | (UInt32(bytes[i + 1]) << 8)
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

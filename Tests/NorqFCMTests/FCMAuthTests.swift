@@ -39,10 +39,10 @@ func base64URLDecode(_ text: Substring) -> Data? {
     }
 
     @Test func base64URLHasNoPadding() {
-        #expect(FCMBase64URL.encode([0xfb, 0xff]) == "-_8")
-        #expect(FCMBase64URL.encode(Array("ab".utf8)) == "YWI")
-        #expect(FCMBase64URL.encode(Array("abc".utf8)) == "YWJj")
-        #expect(FCMBase64URL.encode(Array("a".utf8)) == "YQ")
+        #expect(Base64URL.encode([0xfb, 0xff]) == "-_8")
+        #expect(Base64URL.encode(Array("ab".utf8)) == "YWI")
+        #expect(Base64URL.encode(Array("abc".utf8)) == "YWJj")
+        #expect(Base64URL.encode(Array("a".utf8)) == "YQ")
     }
 }
 

@@ -1,4 +1,5 @@
-/// base64url (RFC 4648 §5) without padding, as Web Push writes keys, salts and JWT parts.
+/// base64url (RFC 4648 §5) without padding: JWT parts (APNs, FCM, VAPID), Web Push keys and salts. One copy for
+/// every provider target.
 package enum Base64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 

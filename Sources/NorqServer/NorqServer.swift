@@ -193,7 +193,7 @@ struct ErrorAndAccessMiddleware: RouterMiddleware {
             response = ServerJSON.error(NorqError(.serverRateLimited,
                                                   "too many requests for this API key; retry after \(limited.seconds) s"),
                                         headers: [.retryAfter: "\(limited.seconds)"])
-        } catch let error as HTTPResponseError {
+        } catch let error as any HTTPResponseError {
             let code: NorqError.Code = switch error.status.code {
             case 404: .serverNotFound
             case 413: .serverBodyTooLarge

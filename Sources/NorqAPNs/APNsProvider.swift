@@ -217,21 +217,21 @@ public final class APNsProvider: PushProvider {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
         let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
-        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
-        transport.start(endpoint: endpoint, head: head, body: bodyBuffer(for: request.body),
-                        target: request.target, deadline: requestDeadline) { result in
-            completion(result.map { self.received($0, usedJWT: usedJWT) })
+        let remaining = min(ContinuousClock.now.duration(to: deadline), configuration.requestTimeout)
+        let target = request.target
+        // One closure per request: the transport hands over the HTTP/2 result, mapped and classified here.
+        transport.startHTTP2(endpoint: endpoint, head: head, body: bodyBuffer(for: request.body), remaining: remaining) { result in
+            completion(APNsTransport.wireResult(result, logID: target.redacted).map { self.received($0, usedJWT: usedJWT) })
         }
     }
 
-    /// The payload as a `ByteBuffer`: the one made with the last encoded payload when `body` is that very array
-    /// (same storage, so same bytes), which every token of a send shares; otherwise a copy.
+    /// The payload as a `ByteBuffer`: the buffer made with the last encoded payload when `body` holds the same
+    /// bytes (every token of a send carries that payload: `==` on arrays that share storage answers without
+    /// reading them, and compares the bytes otherwise), else a copy.
     func bodyBuffer(for body: [UInt8]) -> ByteBuffer {
         let cached = lastPayload.withLock { last -> ByteBuffer? in
             // Read in place: `guard let` copied the whole entry (content included) per request.
-            guard let count = last?.body.count, count == body.count,
-                  last?.body.withUnsafeBufferPointer({ $0.baseAddress }) == body.withUnsafeBufferPointer({ $0.baseAddress })
-            else { return nil }
+            guard last?.body == body else { return nil }
             return last?.buffer
         }
         return cached ?? ByteBuffer(bytes: body)

@@ -21,8 +21,8 @@ struct APNsWireResponse: Sendable {
     init(_ response: HTTP2Response) {
         self.status = response.status
         var headers: [HTTPHeader] = []
-        headers.reserveCapacity(response.headers.count)
-        for field in response.headers { headers.append(HTTPHeader(field.name, field.value)) }
+        headers.reserveCapacity(response.fields.count)
+        response.forEachField { headers.append(HTTPHeader($0, $1)) }
         self.headers = headers
         self.body = response.body.readableBytes == 0 ? [] : Array(response.body.readableBytesView)
     }
@@ -89,7 +89,10 @@ final class APNsTransport: Sendable {
     }
 
     private func pool(for endpoint: APNsEndpoint) -> HTTP2ConnectionPool {
-        for entry in configuredPools where entry.endpoint == endpoint { return entry.pool }
+        // By index: iterating copied each (endpoint, pool) entry, retaining its strings, per request.
+        for index in configuredPools.indices where configuredPools[index].endpoint == endpoint {
+            return configuredPools[index].pool
+        }
         return pools.withLock { pools in
             if let pool = pools[endpoint] { return pool }
             let pool = Self.makePool(endpoint, template: template, sslContext: sslContext, group: group, logger: logger)
@@ -105,19 +108,36 @@ final class APNsTransport: Sendable {
     /// `target` (redacted), else `label`, names the request in error messages.
     func start(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, target: DeliveryTarget?,
                label: String = "channels", deadline: ContinuousClock.Instant, completion: @escaping APNsCompletion) {
+        start(endpoint: endpoint, head: head, body: body, target: target, label: label,
+              remaining: ContinuousClock.now.duration(to: deadline), completion: completion)
+    }
+
+    /// `start` with the time left, for a caller that has just read the clock.
+    func start(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, target: DeliveryTarget?,
+               label: String = "channels", remaining: Duration, completion: @escaping APNsCompletion) {
+        startHTTP2(endpoint: endpoint, head: head, body: body, remaining: remaining) { result in
+            completion(Self.wireResult(result, logID: target?.redacted ?? label))
+        }
+    }
+
+    /// `start` that hands over the HTTP/2 result itself (map it with ``wireResult(_:logID:)``): the provider's
+    /// per-request path maps and classifies in its one closure, instead of one closure per layer.
+    func startHTTP2(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, remaining: Duration,
+                    completion: @escaping HTTP2Completion) {
         guard !isShutDown.load(ordering: .relaxed) else {
-            completion(.failure(NorqError(.providerShutDown, "the APNs provider is shut down")))
+            completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the APNs provider is shut down")))
             return
         }
-        let remaining = ContinuousClock.now.duration(to: deadline)
         let nioDeadline = NIODeadline.now() + remaining.timeAmount
-        pool(for: endpoint).start(head, body: body, deadline: nioDeadline) { result in
-            switch result {
-            case .success(let response):
-                completion(.success(APNsWireResponse(response)))
-            case .failure(let error):
-                completion(.failure(Self.norqError(error, logID: target?.redacted ?? label)))
-            }
+        pool(for: endpoint).start(head, body: body, deadline: nioDeadline, completion: completion)
+    }
+
+    /// An HTTP/2 result as the provider sees it: the wire response, or the failure as a `NorqError`.
+    static func wireResult(_ result: Result<HTTP2Response, HTTP2ClientError>, logID: @autoclosure () -> String)
+        -> Result<APNsWireResponse, NorqError> {
+        switch result {
+        case .success(let response): .success(APNsWireResponse(response))
+        case .failure(let error): .failure(norqError(error, logID: logID()))
         }
     }
 

@@ -1,5 +1,6 @@
 public import NIOCore
 public import NIOSSL
+package import NIOHPACK
 
 // The API of NorqHTTP2, for the providers of this package (APNs, FCM, Web Push). Everything is `package`:
 // library users never see it.
@@ -62,23 +63,41 @@ package struct HTTP2RequestHead: Sendable, Hashable {
     }
 }
 
-/// A final response (1xx interim responses are skipped). Trailers, if any, are appended to `headers`.
+/// A final response (1xx interim responses are skipped). Trailers, if any, are appended to its fields.
 package struct HTTP2Response: Sendable {
     package var status: Int
-    /// Regular header fields in the order received (no pseudo-header fields).
-    package var headers: [(name: String, value: String)]
+    /// The header fields as decoded (pseudo-header fields such as `:status` included), kept as HPACK decoded them:
+    /// no copy per response. ``headers`` and ``forEachField(_:)`` skip the pseudo-header fields.
+    package var fields: HPACKHeaders
     /// At most ``HTTP2ClientConfiguration/maxResponseBodyBytes``.
     package var body: ByteBuffer
 
-    package init(status: Int, headers: [(name: String, value: String)] = [], body: ByteBuffer = ByteBuffer()) {
+    package init(status: Int, fields: HPACKHeaders, body: ByteBuffer = ByteBuffer()) {
         self.status = status
-        self.headers = headers
+        self.fields = fields
         self.body = body
+    }
+
+    package init(status: Int, headers: [(name: String, value: String)] = [], body: ByteBuffer = ByteBuffer()) {
+        self.init(status: status, fields: HPACKHeaders(headers.map { ($0.name, $0.value) }), body: body)
+    }
+
+    /// Regular header fields in the order received (no pseudo-header fields): a new array per call.
+    package var headers: [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(fields.count)
+        forEachField { headers.append(($0, $1)) }
+        return headers
+    }
+
+    /// Calls `body` with each regular header field (no pseudo-header fields), in order, without copying them.
+    package func forEachField(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
+        for field in fields where !field.name.hasPrefix(":") { try body(field.name, field.value) }
     }
 
     /// The first value of a header field (names are lowercase on the wire).
     package func header(_ name: String) -> String? {
-        for field in headers where field.name == name { return field.value }
+        for field in fields where field.name == name { return field.value }
         return nil
     }
 }

@@ -16,6 +16,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// A write of `machine.outbound` is scheduled for the end of this event-loop tick.
     private var writeScheduled = false
     private var tickScheduled: NIODeadline?
+    /// The interval `tickScheduled` was scheduled with: a tick that near is due no later than one asked for now.
+    private var tickScheduledInterval: TimeAmount?
     private var inReadBatch = false
     private let readyPromise: EventLoopPromise<Void>
     private var readySettled = false
@@ -27,7 +29,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         didSet {
             machine.connection = connection
             // Closed (or going away) before the pool could be told: tell it now, so that it never adds it.
-            if let connection, machine.takesNoNewStreams { connection.closed() }
+            if let connection, inPlace({ $0.takesNoNewStreams }) { connection.closed() }
         }
     }
 
@@ -44,7 +46,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     /// Requests queued or in flight on this connection.
-    var load: Int { machine.load }
+    var load: Int { inPlace { $0.load } }
 
     // MARK: lifecycle
 
@@ -163,7 +165,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 machine.resumeStreams(now: .now())
             }
         }
-        connection?.publishedLoad.store(machine.load, ordering: .relaxed)
+        if let connection { connection.publishedLoad.store(inPlace { $0.load }, ordering: .relaxed) }
     }
 
     // MARK: requests
@@ -192,16 +194,29 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     // MARK: timer
 
+    /// Schedules the periodic check, unless one is already due within the interval the machine asks for (the
+    /// common case while requests are in flight: no clock read, no new timer per request).
     private func scheduleTick() {
-        guard let context, !machine.isClosed, let interval = machine.tickInterval else { return }
+        guard let context else { return }
+        // Read through `inout`: a getter called on the stored struct copied the whole machine per call.
+        guard let interval = inPlace({ $0.isClosed ? nil : $0.tickInterval }) else { return }
+        if tickScheduled != nil, let scheduledInterval = tickScheduledInterval, scheduledInterval <= interval { return }
         let due = NIODeadline.now() + interval
         if let scheduled = tickScheduled, scheduled <= due { return }
         tickScheduled = due
+        tickScheduledInterval = interval
         context.eventLoop.assumeIsolated().scheduleTask(deadline: due) {
             guard self.tickScheduled == due else { return }  // superseded by an earlier one
             self.tickScheduled = nil
+            self.tickScheduledInterval = nil
             self.tick()
         }
+    }
+
+    /// Runs `body` on the machine in place (a getter on the stored struct copies it: every buffer, table and
+    /// dictionary retained and released).
+    private func inPlace<T>(_ body: (inout HTTP2ConnectionStateMachine) -> T) -> T {
+        body(&machine)
     }
 
     private func tick() {

@@ -81,7 +81,8 @@ package struct HTTP2ConnectionStateMachine {
         var request: HTTP2RequestContext
         /// The final status, once its HEADERS arrived.
         var status: Int?
-        var headers: [(name: String, value: String)] = []
+        /// The final response's header block as decoded, trailers appended.
+        var fields = HPACKHeaders()
         var body = ByteBuffer()
         var sendWindow: Int
         /// What the peer may still send on this stream.
@@ -220,10 +221,15 @@ package struct HTTP2ConnectionStateMachine {
     /// How long until the next ``tick(now:)`` is due.
     package var tickInterval: TimeAmount? {
         if load > 0 { return .milliseconds(10) }
-        var interval: TimeAmount?
-        for candidate in [configuration.pingInterval, configuration.idleTimeout].compactMap({ $0 }) where candidate > .zero {
-            let quarter = TimeAmount.nanoseconds(max(candidate.nanoseconds / 4, 1_000_000))
-            interval = min(interval ?? quarter, quarter)
+        func quarter(_ candidate: TimeAmount?) -> TimeAmount? {
+            guard let candidate, candidate > .zero else { return nil }
+            return .nanoseconds(max(candidate.nanoseconds / 4, 1_000_000))
+        }
+        let interval: TimeAmount? = switch (quarter(configuration.pingInterval), quarter(configuration.idleTimeout)) {
+        case (let ping?, let idle?): min(ping, idle)
+        case (let ping?, nil): ping
+        case (nil, let idle?): idle
+        case (nil, nil): nil
         }
         return interval.map { min($0, .seconds(1)) }
     }
@@ -318,20 +324,24 @@ package struct HTTP2ConnectionStateMachine {
 
     private mutating func receiveData(streamID id: Int32, _ payload: ByteBuffer, endStream: Bool,
                                       flowControlledLength: Int, now: NIODeadline) {
-        guard var stream = streams[id] else { return }  // closed (answered, reset, expired): ignored
+        // Taken out (a move, not a copy) and put back unless it ends here.
+        guard var stream = streams.removeValue(forKey: id) else { return }  // closed (answered, reset, expired): ignored
         stream.receiveWindow -= flowControlledLength
         guard stream.receiveWindow >= 0 else {
+            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
                         "the server overran the stream's receive window", now: now)
             return
         }
         guard stream.status != nil else {
+            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 DATA before the response headers", now: now)
             return
         }
         if payload.readableBytes > 0 {
             guard stream.body.readableBytes + payload.readableBytes <= configuration.maxResponseBodyBytes else {
+                streams[id] = stream
                 streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                             "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
                 return
@@ -344,7 +354,6 @@ package struct HTTP2ConnectionStateMachine {
             }
         }
         if endStream {
-            streams.removeValue(forKey: id)
             finish(stream, now: now)
             return
         }
@@ -359,11 +368,14 @@ package struct HTTP2ConnectionStateMachine {
     }
 
     private mutating func receiveHeaders(streamID id: Int32, _ headers: HPACKHeaders, endStream: Bool, now: NIODeadline) {
-        guard var stream = streams[id] else { return }
+        // Taken out of the table (a move: reading it in place copied the stream, retaining each of its parts) and
+        // put back unless it ends here.
+        guard var stream = streams.removeValue(forKey: id) else { return }
         var listSize = 0
         for header in headers { listSize += header.name.utf8.count + header.value.utf8.count + 32 }
         guard listSize <= configuration.maxHeaderListSize else {
             // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
+            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                         "response header list of \(listSize) bytes exceeds the \(configuration.maxHeaderListSize) announced",
                         now: now)
@@ -376,6 +388,7 @@ package struct HTTP2ConnectionStateMachine {
                 break
             }
             guard let status, (100...999).contains(status) else {
+                streams[id] = stream
                 streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                             "HTTP/2 response without a valid :status", now: now)
                 return
@@ -383,6 +396,7 @@ package struct HTTP2ConnectionStateMachine {
             if status < 200 {
                 // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
                 // interim response cannot end the stream.
+                streams[id] = stream
                 if status == 101 || endStream {
                     streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                                 "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
@@ -390,17 +404,19 @@ package struct HTTP2ConnectionStateMachine {
                 return
             }
             stream.status = status
-            stream.headers.reserveCapacity(headers.count)
+            stream.fields = headers  // kept as decoded: no copy
         } else if !endStream {
+            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 trailers that do not end the stream", now: now)
             return
-        }
-        for header in headers where !header.name.hasPrefix(":") {
-            stream.headers.append((header.name, header.value))
+        } else {
+            // Trailers: their regular fields join the response's.
+            for header in headers where !header.name.hasPrefix(":") {
+                stream.fields.add(name: header.name, value: header.value)
+            }
         }
         if endStream {
-            streams.removeValue(forKey: id)
             finish(stream, now: now)
         } else {
             streams[id] = stream
@@ -559,7 +575,7 @@ package struct HTTP2ConnectionStateMachine {
             if warmingUp, warmUpEnds == nil, let warmUp = configuration.warmUp { warmUpEnds = now + warmUp }
             streams[id] = Stream(request: request, sendWindow: peerInitialWindowSize,
                                  receiveWindow: Self.localInitialWindowSize)
-            let written = writeRequest(streamID: id, head: request.head, body: request.body)
+            let written = writeRequest(streamID: id, request)
             if written > 0 { streams[id]!.sendWindow -= written }
             counts.opened += 1
             lastStreamActivity = now
@@ -570,7 +586,7 @@ package struct HTTP2ConnectionStateMachine {
         warmingUp = false  // any complete answer ends the warm-up
         counts.completed += 1
         lastStreamActivity = now
-        actions.append(.succeed(stream.request, HTTP2Response(status: stream.status ?? 0, headers: stream.headers,
+        actions.append(.succeed(stream.request, HTTP2Response(status: stream.status ?? 0, fields: stream.fields,
                                                               body: stream.body)))
         startStreams(now: now)
         closeIfDrained()
@@ -699,13 +715,14 @@ package struct HTTP2ConnectionStateMachine {
     /// soon as the windows allow. An empty body ends the stream with the HEADERS.
     /// Returns the body bytes written at once (the others are written by `sendBlockedData`, which takes them
     /// from the stream's window itself).
-    private mutating func writeRequest(streamID: Int32, head: HTTP2RequestHead, body: ByteBuffer) -> Int {
+    private mutating func writeRequest(streamID: Int32, _ request: HTTP2RequestContext) -> Int {
         typealias F = HTTP2Wire.Flags
+        let body = request.body
         let endStream = body.readableBytes == 0
         let frameStart = outbound.writerIndex
         outbound.writeRepeatingByte(0, count: 9)
         let blockStart = outbound.writerIndex
-        encoder.encode(head, into: &outbound)
+        encoder.encode(request.head, into: &outbound)  // read in place from the request (a copy retained every field)
         let blockLength = outbound.writerIndex - blockStart
         if blockLength <= peerMaxFrameSize {
             HTTP2Wire.setFrameHeader(at: frameStart, length: blockLength, type: HTTP2Wire.FrameType.headers,

@@ -23,11 +23,19 @@ struct APNsBodyBufferTests {
         #expect(Array(a.readableBytesView) == first.body)
         #expect(Self.address(a) == Self.address(b), "one buffer for the whole send")
 
-        // Same bytes in another array (a request prepared elsewhere): a copy, equal in content.
+        // Same bytes in another array (a request prepared elsewhere, or decoded from a store): the same bytes,
+        // so the same buffer (decided by the bytes, not by where the array lives).
         var copied = first
         copied.body = Array(first.body)
         let c = provider.bodyBuffer(for: copied.body)
         #expect(Array(c.readableBytesView) == first.body)
+        #expect(Self.address(c) == Self.address(a))
+        // One byte changed, same length: never the cached buffer.
+        var changed = first
+        changed.body[changed.body.count - 2] ^= 0x01
+        let d = provider.bodyBuffer(for: changed.body)
+        #expect(Array(d.readableBytesView) == changed.body)
+        #expect(Self.address(d) != Self.address(a))
         // Different bytes: their own buffer.
         var other = first
         other.body = Array("{\"aps\":{}}".utf8)

@@ -59,8 +59,9 @@ public final class WebPushProvider: PushProvider {
         guard let keys = token.keys else {
             throw NorqError(.missingVAPIDKeys, "web push subscription \(token.redacted) needs keys.p256dh and keys.auth")
         }
-        let endpoint = try WebPushEndpoint(parsing: token.token)
-        try endpointGuard.check(endpoint)
+        let subscribed = try WebPushEndpoint(parsing: token.token)
+        try endpointGuard.check(subscribed)
+        let endpoint = configuration.originOverride.map(subscribed.moved(to:)) ?? subscribed
         let subscription = try WebPushSubscriptionKeys(keys)
         let now = clock.epochSeconds()
         let sendTime = options.sendTime ?? now

@@ -18,6 +18,14 @@ public struct WebPushEndpoint: Sendable, Hashable {
     /// `https://authority`: the VAPID `aud` and the key of the connection pool.
     public var origin: String { "https://" + authority }
 
+    /// The same path and query on another origin (``WebPushConfiguration/originOverride``).
+    package func moved(to override: WebPushOriginOverride) -> WebPushEndpoint {
+        var moved = self
+        moved.host = override.host.lowercased()
+        moved.port = override.port
+        return moved
+    }
+
     /// Parses an endpoint; anything but an absolute `https://` URL with a host is `webpush/invalid-endpoint`.
     /// User info (`user@host`) is refused (it has no meaning for a push service and hides the real host).
     public init(parsing text: String) throws(NorqError) {

@@ -191,6 +191,8 @@ package struct WebPushBench {
             return (ThreadCPU.seconds() - start) / Double(options.count) * 1e6
         }
         let encrypt = try measure { try WebPushEncryption.encrypt(plaintext, keys: keys).count }
+        let webKeys = WebPushKeys(p256dh: Self.demoP256DH, auth: Self.demoAuth)
+        let decode = try measure { try WebPushSubscriptionKeys(webKeys).authSecret.count }
         let sign = measure { signer.sign(audience: audience, expiresAt: 2_000_000_000).utf8.count }
         let prepare = try measure {
             try provider.prepare(content, for: token, options: SendOptions()).body.count
@@ -204,6 +206,7 @@ package struct WebPushBench {
         result.add("vapid_sign_us", sign, digits: 2)
         result.add("encrypt_plus_sign_us", encrypt + sign, digits: 2)
         result.add("prepare_us", prepare, digits: 2)
+        result.add("decode_keys_us", decode, digits: 2)
         result.add("checksum", sink & 0xff)
         return result
     }

@@ -121,5 +121,5 @@ package struct WebPushOriginOverride: Sendable, Hashable {
         self.port = port
     }
     /// `host:port`, brackets around an IPv6 literal.
-    package var authority: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+    package var authority: String { (host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host) + ":\(port)" }
 }

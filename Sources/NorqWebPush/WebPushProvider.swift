@@ -91,7 +91,7 @@ public final class WebPushProvider: PushProvider {
         return PreparedRequest(
             method: "POST", authority: endpoint.authority, path: endpoint.path, headers: headers, body: body,
             provider: name, target: .token(token), payloadLimit: WebPushEncryption.maxBodyBytes,
-            redactions: ["authorization": "vapid t=<redacted ES256 JWT aud=\(endpoint.origin) exp=\(vapid.expiresAt)>, k=\(configuration.vapidKeys.publicKeyBase64URL)"])
+            redactions: ["authorization": vapid.redactedHeaderValue])
     }
 
     /// The plaintext JSON, encoded once per send (the same `contentID`, or equal content, reuses it).

@@ -11,7 +11,7 @@ public struct WebPushEndpoint: Sendable, Hashable {
 
     /// `host` or `host:port` (brackets around an IPv6 literal): the HTTP `:authority`.
     public var authority: String {
-        let shown = host.contains(":") ? "[\(host)]" : host
+        let shown = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? shown : "\(shown):\(port)"
     }
 
@@ -45,7 +45,7 @@ public struct WebPushEndpoint: Sendable, Hashable {
         var path = String(rest[authorityEnd...])
         if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
         if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
-        guard !authority.contains("@") else { throw invalid("user info (user@host) is not allowed") }
+        guard !authority.utf8.contains(UInt8(ascii: "@")) else { throw invalid("user info (user@host) is not allowed") }
         var host = authority
         var port = 443
         if authority.hasPrefix("[") {

@@ -85,6 +85,10 @@ nghttpd -a 127.0.0.1 -n 1 -m 1000 -W 24 -d "$WORK/docroot" "$PORT" "$WORK/server
     > "$WORK/nghttpd.log" 2>&1 &
 SERVER_PID=$!; PIDS+=("$SERVER_PID")
 wait_port 127.0.0.1 "$PORT"
+sleep 0.2
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then  # another server holds the port
+    echo "nghttpd did not start on port $PORT: $(cat "$WORK/nghttpd.log"); set NGHTTPD_PORT" >&2; exit 1
+fi
 ENDPOINT="https://127.0.0.1:$PORT"
 COMMON=(--endpoint "$ENDPOINT" --ca "$CA" --vapid-key "$VAPID" --webpush-path /wp/)
 

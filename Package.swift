@@ -128,7 +128,7 @@ let package = Package(
         .testTarget(
             name: "NorqWebPushTests",
             dependencies: [
-                "NorqWebPush", "NorqCore", "NorqTesting", "Norq", "NorqConfig",
+                "NorqWebPush", "NorqCore", "NorqTesting", "Norq", "NorqConfig", "NorqProviderTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -28,6 +28,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // Web Push mode (issue 16).
+                .product(name: "NorqWebPush", package: "norq-swift"),
             ]
         ),
         // The router: its process holds what an application using Norq holds, and no other HTTP client.

@@ -1,3 +1,5 @@
+import Crypto
+
 /// Web Push subscription keys.
 public struct WebPushKeys: Sendable, Hashable, Codable {
     public var p256dh: String
@@ -72,12 +74,48 @@ public struct PushToken: Sendable, Hashable {
     public var redacted: String { Self.redact(token) }
 
     /// A token shortened for logs and messages: its first 8 characters and an ellipsis (stars when shorter).
+    ///
+    /// A Web Push endpoint (`https://…`) is a capability URL whose path is the secret: it shows its origin, an
+    /// ellipsis for the path and the first 8 hex digits of the SHA-256 of the whole endpoint, e.g.
+    /// `https://fcm.googleapis.com/…[3f9a12bc]`: enough to tell services and subscriptions apart in logs, and not
+    /// reversible (the path is never shown).
     public static func redact(_ token: String) -> String {
+        if let redacted = redactEndpoint(token) { return redacted }
         // Counts at most nine characters (a full `count` walks every grapheme of the token).
         let head = token.prefix(9)
         let shown = head.count
         return shown <= 8 ? String(repeating: "*", count: shown) : String(head.prefix(8)) + "…"
     }
+
+    /// `scheme://authority/…[8 hex digits of SHA-256(endpoint)]` for an `http(s)://` URL (the authority cut to
+    /// 64 characters, user info dropped); nil for anything else.
+    static func redactEndpoint(_ token: String) -> String? {
+        let utf8 = token.utf8
+        let scheme: Int
+        if utf8.starts(with: "https://".utf8) {
+            scheme = 8
+        } else if utf8.starts(with: "http://".utf8) {
+            scheme = 7
+        } else {
+            return nil
+        }
+        let rest = utf8.dropFirst(scheme)
+        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? rest.endIndex
+        var authority = rest[rest.startIndex..<end]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[authority.index(after: at)...] }
+        let shownAuthority = String(decoding: authority.prefix(64), as: UTF8.self)
+            .filter { $0.isASCII && !$0.isWhitespace && $0 != "\u{7f}" && ($0.asciiValue ?? 0) >= 0x20 }
+        let digest = SHA256.hash(data: Array(utf8))
+        var hex = ""
+        for byte in digest.prefix(4) {
+            hex.append(Self.hexDigits[Int(byte >> 4)])
+            hex.append(Self.hexDigits[Int(byte & 0x0f)])
+        }
+        return (scheme == 8 ? "https://" : "http://") + shownAuthority + (authority.count > 64 ? "…" : "") + "/…[" + hex + "]"
+    }
+
+    private static let hexDigits = Array("0123456789abcdef")
 
     /// Builds a token from loose JSON, validating platform, environment and web keys.
     public init(json: JSONValue) throws(NorqError) {
@@ -124,6 +162,7 @@ public struct PushToken: Sendable, Hashable {
     }
 
     static func shorten(_ token: String) -> String {
-        token.count <= 8 ? "\"…\"" : "\"\(token.prefix(8))…\""
+        if let redacted = redactEndpoint(token) { return "\"\(redacted)\"" }
+        return token.count <= 8 ? "\"…\"" : "\"\(token.prefix(8))…\""
     }
 }

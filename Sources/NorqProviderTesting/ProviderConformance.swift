@@ -5,7 +5,9 @@ import Synchronization
 /// properties the router relies on, checked from outside through the protocol only.
 ///
 /// 1. `prepare` is pure: the same content, target and options give the same request (the `authorization`
-///    header aside, which a provider may renew between calls).
+///    header aside, which a provider may renew between calls). A provider that encrypts each body afresh (Web
+///    Push, `bodyEncryptedPerCall`) gives the same request but for the body's bytes: their length must match and
+///    the bytes must differ (a fresh key and salt per message).
 /// 2. What is sent is what was prepared: when `received` is given, every prepared (path, body) arrives exactly once.
 /// 3. One outcome per request: `startDelivery` calls its completion exactly once for every request.
 /// 4. Deadlines are honoured: a request the server never answers completes with `provider/deadline-exceeded`
@@ -29,10 +31,13 @@ public struct ProviderConformance: Sendable {
         public var deadlineSlack: Duration
         /// The deadline given to requests that should be answered.
         public var answerDeadline: Duration
+        /// The body is encrypted per call (Web Push): check 1 compares its length, and requires different bytes.
+        public var bodyEncryptedPerCall: Bool
 
         public init(provider: any PushProvider, tokens: [PushToken], content: PushContent = PushContent(title: "conformance"),
                     silentToken: PushToken? = nil, received: (@Sendable () -> [Received])? = nil,
-                    deadlineSlack: Duration = .seconds(2), answerDeadline: Duration = .seconds(10)) {
+                    deadlineSlack: Duration = .seconds(2), answerDeadline: Duration = .seconds(10),
+                    bodyEncryptedPerCall: Bool = false) {
             self.provider = provider
             self.tokens = tokens
             self.content = content
@@ -40,6 +45,7 @@ public struct ProviderConformance: Sendable {
             self.received = received
             self.deadlineSlack = deadlineSlack
             self.answerDeadline = answerDeadline
+            self.bodyEncryptedPerCall = bodyEncryptedPerCall
         }
     }
 
@@ -68,8 +74,12 @@ public struct ProviderConformance: Sendable {
             do throws(NorqError) {
                 let first = try provider.prepare(configuration.content, for: token, options: options)
                 let second = try provider.prepare(configuration.content, for: token, options: options)
-                if Self.comparable(first) != Self.comparable(second) {
+                let perCall = configuration.bodyEncryptedPerCall
+                if Self.comparable(first, withoutBody: perCall) != Self.comparable(second, withoutBody: perCall) {
                     failures.append("prepare is not pure for \(token.redacted): two calls gave different requests")
+                }
+                if perCall, first.body.count != second.body.count || first.body == second.body {
+                    failures.append("prepare for \(token.redacted): two bodies encrypted per call have different lengths or the same bytes")
                 }
                 prepared.append(first)
             } catch {
@@ -148,10 +158,12 @@ public struct ProviderConformance: Sendable {
         return "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - hex.count) + hex
     }
 
-    /// A request without its `authorization` header, for comparing two `prepare` calls.
-    static func comparable(_ request: PreparedRequest) -> PreparedRequest {
+    /// A request without its `authorization` header (and without its body, when it is encrypted per call), for
+    /// comparing two `prepare` calls.
+    static func comparable(_ request: PreparedRequest, withoutBody: Bool = false) -> PreparedRequest {
         var copy = request
         copy.headers.removeAll { $0.name == "authorization" }
+        if withoutBody { copy.body = [] }
         return copy
     }
 

@@ -119,6 +119,9 @@ extension WebPushEmulator {
         public var status: Int
         /// Why it was refused, when it was.
         public var reason: String?
+        /// The encrypted body as received (at most 4,096 bytes are kept: a longer one is refused with 413 and
+        /// only its size, `bodyBytes`, is recorded).
+        public var body: [UInt8] = []
 
         public var plaintextString: String? { plaintext.map { String(decoding: $0, as: UTF8.self) } }
     }

@@ -33,6 +33,8 @@ final class WebPushEmulatorShared: Sendable {
     struct State {
         var port = 0
         var subscriptions: [String: Held] = [:]
+        /// Paths (without query) of adopted subscriptions that keep their own endpoint path -> subscription id.
+        var paths: [String: String] = [:]
         var nextSubscription = 0
         var nextMessage = 0
         var messages: [WebPushEmulator.Message] = []
@@ -73,20 +75,38 @@ final class WebPushEmulatorShared: Sendable {
         }
     }
 
-    func adopt(id: String, privateKey: P256.KeyAgreement.PrivateKey, authSecret: [UInt8]) -> WebPushEmulator.Subscription {
+    func adopt(id: String, privateKey: P256.KeyAgreement.PrivateKey, authSecret: [UInt8],
+               path: String?) -> WebPushEmulator.Subscription {
         let subscription = WebPushEmulator.Subscription(
-            id: id, endpoint: "\(origin)/push/\(id)",
+            id: id, endpoint: origin + (path ?? "/push/\(id)"),
             p256dh: WebPushCrypto.base64URLEncode(Array(privateKey.publicKey.x963Representation)),
             auth: WebPushCrypto.base64URLEncode(authSecret), applicationServerKey: nil)
-        state.withLock { $0.subscriptions[id] = Held(subscription: subscription, privateKey: privateKey, authSecret: authSecret, gone: false) }
+        state.withLock { s in
+            s.subscriptions[id] = Held(subscription: subscription, privateKey: privateKey, authSecret: authSecret, gone: false)
+            if let path { s.paths[Self.withoutQuery(path)] = id }
+        }
         return subscription
     }
 
-    func adoptWithoutKeys(id: String, p256dh: String, auth: String) -> WebPushEmulator.Subscription {
-        let subscription = WebPushEmulator.Subscription(id: id, endpoint: "\(origin)/push/\(id)", p256dh: p256dh, auth: auth,
-                                                        applicationServerKey: nil)
-        state.withLock { $0.subscriptions[id] = Held(subscription: subscription, privateKey: nil, authSecret: [], gone: false) }
+    func adoptWithoutKeys(id: String, p256dh: String, auth: String, path: String?) -> WebPushEmulator.Subscription {
+        let subscription = WebPushEmulator.Subscription(id: id, endpoint: origin + (path ?? "/push/\(id)"),
+                                                        p256dh: p256dh, auth: auth, applicationServerKey: nil)
+        state.withLock { s in
+            s.subscriptions[id] = Held(subscription: subscription, privateKey: nil, authSecret: [], gone: false)
+            if let path { s.paths[Self.withoutQuery(path)] = id }
+        }
         return subscription
+    }
+
+    static func withoutQuery(_ path: String) -> String {
+        String(path.prefix(while: { $0 != "?" }))
+    }
+
+    /// The subscription id a request path names: an adopted subscription's own path, else `/push/<id>`.
+    func subscriptionID(path: String) -> String? {
+        if let id = state.withLock({ $0.paths[Self.withoutQuery(path)] }) { return id }
+        guard path.hasPrefix("/push/") else { return nil }
+        return String(path.dropFirst(6).prefix(while: { $0 != "?" }))
     }
 
     func unsubscribe(_ id: String) { state.withLock { $0.subscriptions[id]?.gone = true } }
@@ -133,6 +153,7 @@ final class WebPushEmulatorShared: Sendable {
             subscriptionID: nil, path: path, httpVersion: httpVersion, headers: fields, plaintext: nil, ttl: nil,
             urgency: fields["urgency"], topic: fields["topic"], vapidSubject: nil, vapidAudience: nil,
             bodyBytes: body.count, status: 0, reason: nil)
+        if body.count <= 4096 { message.body = body }
         let latency = state.withLock { $0.faults.latency }
         func refuse(_ status: Int, _ reason: String) -> (Answer, WebPushEmulator.Message) {
             message.status = status
@@ -141,8 +162,7 @@ final class WebPushEmulatorShared: Sendable {
             return (Answer(status: status, headers: [("content-type", "application/json")], body: json, latency: latency), message)
         }
         guard method == "POST" else { return refuse(405, "method not allowed") }
-        guard path.hasPrefix("/push/") else { return refuse(404, "no such push resource") }
-        let id = String(path.dropFirst(6).prefix(while: { $0 != "?" }))
+        guard let id = subscriptionID(path: path) else { return refuse(404, "no such push resource") }
         message.subscriptionID = id
         guard let held = state.withLock({ $0.subscriptions[id] }) else { return refuse(404, "subscription not found") }
         if held.gone { return refuse(410, "subscription is gone") }

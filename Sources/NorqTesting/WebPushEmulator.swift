@@ -134,14 +134,20 @@ public final class WebPushEmulator: Sendable {
 
     /// Takes over a subscription made elsewhere (a demo subscription whose user-agent private key is published,
     /// as the CLI's quick start has): messages to `<origin>/push/<id>` are decrypted with these keys.
-    public func adopt(id: String, userAgentPrivateKey: P256.KeyAgreement.PrivateKey, authSecret: [UInt8]) -> Subscription {
-        shared.adopt(id: id, privateKey: userAgentPrivateKey, authSecret: authSecret)
+    ///
+    /// - Parameter path: the subscription's own path (`/fcm/send/…` of its real endpoint), when the sender keeps
+    ///   the endpoint and only moves its origin here (`norq send --emulator`); messages to `<origin><path>` (query
+    ///   ignored) are then this subscription's too.
+    public func adopt(id: String, userAgentPrivateKey: P256.KeyAgreement.PrivateKey, authSecret: [UInt8],
+                      path: String? = nil) -> Subscription {
+        shared.adopt(id: id, privateKey: userAgentPrivateKey, authSecret: authSecret, path: path)
     }
 
-    /// Accepts messages to `<origin>/push/<id>` for a subscription whose private key it does not have (a
-    /// subscription from a real browser, given to `norq send --emulator`): every check but decryption applies.
-    public func adoptWithoutKeys(id: String, p256dh: String, auth: String) -> Subscription {
-        shared.adoptWithoutKeys(id: id, p256dh: p256dh, auth: auth)
+    /// Accepts messages to `<origin>/push/<id>` (and `<origin><path>`, as for ``adopt(id:userAgentPrivateKey:authSecret:path:)``)
+    /// for a subscription whose private key it does not have (a subscription from a real browser, given to
+    /// `norq send --emulator`): every check but decryption applies.
+    public func adoptWithoutKeys(id: String, p256dh: String, auth: String, path: String? = nil) -> Subscription {
+        shared.adoptWithoutKeys(id: id, p256dh: p256dh, auth: auth, path: path)
     }
 
     /// The subscription is gone (the user revoked permission): later messages get 410.

@@ -37,7 +37,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     static func parseIPv6(_ input: Substring) -> [UInt8]? {
         var text = input
         if let percent = text.firstIndex(of: "%") { text = text[..<percent] }
-        guard text.contains(":"), text.utf8.count <= 45 else { return nil }
+        guard text.utf8.contains(UInt8(ascii: ":")), text.utf8.count <= 45 else { return nil }
         var head: [UInt16] = []
         var tail: [UInt16] = []
         var sawDoubleColon = false
@@ -62,7 +62,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
             var result: [UInt16] = []
             let pieces = part.split(separator: ":", omittingEmptySubsequences: false)
             for (index, piece) in pieces.enumerated() {
-                if index == pieces.count - 1, allowIPv4, piece.contains(".") {
+                if index == pieces.count - 1, allowIPv4, piece.utf8.contains(UInt8(ascii: ".")) {
                     guard let v4 = parseIPv4(piece) else { return nil }
                     result.append(UInt16(v4[0]) << 8 | UInt16(v4[1]))
                     result.append(UInt16(v4[2]) << 8 | UInt16(v4[3]))

@@ -115,6 +115,8 @@ public final class VAPIDTokenCache: Sendable {
         /// The `Authorization` header value.
         public var headerValue: String
         public var expiresAt: Int64
+        /// What a dry run prints for the header: the audience and expiry, never the signed token.
+        public var redactedHeaderValue: String = ""
     }
 
     private let signer: VAPIDSigner
@@ -135,7 +137,8 @@ public final class VAPIDTokenCache: Sendable {
         }
         let expiresAt = policy.expiry(mintedAt: now)
         let jwt = signer.sign(audience: origin, expiresAt: expiresAt)
-        let token = Token(jwt: jwt, headerValue: signer.authorization(jwt: jwt), expiresAt: expiresAt)
+        let token = Token(jwt: jwt, headerValue: signer.authorization(jwt: jwt), expiresAt: expiresAt,
+                          redactedHeaderValue: "vapid t=<redacted ES256 JWT aud=\(origin) exp=\(expiresAt)>, k=\(signer.keys.publicKeyBase64URL)")
         tokens.withLock { cache in
             if cache[origin] == nil, cache.count >= capacity {
                 cache = cache.filter { !policy.needsRenewal(expiresAt: $0.value.expiresAt, now: now) }

@@ -32,6 +32,12 @@ public struct WebPushConfiguration: ProviderConfiguration, Sendable, Hashable, C
     public var vapidRenewal: VAPIDRenewalPolicy
     /// `config` or `env`, for `norq validate`.
     public var origin: String
+    /// Sends every request to this host and port instead of the endpoint's own origin (path and query kept; the
+    /// VAPID `aud` is the origin connected to). Not a config key: `norq send --emulator` points the provider at
+    /// the in-process push service this way, leaving the subscriptions themselves unchanged (so a durable send's
+    /// idempotency fingerprint is the same on every run). The subscription's endpoint is still checked by the
+    /// SSRF guard, and so is the destination (the CLI allows private endpoints for its emulator on 127.0.0.1).
+    package var originOverride: WebPushOriginOverride?
 
     public init(vapidKeys: VAPIDKeyPair, keySource: String = "code", subject: String, allowedHosts: [String]? = nil,
                 allowPrivateEndpoints: Bool = false, additionalTrustRootsPEM: String? = nil, caPath: String? = nil,
@@ -64,6 +70,7 @@ public struct WebPushConfiguration: ProviderConfiguration, Sendable, Hashable, C
         if let allowedHosts { lines.append(("allowedHosts", allowedHosts.joined(separator: ", "))) }
         if allowPrivateEndpoints { lines.append(("allowPrivateEndpoints", "true (no SSRF guard on private addresses)")) }
         if let caPath { lines.append(("caPath", caPath)) }
+        if let originOverride { lines.append(("originOverride", "https://\(originOverride.authority) (every endpoint)")) }
         return lines
     }
 
@@ -78,7 +85,7 @@ public struct WebPushConfiguration: ProviderConfiguration, Sendable, Hashable, C
             && lhs.connectionsPerOrigin == rhs.connectionsPerOrigin && lhs.maxOrigins == rhs.maxOrigins
             && lhs.requestTimeout == rhs.requestTimeout && lhs.defaultTTL == rhs.defaultTTL
             && lhs.paddingBlock == rhs.paddingBlock && lhs.vapidRenewal == rhs.vapidRenewal
-            && lhs.origin == rhs.origin && lhs.keySource == rhs.keySource
+            && lhs.origin == rhs.origin && lhs.keySource == rhs.keySource && lhs.originOverride == rhs.originOverride
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -102,4 +109,17 @@ public struct WebPushConfiguration: ProviderConfiguration, Sendable, Hashable, C
         if subject.hasPrefix("https://") { return subject.count > 8 && !subject.dropFirst(8).hasPrefix("/") }
         return false
     }
+}
+
+/// Where ``WebPushConfiguration/originOverride`` sends every request: a host (name or IP literal, no brackets) and
+/// a port.
+package struct WebPushOriginOverride: Sendable, Hashable {
+    package var host: String
+    package var port: Int
+    package init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+    /// `host:port`, brackets around an IPv6 literal.
+    package var authority: String { (host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host) + ":\(port)" }
 }

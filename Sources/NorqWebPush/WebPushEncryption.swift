@@ -35,7 +35,7 @@ public enum WebPushEncryption {
                             "web push payload is \(plaintext.count) bytes; at most \(maxPlaintextBytes) fit the 4,096-byte encrypted body")
         }
         let padding = max(0, min(paddingBytes, maxPlaintextBytes - plaintext.count))
-        let ephemeral = ephemeralKey ?? P256.KeyAgreement.PrivateKey()
+        let ephemeral = ephemeralKey ?? freshEphemeralKey()
         let salt = salt ?? randomBytes(16)
         let asPublic = Array(ephemeral.publicKey.x963Representation)
         let sharedSecret: SharedSecret
@@ -98,12 +98,52 @@ public enum WebPushEncryption {
     /// `"Content-Encoding: nonce" || 0x00 || 0x01`.
     static let nonceInfo: [UInt8] = Array("Content-Encoding: nonce".utf8) + [0, 1]
 
+    /// HMAC-SHA-256 (RFC 2104) over two SHA-256 passes: every key here (auth secret, salt, PRKs) is at most 32
+    /// bytes, under the 64-byte block, so it is padded, never hashed. (`HMAC<SHA256>` with a `SymmetricKey` made per
+    /// call cost about twice as much; five of these run per message.)
     static func hmac(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+        guard key.count <= 64 else {
+            return Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+        }
+        var pad = [UInt8](repeating: 0x36, count: 64)
+        for index in key.indices { pad[index] ^= key[index] }
+        var inner = SHA256()
+        inner.update(data: pad)
+        inner.update(data: message)
+        let innerDigest = inner.finalize()
+        for index in pad.indices { pad[index] ^= 0x36 ^ 0x5c }
+        var outer = SHA256()
+        outer.update(data: pad)
+        innerDigest.withUnsafeBytes { outer.update(bufferPointer: $0) }
+        return outer.finalize().withUnsafeBytes { Array($0) }
     }
 
+    /// `count` bytes from the system CSPRNG (`SystemRandomNumberGenerator`: getrandom on Linux), 8 per call
+    /// (a call per byte cost a system call per byte).
     static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        }
+        bytes.removeLast(bytes.count - count)
+        return bytes
+    }
+
+    /// A fresh ephemeral key: a private scalar uniform in [1, n-1] (32 bytes from the system CSPRNG, drawn again
+    /// in the rare case, about 2^-32, that it is 0 or not below the group order n, which the key's initializer
+    /// refuses) and its public point, one fixed-base multiplication.
+    ///
+    /// `P256.KeyAgreement.PrivateKey()` makes the same kind of key but then runs BoringSSL's FIPS pairwise
+    /// consistency test on it (`EC_KEY_check_fips`: the public key recomputed, an ECDSA signature made and
+    /// verified): four more scalar multiplications, which made key generation cost twice the ECDH itself. A key used
+    /// for one ECDH and thrown away gains nothing from that self-test.
+    static func freshEphemeralKey() -> P256.KeyAgreement.PrivateKey {
+        for _ in 0..<64 {
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: randomBytes(32)) { return key }
+        }
+        // Unreachable in practice (64 draws outside [1, n-1] in a row); the library's own generator then.
+        return P256.KeyAgreement.PrivateKey()
     }
 }

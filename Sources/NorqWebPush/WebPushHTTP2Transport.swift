@@ -94,17 +94,34 @@ package final class WebPushHTTP2Transport: WebPushTransport {
                                     path: request.endpoint.path, fields: fields)
         let remaining = ContinuousClock.now.duration(to: deadline)
         let nioDeadline = NIODeadline.now() + WebPushTLS.timeAmount(remaining)
+        let group = self.group
         pool.start(head, body: ByteBuffer(bytes: request.body), deadline: nioDeadline) { result in
-            switch result {
-            case .success(let response):
-                var body = response.body
-                let bytes = body.readBytes(length: body.readableBytes) ?? []
-                completion(.success(WebPushWireResponse(
-                    status: response.status,
-                    headers: response.headers.map { HTTPHeader($0.name.lowercased(), $0.value) }, body: bytes)))
-            case .failure(let error):
-                completion(.failure(error))
+            // Answers are handed to the group's event loops in turn, so that what the completion starts (the
+            // router prepares, so encrypts, the next push in it: ~75 µs of ECDH and key generation each) runs on
+            // every core, not only on the connection's loop, which then only does the I/O. One connection to one
+            // push service is the common case of a bulk send; on 2 cores this took 1x100 from ~4,300 to ~7,400
+            // pushes/s (loaded machine, A/B), for ~6 µs more CPU per push (the hop).
+            let loop = group.next()
+            if !loop.inEventLoop {
+                loop.execute { Self.finish(result, completion) }
+            } else {
+                Self.finish(result, completion)
             }
+        }
+    }
+
+    /// The wire response of an HTTP/2 answer, to `completion`.
+    static func finish(_ result: Result<HTTP2Response, HTTP2ClientError>,
+                       _ completion: @escaping @Sendable (Result<WebPushWireResponse, HTTP2ClientError>) -> Void) {
+        switch result {
+        case .success(let response):
+            var body = response.body
+            let bytes = body.readBytes(length: body.readableBytes) ?? []
+            completion(.success(WebPushWireResponse(
+                status: response.status,
+                headers: response.headers.map { HTTPHeader($0.name.lowercased(), $0.value) }, body: bytes)))
+        case .failure(let error):
+            completion(.failure(error))
         }
     }
 
@@ -129,5 +146,8 @@ package final class WebPushHTTP2Transport: WebPushTransport {
             return state.live.values.map(\.pool) + state.retired
         }
         for pool in all { await pool.shutdown() }
+        // Answers handed to another event loop (see startRaw) are queued there before the pools finish: one empty
+        // task through each loop after them, and every completion has run when shutdown returns.
+        for loop in group.makeIterator() { try? await loop.submit {}.get() }
     }
 }

@@ -59,8 +59,9 @@ public final class WebPushProvider: PushProvider {
         guard let keys = token.keys else {
             throw NorqError(.missingVAPIDKeys, "web push subscription \(token.redacted) needs keys.p256dh and keys.auth")
         }
-        let endpoint = try WebPushEndpoint(parsing: token.token)
-        try endpointGuard.check(endpoint)
+        let subscribed = try WebPushEndpoint(parsing: token.token)
+        try endpointGuard.check(subscribed)
+        let endpoint = configuration.originOverride.map(subscribed.moved(to:)) ?? subscribed
         let subscription = try WebPushSubscriptionKeys(keys)
         let now = clock.epochSeconds()
         let sendTime = options.sendTime ?? now
@@ -90,7 +91,7 @@ public final class WebPushProvider: PushProvider {
         return PreparedRequest(
             method: "POST", authority: endpoint.authority, path: endpoint.path, headers: headers, body: body,
             provider: name, target: .token(token), payloadLimit: WebPushEncryption.maxBodyBytes,
-            redactions: ["authorization": "vapid t=<redacted ES256 JWT aud=\(endpoint.origin) exp=\(vapid.expiresAt)>, k=\(configuration.vapidKeys.publicKeyBase64URL)"])
+            redactions: ["authorization": vapid.redactedHeaderValue])
     }
 
     /// The plaintext JSON, encoded once per send (the same `contentID`, or equal content, reuses it).

@@ -11,12 +11,20 @@ public struct WebPushEndpoint: Sendable, Hashable {
 
     /// `host` or `host:port` (brackets around an IPv6 literal): the HTTP `:authority`.
     public var authority: String {
-        let shown = host.contains(":") ? "[\(host)]" : host
+        let shown = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? shown : "\(shown):\(port)"
     }
 
     /// `https://authority`: the VAPID `aud` and the key of the connection pool.
     public var origin: String { "https://" + authority }
+
+    /// The same path and query on another origin (``WebPushConfiguration/originOverride``).
+    package func moved(to override: WebPushOriginOverride) -> WebPushEndpoint {
+        var moved = self
+        moved.host = override.host.lowercased()
+        moved.port = override.port
+        return moved
+    }
 
     /// Parses an endpoint; anything but an absolute `https://` URL with a host is `webpush/invalid-endpoint`.
     /// User info (`user@host`) is refused (it has no meaning for a push service and hides the real host).
@@ -37,7 +45,7 @@ public struct WebPushEndpoint: Sendable, Hashable {
         var path = String(rest[authorityEnd...])
         if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
         if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
-        guard !authority.contains("@") else { throw invalid("user info (user@host) is not allowed") }
+        guard !authority.utf8.contains(UInt8(ascii: "@")) else { throw invalid("user info (user@host) is not allowed") }
         var host = authority
         var port = 443
         if authority.hasPrefix("[") {

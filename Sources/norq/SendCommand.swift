@@ -88,16 +88,15 @@ struct SendCommand: AsyncParsableCommand {
         let library = try configOptions.library(configuration)
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
-        var recipients = try JSONInput.recipients(to)
+        let recipients = try JSONInput.recipients(to)
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))
 
         var running: EmulatorSetup.Attached?
         var runningWeb: WebPushEmulator?
         if emulator {
-            let (webRewritten, webRecipients, webStarted) = try await WebPushEmulatorSetup.attach(to: configuration, recipients: recipients)
+            let (webRewritten, webStarted) = try await WebPushEmulatorSetup.attach(to: configuration, recipients: recipients)
             configuration = webRewritten
-            recipients = webRecipients
             runningWeb = webStarted
             if let webStarted, !json {
                 Console.out(Style.stdout.dim("Web Push emulator (in-process) at \(webStarted.origin); it decrypts what it receives") + "\n")

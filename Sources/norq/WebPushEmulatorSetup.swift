@@ -4,8 +4,10 @@ import NorqCore
 import NorqTesting
 import NorqWebPush
 
-/// `norq send --emulator` for web tokens: starts the in-process push-service emulator, points the configuration's
-/// Web Push providers at it (its CA trusted, private addresses allowed) and the recipients' web tokens too.
+/// `norq send --emulator` for web tokens: starts the in-process push-service emulator and points the configuration's
+/// Web Push providers at it (every endpoint's origin moved there, its CA trusted, private addresses allowed). The
+/// recipients' web tokens are left as they are: the emulator adopts each under its own path, so a repeated durable
+/// send with the same idempotency key is the same send (its fingerprint does not depend on the emulator's port).
 enum WebPushEmulatorSetup {
     /// The browser side of the demo subscription in examples/quickstart/recipients.json (published in
     /// examples/keys/README.md; **demo only**): the emulator decrypts messages to it with this key.
@@ -17,13 +19,13 @@ enum WebPushEmulatorSetup {
     }
 
     /// Starts the emulator when the configuration has a Web Push provider and the recipients a web token; returns
-    /// the rewritten configuration and recipients. Every web token is adopted under the last path segment of its
-    /// endpoint: the demo subscription with its published key (decrypted), others without keys (checked, not
-    /// decrypted).
+    /// the rewritten configuration. Every web token is adopted under its endpoint's path (and the last path segment
+    /// of it as its id): the demo subscription with its published key (decrypted), others without keys (checked,
+    /// not decrypted).
     static func attach(to configuration: NorqConfiguration,
-                       recipients: [Recipient]) async throws(NorqError) -> (NorqConfiguration, [Recipient], WebPushEmulator?) {
+                       recipients: [Recipient]) async throws(NorqError) -> (NorqConfiguration, WebPushEmulator?) {
         guard hasWebPush(configuration), recipients.contains(where: { $0.tokens.contains { $0.platform == .web } }) else {
-            return (configuration, recipients, nil)
+            return (configuration, nil)
         }
         let emulator: WebPushEmulator
         do {
@@ -39,27 +41,31 @@ enum WebPushEmulatorSetup {
             web.allowedHosts = nil
             web.additionalTrustRootsPEM = emulator.caCertificatePEM
             web.caPath = "(in-process emulator CA)"
+            web.originOverride = WebPushOriginOverride(host: "127.0.0.1", port: emulator.port)
             rewritten.providers[index].configuration = web
         }
         let demoKey = try? P256.KeyAgreement.PrivateKey(rawRepresentation: decode(demoUserAgentPrivateKey))
         let demoPublic = demoKey.map { encode(Array($0.publicKey.x963Representation)) }
-        var recipients = recipients
-        for r in recipients.indices {
-            for t in recipients[r].tokens.indices where recipients[r].tokens[t].platform == .web {
-                var token = recipients[r].tokens[t]
-                guard let keys = token.keys else { continue }
-                let id = subscriptionID(of: token.token, index: t)
-                let subscription: WebPushEmulator.Subscription
-                if let demoKey, keys.p256dh == demoPublic, keys.auth == demoAuthSecret {
-                    subscription = emulator.adopt(id: id, userAgentPrivateKey: demoKey, authSecret: decode(demoAuthSecret))
-                } else {
-                    subscription = emulator.adoptWithoutKeys(id: id, p256dh: keys.p256dh, auth: keys.auth)
+        var adoptedPaths = Set<String>(), ids = Set<String>()
+        for recipient in recipients {
+            for (t, token) in recipient.tokens.enumerated() where token.platform == .web {
+                // Tokens the provider refuses (no keys, not an https URL) are left to it: it reports them.
+                guard let keys = token.keys, let endpoint = try? WebPushEndpoint(parsing: token.token),
+                      adoptedPaths.insert(endpoint.path).inserted else { continue }
+                var id = subscriptionID(of: token.token, index: t)
+                if !ids.insert(id).inserted {
+                    id += "-\(ids.count)"
+                    ids.insert(id)
                 }
-                token.token = subscription.endpoint
-                recipients[r].tokens[t] = token
+                if let demoKey, keys.p256dh == demoPublic, keys.auth == demoAuthSecret {
+                    _ = emulator.adopt(id: id, userAgentPrivateKey: demoKey, authSecret: decode(demoAuthSecret),
+                                       path: endpoint.path)
+                } else {
+                    _ = emulator.adoptWithoutKeys(id: id, p256dh: keys.p256dh, auth: keys.auth, path: endpoint.path)
+                }
             }
         }
-        return (rewritten, recipients, emulator)
+        return (rewritten, emulator)
     }
 
     /// The last path segment of an endpoint (URL-safe characters only), or `web-<index>`.

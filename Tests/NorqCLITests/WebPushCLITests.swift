@@ -37,6 +37,34 @@ import Testing
         #expect(refused.stdout.contains("webpush/endpoint-not-allowed"), "\(refused)")
     }
 
+    /// `--emulator` moves the providers' push-service origin to the in-process emulator and leaves the web tokens
+    /// as they are, so a durable send repeated with the same idempotency key is the same send (not
+    /// `idempotency/key-reused`), whatever port the emulator got on each run.
+    @Test func durableRepeatWithWebTokensThroughTheEmulatorIsTheSameSend() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appendingPathComponent("norq.db").path
+        let keys = #""keys": {"p256dh": "BKCjp1WSg7IDKe3dkSVMishklWs4459OXVoS2crjl1jqju8PbORmCsqtxo2LmsRbX2fMOyuft4jx5Ueznj5Tp_Q", "auth": "SCcgLAlycoK6hUuYKyV4MQ"}"#
+        // The quick start's demo subscription (decrypted by the emulator) and one on another push service and path.
+        let recipients = """
+            [{"id": "user-3", "push": {"tokens": [{"platform": "web", "token": "https://push.example.net/push/demo-web-1", \(keys)}]}},
+             {"id": "user-4", "push": {"tokens": [{"platform": "web", "token": "https://fcm.googleapis.com/fcm/send/cRmVNSZMDD0:APA91bHq", \(keys)}]}}]
+            """
+        let send = ["send", "order-shipped", "--config", "examples/quickstart/norq.yaml", "--sample", "default",
+                    "--to", recipients, "--emulator", "--store", db, "--idempotency-key", "web-order-1"]
+        let first = try CLI.run(send)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains("ok: 2 tokens: 2 delivered"), "\(first)")
+        #expect(first.stdout.contains("delivered  web token https://push.example.net/…["), "\(first)")
+        #expect(first.stdout.contains("delivered  web token https://fcm.googleapis.com/…["), "\(first)")
+        #expect(!first.stdout.contains("demo-web-1") && !first.stdout.contains("APA91bHq"), "never a whole endpoint")
+        let again = try CLI.run(send)
+        #expect(again.status == 0, "\(again)")
+        #expect(again.stdout.contains("idempotency key repeated: original send"), "\(again)")
+        #expect(again.stdout.contains("ok: 2 tokens: 2 delivered"), "\(again)")
+        #expect(!again.stderr.contains("idempotency/key-reused"), "\(again)")
+    }
+
     @Test func validateShowsThePublicKeyOnly() throws {
         let result = try CLI.run(["validate", "--config", "examples/quickstart/norq.yaml"])
         #expect(result.status == 0, "\(result)")

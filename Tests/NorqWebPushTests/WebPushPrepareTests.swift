@@ -64,6 +64,34 @@ struct TestSubscriber {
         #expect(request.body.count == 86 + #"{"title":"Hi","body":"there"}"#.utf8.count + 1 + 16)
     }
 
+    /// The origin override (`norq send --emulator`): the request goes to the override with the subscription's path,
+    /// the VAPID `aud` is the origin connected to, and the subscription itself is still checked by the guard (the
+    /// destination is too, when sending: the CLI allows private endpoints for its emulator on 127.0.0.1).
+    @Test func originOverrideMovesTheRequestNotTheSubscription() async throws {
+        var configuration = WebPushConfiguration(vapidKeys: Self.keys, subject: "mailto:ops@example.com")
+        configuration.originOverride = WebPushOriginOverride(host: "emulator.example.org", port: 4443)
+        #expect(configuration.summary.contains { $0.key == "originOverride" && $0.value.hasPrefix("https://emulator.example.org:4443") })
+        let transport = ScriptedTransport()
+        let provider = WebPushProvider(name: "webpush", configuration: configuration, policy: DeliveryPolicy(),
+                                       logger: Logger(label: "test"), clock: WebPushClock { 1_700_000_000 },
+                                       transport: transport)
+        let subscriber = TestSubscriber()
+        let token = subscriber.token("https://fcm.googleapis.com/fcm/send/abc?x=1")
+        let request = try provider.prepare(PushContent(title: "Hi"), for: token, options: SendOptions())
+        #expect(request.authority == "emulator.example.org:4443")
+        #expect(request.path == "/fcm/send/abc?x=1")
+        #expect(request.target == .token(token), "the token is not rewritten")
+        let claims = try #require(request.header("authorization")?.dropFirst("vapid t=".count).split(separator: ",")[0]
+            .split(separator: ".")[1])
+        #expect(String(decoding: Base64URL.decode(claims)!, as: UTF8.self).contains(#""aud":"https://emulator.example.org:4443""#))
+        _ = try await provider.deliver(request, deadline: .now + .seconds(5))
+        #expect(transport.sent.withLock { $0.map(\.endpoint.origin) } == ["https://emulator.example.org:4443"])
+        // A subscription the guard refuses stays refused, wherever the override points.
+        #expect(throws: NorqError.self) {
+            try provider.prepare(PushContent(title: "Hi"), for: subscriber.token("https://10.0.0.7/push/x"), options: SendOptions())
+        }
+    }
+
     @Test func refusalsBeforeAnything() {
         let subscriber = TestSubscriber()
         let provider = Self.provider(allowedHosts: ["push.example.net"])

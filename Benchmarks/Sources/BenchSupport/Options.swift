@@ -20,6 +20,10 @@ package struct Options: Sendable {
     /// Router mode: `array` hands the router a `[Recipient]`; `stream` an async sequence that makes each
     /// recipient when the router reads it (`sendStreaming(...to: some AsyncSequence)`).
     package var input = "array"
+    // Web Push modes (issue 16, WebPushBench.swift): the VAPID private key (PEM) and the subscriptions' path
+    // prefix on --endpoint (`<endpoint><path><token>`).
+    package var vapidKey = "examples/keys/vapid-demo.pem"
+    package var webPushPath = "/wp/"
 
     package static let usage = """
     usage: norq-bench [--mode router|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
@@ -33,6 +37,11 @@ package struct Options: Sendable {
       prepare  writes the exact request of one token to --out DIR (body.json, headers.txt) for h2load
       tokens   prints the --count benchmark device tokens, one a line
       jwt      prints a provider token (the authorization header value) for --key/--team/--key-id
+      webpush          N encrypted Web Push messages through NotificationRouter + WebPushProvider to --endpoint
+                       (subscriptions <endpoint><--webpush-path><token>), one JSON line [--vapid-key PEM]
+      webpush-encrypt  µs of CPU per message (one thread): RFC 8291 encryption, one VAPID ES256 signature, and
+                       the provider's whole prepare, over --count messages, one JSON line
+      webpush-prepare  writes plaintext.json, body.bin, headers.txt, subscription.json to --out DIR
     """
 
     package static func parse(_ arguments: [String]) throws -> Options {
@@ -71,6 +80,8 @@ package struct Options: Sendable {
             case "--input":
                 options.input = try value(argument)
                 guard ["array", "stream"].contains(options.input) else { throw BenchError("--input is array or stream") }
+            case "--vapid-key": options.vapidKey = try value(argument)
+            case "--webpush-path": options.webPushPath = try value(argument)
             case "-h", "--help": throw BenchError(usage)
             default: throw BenchError("unknown option \(argument)\n\(usage)")
             }

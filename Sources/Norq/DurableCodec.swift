@@ -46,6 +46,7 @@ enum DurableCodec {
         object["collapse"] = .string(options.collapse.rawValue)
         object["strict"] = .bool(options.strict)
         object["sendTime"] = options.sendTime.map(JSONValue.int) ?? .null
+        if options.validateOnly { object["validateOnly"] = .bool(true) }
         return .object(object)
     }
 
@@ -60,6 +61,7 @@ enum DurableCodec {
         if let mode = json["collapse"]?.stringValue { options.collapse = .init(rawValue: mode) }
         if case .bool(let strict)? = json["strict"] { options.strict = strict }
         options.sendTime = int(json["sendTime"])
+        if case .bool(true)? = json["validateOnly"] { options.validateOnly = true }
         return options
     }
 

@@ -105,7 +105,8 @@ public final class FCMProvider: PushProvider {
             throw NorqError(.fcmPayloadTooLarge,
                             "the FCM message is \(message.count) bytes; FCM accepts at most \(FCMMessage.payloadLimit)")
         }
-        let body = FCMMessage.body(message: message, target: target, validateOnly: configuration.validateOnly)
+        let body = FCMMessage.body(message: message, target: target,
+                                   validateOnly: configuration.validateOnly || options.validateOnly)
         let authorization = tokens.currentToken?.headerValue ?? placeholderAuthorization
         return PreparedRequest(
             method: "POST", authority: configuration.endpoint.authority, path: configuration.sendPath,
@@ -279,6 +280,9 @@ extension FCMProvider {
 
     /// FCM's message `name` (`projects/<id>/messages/<id>`).
     public var messageIDName: String { "fcm-message" }
+
+    /// FCM validates a `validate_only` message and delivers nothing (a per-send server-side dry run).
+    public var supportsValidateOnly: Bool { true }
 }
 
 extension FCMProvider {

@@ -239,6 +239,7 @@ enum DurableCodec {
             o["channel"] = .string(channel.channel)
             put(&o, "provider", channel.provider)
             put(&o, "environment", channel.environment?.rawValue)
+            put(&o, "platform", channel.platform?.rawValue)
         }
         return String(decoding: JSONValue.object(o).serialized(), as: UTF8.self)
     }
@@ -248,7 +249,8 @@ enum DurableCodec {
         let environment = json["environment"]?.stringValue.map(PushEnvironment.init(rawValue:))
         if let channel = json["channel"]?.stringValue {
             return .channel(ChannelRecipient(channel: channel, provider: json["provider"]?.stringValue,
-                                             environment: environment))
+                                             environment: environment,
+                                             platform: json["platform"]?.stringValue.map(Platform.init(rawValue:))))
         }
         guard let token = json["token"]?.stringValue, let platform = json["platform"]?.stringValue else {
             throw NorqError(.storeFailed, "a stored target has neither a token nor a channel")

@@ -28,6 +28,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NorqFCM", package: "norq-swift"),
             ]
         ),
         // The router: its process holds what an application using Norq holds, and no other HTTP client.
@@ -49,6 +50,11 @@ let package = Package(
                 .product(name: "NorqTesting", package: "norq-swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        // The FCM emulator for fcm.sh, in a process of its own.
+        .executableTarget(
+            name: "norq-bench-fcm-emulator",
+            dependencies: [.product(name: "NorqTesting", package: "norq-swift")]
         ),
     ]
 )

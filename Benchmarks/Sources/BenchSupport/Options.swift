@@ -20,9 +20,14 @@ package struct Options: Sendable {
     /// Router mode: `array` hands the router a `[Recipient]`; `stream` an async sequence that makes each
     /// recipient when the router reads it (`sendStreaming(...to: some AsyncSequence)`).
     package var input = "array"
+    // FCM (--mode fcm, fcm-prepare, fcm-tokens; see FCMBench.swift).
+    package var fcmProject = "norq-demo"
+    package var fcmServiceAccount = "examples/keys/fcm-service-account-DEMO.json"
+    package var fcmTokenEndpoint: String?
+    package var fcmPlatform = "android"
 
     package static let usage = """
-    usage: norq-bench [--mode router|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
+    usage: norq-bench [--mode router|render|prepare|tokens|jwt|fcm|fcm-prepare|fcm-tokens] [--endpoint https://HOST:PORT] [--ca PEM]
                       [--key P8] [--team TEAMID] [--key-id KEYID] [--bundle-id ID] [--templates DIR]
                       [--template NAME] [--count N] [--connections C] [--in-flight M] [--warmup N]
                       [--label TEXT] [--out DIR] [--seconds S] [--timeout S] [--input array|stream]
@@ -33,6 +38,11 @@ package struct Options: Sendable {
       prepare  writes the exact request of one token to --out DIR (body.json, headers.txt) for h2load
       tokens   prints the --count benchmark device tokens, one a line
       jwt      prints a provider token (the authorization header value) for --key/--team/--key-id
+      fcm          N notifications through NotificationRouter + NorqFCM (OAuth token, TLS HTTP/2), one JSON line
+      fcm-prepare  delivers one, then writes the exact FCM request of the first token to --out DIR
+      fcm-tokens   prints the --count FCM benchmark registration tokens, one a line
+        FCM options: [--project ID] [--service-account JSON] [--token-endpoint https://HOST:PORT/PATH]
+                     [--platform android|ios|web]  (token endpoint default: --endpoint + /token)
     """
 
     package static func parse(_ arguments: [String]) throws -> Options {
@@ -71,6 +81,13 @@ package struct Options: Sendable {
             case "--input":
                 options.input = try value(argument)
                 guard ["array", "stream"].contains(options.input) else { throw BenchError("--input is array or stream") }
+            // FCM options.
+            case "--project": options.fcmProject = try value(argument)
+            case "--service-account": options.fcmServiceAccount = try value(argument)
+            case "--token-endpoint": options.fcmTokenEndpoint = try value(argument)
+            case "--platform":
+                options.fcmPlatform = try value(argument)
+                guard ["android", "ios", "web"].contains(options.fcmPlatform) else { throw BenchError("--platform is android, ios or web") }
             case "-h", "--help": throw BenchError(usage)
             default: throw BenchError("unknown option \(argument)\n\(usage)")
             }

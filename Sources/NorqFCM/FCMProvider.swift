@@ -25,6 +25,9 @@ public final class FCMProvider: PushProvider {
     /// The token endpoint's transport when it is another origin than the API's.
     let tokenTransport: (any FCMTransport)?
     private let redactions: [String: String]
+    /// `configuration.endpoint.authority` and `.sendPath`, computed once (not per request).
+    private let authority: String
+    private let sendPath: String
     private let placeholderAuthorization = "Bearer <access token fetched at send time>"
     private let lastMessage = Mutex<CachedMessage?>(nil)
 
@@ -63,6 +66,8 @@ public final class FCMProvider: PushProvider {
         let signer = try FCMAssertionSigner(serviceAccount: configuration.serviceAccount,
                                             audience: configuration.tokenEndpoint.description)
         self.signer = signer
+        self.authority = configuration.endpoint.authority
+        self.sendPath = configuration.sendPath
         self.redactions = ["authorization": "Bearer <redacted OAuth2 access token of \(configuration.serviceAccount.clientEmail)>"]
         let endpoint = configuration.tokenEndpoint
         let timeout = configuration.requestTimeout
@@ -109,7 +114,7 @@ public final class FCMProvider: PushProvider {
                                    validateOnly: configuration.validateOnly || options.validateOnly)
         let authorization = tokens.currentToken?.headerValue ?? placeholderAuthorization
         return PreparedRequest(
-            method: "POST", authority: configuration.endpoint.authority, path: configuration.sendPath,
+            method: "POST", authority: authority, path: sendPath,
             headers: [HTTPHeader("content-type", "application/json; charset=UTF-8"),
                       HTTPHeader("authorization", authorization)],
             body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
@@ -195,7 +200,7 @@ public final class FCMProvider: PushProvider {
     /// read with `FCMResponseTable` (FCM `errorCode` first, then the canonical status, then the HTTP status).
     func interpret(_ answer: FCMWireResponse) -> DeliveryResponse {
         if (200..<300).contains(answer.status) {
-            let name = (try? JSONValue(parsing: answer.body))?["name"]?.stringValue
+            let name = FCMResponseTable.messageName(in: answer.body)
             return DeliveryResponse(status: answer.status, headers: answer.headers, body: answer.body,
                                     messageID: name, classification: .delivered)
         }

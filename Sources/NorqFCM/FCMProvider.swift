@@ -166,9 +166,10 @@ public final class FCMProvider: PushProvider {
                 completion(.failure(error))
                 return
             }
+            // `prepare` put the current token in already on the hot path: the headers are then sent as they are.
             var headers = request.headers
             if let index = headers.firstIndex(where: { $0.name == "authorization" }) {
-                headers[index].value = token.headerValue
+                if headers[index].value != token.headerValue { headers[index].value = token.headerValue }
             } else {
                 headers.append(HTTPHeader("authorization", token.headerValue))
             }

@@ -30,6 +30,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // Web Push mode (issue 16).
                 .product(name: "NorqWebPush", package: "norq-swift"),
+                .product(name: "NorqFCM", package: "norq-swift"),
             ]
         ),
         // The router: its process holds what an application using Norq holds, and no other HTTP client.
@@ -51,6 +52,11 @@ let package = Package(
                 .product(name: "NorqTesting", package: "norq-swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        // The FCM emulator for fcm.sh, in a process of its own.
+        .executableTarget(
+            name: "norq-bench-fcm-emulator",
+            dependencies: [.product(name: "NorqTesting", package: "norq-swift")]
         ),
     ]
 )

@@ -46,6 +46,7 @@ enum DurableCodec {
         object["collapse"] = .string(options.collapse.rawValue)
         object["strict"] = .bool(options.strict)
         object["sendTime"] = options.sendTime.map(JSONValue.int) ?? .null
+        if options.validateOnly { object["validateOnly"] = .bool(true) }
         return .object(object)
     }
 
@@ -60,6 +61,7 @@ enum DurableCodec {
         if let mode = json["collapse"]?.stringValue { options.collapse = .init(rawValue: mode) }
         if case .bool(let strict)? = json["strict"] { options.strict = strict }
         options.sendTime = int(json["sendTime"])
+        if case .bool(true)? = json["validateOnly"] { options.validateOnly = true }
         return options
     }
 
@@ -237,6 +239,7 @@ enum DurableCodec {
             o["channel"] = .string(channel.channel)
             put(&o, "provider", channel.provider)
             put(&o, "environment", channel.environment?.rawValue)
+            put(&o, "platform", channel.platform?.rawValue)
         }
         return String(decoding: JSONValue.object(o).serialized(), as: UTF8.self)
     }
@@ -246,7 +249,8 @@ enum DurableCodec {
         let environment = json["environment"]?.stringValue.map(PushEnvironment.init(rawValue:))
         if let channel = json["channel"]?.stringValue {
             return .channel(ChannelRecipient(channel: channel, provider: json["provider"]?.stringValue,
-                                             environment: environment))
+                                             environment: environment,
+                                             platform: json["platform"]?.stringValue.map(Platform.init(rawValue:))))
         }
         guard let token = json["token"]?.stringValue, let platform = json["platform"]?.stringValue else {
             throw NorqError(.storeFailed, "a stored target has neither a token nor a channel")

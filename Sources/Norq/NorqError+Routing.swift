@@ -17,6 +17,8 @@ extension NorqError.Code {
     public static let duplicateProvider: Self = "routing/duplicate-provider"
     /// Data given as an `Encodable` could not be encoded to JSON.
     public static let invalidData: Self = "routing/invalid-data"
+    /// A validate-only send (a server-side dry run) reached a provider without one: nothing was sent to the token.
+    public static let validateOnlyUnsupported: Self = "routing/validate-only-unsupported"
 }
 
 extension NorqError.Code {

@@ -26,7 +26,11 @@ extension NotificationRouter {
             platform = token.platform
             explicit = token.provider
         case .channel(let channel):
-            platform = .ios
+            // A channel's platform is the channel's own fact (`platform`); without one, `routing push` or the
+            // only provider takes it (which provider serves broadcast channels or topics is the provider's
+            // fact: `prepare(forChannel:)` refuses with `provider/broadcast-unsupported` otherwise).
+            guard let channelPlatform = channel.platform else { return channelRoute(channel) }
+            platform = channelPlatform
             explicit = channel.provider
         }
         if let explicit {
@@ -47,6 +51,26 @@ extension NotificationRouter {
         return implicitRoutes[platform] ?? Self.implicitRoute(for: platform, providers: providers,
                                                                providerNames: providerNames,
                                                                defaultProvider: defaultProvider, byPlatform: byPlatform)
+    }
+
+    /// The route of a channel that names no platform: its `provider`, else `routing push`, else the only provider.
+    func channelRoute(_ channel: ChannelRecipient) -> RouteDecision {
+        if let explicit = channel.provider {
+            guard let provider = providers[explicit] else {
+                let rejected = PushOutcome.Rejected(status: 0, reason: "unknown provider \"\(explicit)\"",
+                                                    code: .unknownProvider, classification: .permanent)
+                return .outcome(.rejected(rejected), provider: nil, how: "channel.provider \(explicit) (unknown)")
+            }
+            return .provider(provider, how: "channel.provider")
+        }
+        if let name = defaultProvider, let provider = providers[name] { return .provider(provider, how: "routing push") }
+        if providerNames.count == 1, let provider = providers[providerNames[0]] {
+            return .provider(provider, how: "the only provider")
+        }
+        let skipped = PushOutcome.Skipped(
+            code: .noProvider,
+            reason: "a channel without provider or platform, and no routing push: name its provider or platform")
+        return .outcome(.skipped(skipped), provider: nil, how: "no route")
     }
 
     /// The route of a token without `provider`: by its platform only, so the router works it out once per platform

@@ -51,6 +51,7 @@ final class SendPlan: Sendable {
                                       expiration: options.expiration, collapseID: collapseID,
                                       sendTime: options.sendTime, contentID: contentID)
         sendOptions.topic = options.topic
+        sendOptions.validateOnly = options.validateOnly
         self.sendOptions = sendOptions
     }
 }
@@ -310,6 +311,11 @@ extension NotificationRouter {
                         requestID: String) throws(NorqError) -> PreparedRequest {
         guard !plan.templateDisabled else {
             throw NorqError(.templateDisabled, "template \"\(plan.templateName ?? "?")\" is disabled (enabled: false)")
+        }
+        guard !plan.sendOptions.validateOnly || provider.supportsValidateOnly else {
+            throw NorqError(.validateOnlyUnsupported,
+                            "provider \(provider.name) (\(provider.typeName)) has no server-side dry run: nothing was sent to this token",
+                            hint: "send without validate-only, or route these tokens to a provider that validates (fcm)")
         }
         var options = plan.sendOptions
         options.requestID = requestID

@@ -31,6 +31,10 @@ public struct RouterSendOptions: Sendable, Hashable {
     /// The app (bundle id, `apns-topic` before its push-type suffix) for every token of this send; wins over
     /// the template's `headers.apns-topic`. Nil: the template's, else the provider's bundle id.
     public var topic: String? = nil
+    /// A server-side dry run (FCM `validate_only`): providers that support it have their service validate each
+    /// request and deliver nothing; the tokens of providers that do not (APNs, Web Push) fail with
+    /// `routing/validate-only-unsupported` and nothing is sent to them. Default false.
+    public var validateOnly: Bool = false
 
     public init(idempotencyKey: String? = nil, deadline: Duration = .seconds(30), environment: PushEnvironment? = nil,
                 priority: Int? = nil, expiration: PushExpiration? = nil, collapseID: String? = nil,

@@ -23,4 +23,7 @@ public struct ProviderTypeRegistry: Sendable {
 
     /// Registered type names in registration order.
     public var typeNames: [String] { order }
+
+    /// The registered types in registration order.
+    public var registeredTypes: [any ProviderType] { order.compactMap { types[$0] } }
 }

@@ -23,6 +23,10 @@ public struct SendOptions: Sendable, Hashable {
     /// provider can serve several apps of a team. Wins over the template's `headers.apns-topic`; nil uses the
     /// template's, else the provider's bundle id.
     public var topic: String? = nil
+    /// A server-side dry run: the provider asks its service to validate the request and deliver nothing (FCM
+    /// `validate_only`). Only providers whose `supportsValidateOnly` is true receive such requests; the router
+    /// fails the others' tokens with `routing/validate-only-unsupported` without sending.
+    public var validateOnly: Bool = false
 
     public init(idempotencyKey: String? = nil, requestID: String? = nil, environment: PushEnvironment? = nil,
                 priority: Int? = nil, expiration: PushExpiration? = nil, collapseID: String? = nil,
@@ -84,6 +88,10 @@ public protocol PushProvider: Sendable {
     /// What the provider calls the message id of a delivered outcome (`apns-id`, FCM's message `name`), for
     /// display (the CLI prints it beside the id). Default `message-id`.
     var messageIDName: String { get }
+
+    /// Whether the provider honours `SendOptions.validateOnly` (its service validates a request and delivers
+    /// nothing, as FCM's `validate_only`). Default false: the router never sends such a send's requests to it.
+    var supportsValidateOnly: Bool { get }
 }
 
 extension NorqError.Code {
@@ -109,6 +117,8 @@ extension PushProvider {
     public var knownReasons: Set<String> { [] }
 
     public var messageIDName: String { "message-id" }
+
+    public var supportsValidateOnly: Bool { false }
 
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
@@ -159,6 +169,9 @@ public protocol ProviderType: Sendable {
     /// Prefix of the env-var fallback (`NORQ_APNS_`).
     var environmentPrefix: String { get }
     var platforms: Set<Platform> { get }
+    /// The push types (`apns-push-type` values) a template may name for this type's providers: templates are
+    /// checked against the union of the registered types' lists (`TemplateRules`). Default: none.
+    var pushTypes: Set<String> { get }
 
     /// Parses and validates a `config:` block.
     func parseConfiguration(_ node: ConfigNode, context: ProviderConfigurationContext) throws(NorqError) -> any ProviderConfiguration
@@ -170,4 +183,8 @@ public protocol ProviderType: Sendable {
     /// Creates a live provider instance.
     func makeProvider(name: String, configuration: any ProviderConfiguration, policy: DeliveryPolicy,
                       context: ProviderContext) throws(NorqError) -> any PushProvider
+}
+
+extension ProviderType {
+    public var pushTypes: Set<String> { [] }
 }

@@ -4,11 +4,16 @@ public struct ChannelRecipient: Sendable, Hashable {
     public var channel: String
     public var provider: String?
     public var environment: PushEnvironment?
+    /// The platform whose routing (`push.<platform>`) applies when `provider` is nil, as for a token (an FCM
+    /// topic for Android apps: `android`). Nil: the channel goes to `routing push`, else to the only provider.
+    public var platform: Platform?
 
-    public init(channel: String, provider: String? = nil, environment: PushEnvironment? = nil) {
+    public init(channel: String, provider: String? = nil, environment: PushEnvironment? = nil,
+                platform: Platform? = nil) {
         self.channel = channel
         self.provider = provider
         self.environment = environment
+        self.platform = platform
     }
 }
 
@@ -53,8 +58,15 @@ public struct Recipient: Sendable, Hashable {
                 }
                 var environment: PushEnvironment?
                 if case .string(let env)? = item["environment"] { environment = try PushEnvironment.parse(env) }
+                var platform: Platform?
+                if case .string(let name)? = item["platform"] {
+                    guard Platform.known.contains(Platform(rawValue: name)) else {
+                        throw NorqError(.invalidRecipient, "channel platform \"\(name.prefix(40))\" is not ios, android or web")
+                    }
+                    platform = Platform(rawValue: name)
+                }
                 channels.append(ChannelRecipient(channel: channel, provider: item["provider"]?.stringValue,
-                                                 environment: environment))
+                                                 environment: environment, platform: platform))
             }
         }
         if tokens.isEmpty && channels.isEmpty {

@@ -25,6 +25,9 @@ public final class FCMProvider: PushProvider {
     /// The token endpoint's transport when it is another origin than the API's.
     let tokenTransport: (any FCMTransport)?
     private let redactions: [String: String]
+    /// `configuration.endpoint.authority` and `.sendPath`, computed once (not per request).
+    private let authority: String
+    private let sendPath: String
     private let placeholderAuthorization = "Bearer <access token fetched at send time>"
     private let lastMessage = Mutex<CachedMessage?>(nil)
 
@@ -63,6 +66,8 @@ public final class FCMProvider: PushProvider {
         let signer = try FCMAssertionSigner(serviceAccount: configuration.serviceAccount,
                                             audience: configuration.tokenEndpoint.description)
         self.signer = signer
+        self.authority = configuration.endpoint.authority
+        self.sendPath = configuration.sendPath
         self.redactions = ["authorization": "Bearer <redacted OAuth2 access token of \(configuration.serviceAccount.clientEmail)>"]
         let endpoint = configuration.tokenEndpoint
         let timeout = configuration.requestTimeout
@@ -105,10 +110,11 @@ public final class FCMProvider: PushProvider {
             throw NorqError(.fcmPayloadTooLarge,
                             "the FCM message is \(message.count) bytes; FCM accepts at most \(FCMMessage.payloadLimit)")
         }
-        let body = FCMMessage.body(message: message, target: target, validateOnly: configuration.validateOnly)
+        let body = FCMMessage.body(message: message, target: target,
+                                   validateOnly: configuration.validateOnly || options.validateOnly)
         let authorization = tokens.currentToken?.headerValue ?? placeholderAuthorization
         return PreparedRequest(
-            method: "POST", authority: configuration.endpoint.authority, path: configuration.sendPath,
+            method: "POST", authority: authority, path: sendPath,
             headers: [HTTPHeader("content-type", "application/json; charset=UTF-8"),
                       HTTPHeader("authorization", authorization)],
             body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
@@ -160,9 +166,10 @@ public final class FCMProvider: PushProvider {
                 completion(.failure(error))
                 return
             }
+            // `prepare` put the current token in already on the hot path: the headers are then sent as they are.
             var headers = request.headers
             if let index = headers.firstIndex(where: { $0.name == "authorization" }) {
-                headers[index].value = token.headerValue
+                if headers[index].value != token.headerValue { headers[index].value = token.headerValue }
             } else {
                 headers.append(HTTPHeader("authorization", token.headerValue))
             }
@@ -194,7 +201,7 @@ public final class FCMProvider: PushProvider {
     /// read with `FCMResponseTable` (FCM `errorCode` first, then the canonical status, then the HTTP status).
     func interpret(_ answer: FCMWireResponse) -> DeliveryResponse {
         if (200..<300).contains(answer.status) {
-            let name = (try? JSONValue(parsing: answer.body))?["name"]?.stringValue
+            let name = FCMResponseTable.messageName(in: answer.body)
             return DeliveryResponse(status: answer.status, headers: answer.headers, body: answer.body,
                                     messageID: name, classification: .delivered)
         }
@@ -279,6 +286,9 @@ extension FCMProvider {
 
     /// FCM's message `name` (`projects/<id>/messages/<id>`).
     public var messageIDName: String { "fcm-message" }
+
+    /// FCM validates a `validate_only` message and delivers nothing (a per-send server-side dry run).
+    public var supportsValidateOnly: Bool { true }
 }
 
 extension FCMProvider {

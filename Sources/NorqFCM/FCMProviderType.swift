@@ -1,4 +1,5 @@
 public import NorqCore
+import NorqAPNs
 
 /// The `fcm` provider type: parses `providers.<name>.config` and the `NORQ_FCM_*` env-var fallback into an
 /// `FCMConfiguration`, and creates `FCMProvider` instances (one per Firebase project; several may coexist).
@@ -21,4 +22,9 @@ public struct FCMProviderType: Sendable {
                                              context: ProviderConfigurationContext) throws(NorqError) -> (any ProviderConfiguration)? {
         try FCMConfiguration.fromEnvironment(environment, prefix: environmentPrefix, context: context)
     }
+}
+
+extension FCMProviderType {
+    /// The APNs push types: FCM sends an iOS token's `apns` block by NorqAPNs's rules (`APNsPushType`).
+    public var pushTypes: Set<String> { Set(APNsPushType.all.map(\.rawValue)) }
 }

@@ -200,3 +200,45 @@ public enum FCMRetryAfter {
         return days * 86_400 + hour * 3600 + minute * 60 + second
     }
 }
+
+extension FCMResponseTable {
+    /// The `name` of a success body (`{"name": "projects/<id>/messages/<id>"}`): read by a scan of FCM's one-key
+    /// answer when the value has no escapes (every answer FCM sends), else by a full parse. Nil without one.
+    static func messageName(in body: [UInt8]) -> String? {
+        let key = Array(#""name""#.utf8)
+        if body.count <= 4096, let start = body.scan(for: key)?.upperBound {
+            var index = start
+            while index < body.count, body[index] == 32 || body[index] == 10 || body[index] == 13 || body[index] == 9 {
+                index += 1
+            }
+            if index < body.count, body[index] == UInt8(ascii: ":") {
+                index += 1
+                while index < body.count, body[index] == 32 || body[index] == 10 || body[index] == 13 || body[index] == 9 {
+                    index += 1
+                }
+                if index < body.count, body[index] == UInt8(ascii: "\""),
+                   let end = body[(index + 1)...].firstIndex(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }),
+                   body[end] == UInt8(ascii: "\""),
+                   body.scan(for: key, in: (end + 1)..<body.count) == nil {
+                    return String(decoding: body[(index + 1)..<end], as: UTF8.self)
+                }
+            }
+        }
+        return (try? JSONValue(parsing: body))?["name"]?.stringValue
+    }
+}
+
+private extension Array where Element == UInt8 {
+    func scan(for needle: [UInt8], in range: Range<Int>? = nil) -> Range<Int>? {
+        let bounds = range ?? 0..<count
+        guard !needle.isEmpty, bounds.count >= needle.count else { return nil }
+        var start = bounds.lowerBound
+        while start + needle.count <= bounds.upperBound {
+            if self[start] == needle[0], self[start..<(start + needle.count)].elementsEqual(needle) {
+                return start..<(start + needle.count)
+            }
+            start += 1
+        }
+        return nil
+    }
+}

@@ -1,7 +1,9 @@
 /// An OAuth access token as the token endpoint issued it.
 public struct FCMAccessToken: Sendable, Hashable, CustomStringConvertible {
     /// The bearer token. Never logged (`description` redacts it).
-    public var value: String
+    public var value: String {
+        didSet { headerValue = "Bearer " + value }
+    }
     /// When it was received (epoch seconds).
     public var issuedAt: Int64
     /// When it stops working (epoch seconds): `issuedAt + expires_in`.
@@ -11,10 +13,11 @@ public struct FCMAccessToken: Sendable, Hashable, CustomStringConvertible {
         self.value = value
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
+        self.headerValue = "Bearer " + value
     }
 
-    /// `Bearer <token>`: the `authorization` header value.
-    public var headerValue: String { "Bearer " + value }
+    /// `Bearer <token>`: the `authorization` header value, made once per token (every request carries it).
+    public private(set) var headerValue: String
 
     public var description: String { "FCMAccessToken(<redacted>, issuedAt: \(issuedAt), expiresAt: \(expiresAt))" }
 }

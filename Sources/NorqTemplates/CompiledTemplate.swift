@@ -40,15 +40,15 @@ public struct CompiledTemplate: Sendable {
     public static func compile(source: String, name: String, file: String? = nil, format: TemplateFormat = .markdown,
                                partials: PartialResolver = .none, samplesSource: String? = nil,
                                samplesFile: String? = nil, testsSource: String? = nil,
-                               testsFile: String? = nil) throws(NorqError) -> CompiledTemplate {
+                               testsFile: String? = nil, rules: TemplateRules = TemplateRules()) throws(NorqError) -> CompiledTemplate {
         let samples = try samplesSource.map { s throws(NorqError) in try parseSamples(s, file: samplesFile) } ?? [:]
         if format == .json {
             return try compileJSON(source: source, name: name, file: file, partials: partials, samples: samples,
-                                   testsSource: testsSource, testsFile: testsFile)
+                                   testsSource: testsSource, testsFile: testsFile, rules: rules)
         }
         var text = Substring(source)
         if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
-        var front = FrontmatterCompiler(file: file, partials: partials)
+        var front = FrontmatterCompiler(file: file, partials: partials, pushTypes: rules.pushTypes)
         var bodyFirstLine = 1
         if text.hasPrefix("---\n") || text.hasPrefix("---\r\n") {
             // find the closing `---`
@@ -114,13 +114,13 @@ public struct CompiledTemplate: Sendable {
 
     private static func compileJSON(source: String, name: String, file: String?, partials: PartialResolver,
                                     samples: OrderedDictionary<String, JSONValue>, testsSource: String?,
-                                    testsFile: String?) throws(NorqError) -> CompiledTemplate {
+                                    testsFile: String?, rules: TemplateRules) throws(NorqError) -> CompiledTemplate {
         let parsed = try JSONValue(parsing: source, file: file, maxDepth: 64)
         guard case .object(var object) = parsed else {
             throw NorqError(.invalidJSON, "push.json must be a JSON object", at: SourceLocation(file: file, line: 1, column: 1))
         }
         var enabled = true
-        var front = FrontmatterCompiler(file: file, partials: partials)
+        var front = FrontmatterCompiler(file: file, partials: partials, pushTypes: rules.pushTypes)
         if let meta = object.removeValue(forKey: "$norq") {
             guard case .object(let m) = meta else {
                 throw NorqError(.invalidFrontmatterValue, "'$norq' must be an object", at: SourceLocation(file: file))

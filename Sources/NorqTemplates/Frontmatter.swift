@@ -80,12 +80,13 @@ struct FrontmatterCompiler {
     static let androidKeys = ["channel", "channel_id", "priority", "color", "icon", "sound", "tag", "ttl"]
     static let webKeys = ["icon", "badge", "image", "requireInteraction", "actions", "tag", "renotify"]
     static let headerKeys = ["apns-priority", "apns-push-type", "apns-collapse-id", "apns-expiration", "apns-topic"]
-    static let pushTypes: Set<String> = ["alert", "background", "voip", "complication", "fileprovider", "mdm",
-                                         "location", "liveactivity", "pushtotalk", "widgets", "controls"]
+    /// The push types of the provider types (`TemplateRules.pushTypes`); nil: only the shape is checked here.
+    let pushTypes: Set<String>?
 
-    init(file: String?, partials: PartialResolver) {
+    init(file: String?, partials: PartialResolver, pushTypes: Set<String>? = nil) {
         self.file = file
         self.partials = partials
+        self.pushTypes = pushTypes
     }
 
     func compileValue(_ tree: YAMLTree) throws(NorqError) -> FrontValue {
@@ -333,11 +334,19 @@ struct FrontmatterCompiler {
                     c.headers.priority = Int(p)
                 }
             case "apns-push-type":
+                let known = pushTypes
                 try add(value) { v, l, c throws(NorqError) in
                     let s = try Conv.string(v, name, l)
-                    guard Self.pushTypes.contains(s) else {
-                        throw NorqError(.invalidPushType, "apns-push-type '\(s)' is not an APNs push type", at: l,
-                                        hint: "one of " + Self.pushTypes.sorted().joined(separator: ", "))
+                    if let known {
+                        guard known.contains(s) else {
+                            throw NorqError(.invalidPushType, "apns-push-type '\(s)' is not a push type of the providers",
+                                            at: l, hint: "one of " + known.sorted().joined(separator: ", "))
+                        }
+                    } else {
+                        guard !s.isEmpty, s.utf8.count <= 32, s.utf8.allSatisfy({ $0 >= 97 && $0 <= 122 }) else {
+                            throw NorqError(.invalidPushType, "apns-push-type '\(s.prefix(40))' is not a push type name",
+                                            at: l, hint: "a lowercase name such as alert or background")
+                        }
                     }
                     c.headers.pushType = s
                 }

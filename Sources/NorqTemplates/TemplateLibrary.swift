@@ -23,6 +23,8 @@ public struct TemplateLibrary: Sendable {
 
     public let directory: String
     public let idStyle: TemplateIDStyle
+    /// What the provider types allow templates to say (their push types), applied when compiling.
+    public let rules: TemplateRules
     /// Ids of the notifications with a push template, sorted.
     public let templateNames: [String]
     /// Notifications without a push template (only other channels): id -> the channel files found.
@@ -42,9 +44,11 @@ public struct TemplateLibrary: Sendable {
     public static let maximumNotifications = 10_000
 
     /// Lists the notifications of `directory`. A missing directory is `template/missing-directory`.
-    public init(directory: String, idStyle: TemplateIDStyle = .flat) throws(NorqError) {
+    public init(directory: String, idStyle: TemplateIDStyle = .flat,
+                rules: TemplateRules = TemplateRules()) throws(NorqError) {
         self.directory = directory
         self.idStyle = idStyle
+        self.rules = rules
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw NorqError(.templateMissingDirectory, "templates directory '\(directory)' does not exist",
@@ -201,7 +205,7 @@ public struct TemplateLibrary: Sendable {
         let compiled = try CompiledTemplate.compile(
             source: source, name: name, file: md != nil ? mdPath : jsonPath, format: md != nil ? .markdown : .json,
             partials: partials, samplesSource: Self.read(samplesPath), samplesFile: samplesPath,
-            testsSource: Self.read(testsPath), testsFile: testsPath)
+            testsSource: Self.read(testsPath), testsFile: testsPath, rules: rules)
         let schemaPath = folder + "/data.schema.yaml"
         guard let schemaSource = Self.read(schemaPath) else { return compiled }
         return compiled.with(schema: try DataSchema(yaml: schemaSource, file: schemaPath))

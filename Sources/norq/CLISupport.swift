@@ -99,6 +99,11 @@ struct ConfigOptions: ParsableArguments {
     static var registry: ProviderTypeRegistry { registry(consoleToStandardError: false) }
 
     /// The registry, with the `console` provider printing on stderr when stdout must stay one JSON document.
+    /// What the built-in provider types allow templates to say (their push types).
+    static var templateRules: TemplateRules {
+        TemplateRules(providerTypes: registry(consoleToStandardError: true).registeredTypes)
+    }
+
     static func registry(consoleToStandardError: Bool) -> ProviderTypeRegistry {
         let output: @Sendable (String) -> Void
         if consoleToStandardError {
@@ -143,7 +148,8 @@ struct ConfigOptions: ParsableArguments {
 
     /// The template library of the configuration (see ``templatesDirectory(_:)`` and ``idStyle(_:)``).
     func library(_ configuration: NorqConfiguration?) throws(NorqError) -> TemplateLibrary {
-        try TemplateLibrary(directory: templatesDirectory(configuration), idStyle: Self.idStyle(configuration))
+        try TemplateLibrary(directory: templatesDirectory(configuration), idStyle: Self.idStyle(configuration),
+                            rules: Self.templateRules)
     }
 }
 

@@ -173,7 +173,8 @@ struct WorkerCommand: AsyncParsableCommand {
         let configuration = try configOptions.loadConfiguration()
         let storeConfiguration = try DurableCLI.requireStore(store, configuration)
         let logger = DurableCLI.logger(verbose: verbose)
-        let library = try? TemplateLibrary(directory: configOptions.templatesDirectory(configuration))
+        let library = try? TemplateLibrary(directory: configOptions.templatesDirectory(configuration),
+                                           rules: ConfigOptions.templateRules)
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
                                             templates: library, logger: logger)
         let lanes = max(1, self.lanes)

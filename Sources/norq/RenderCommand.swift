@@ -21,11 +21,15 @@ struct SendTuningOptions: ParsableArguments {
     @Flag(name: .long, help: "Render missing variables as empty instead of failing.")
     var lenient = false
 
+    @Flag(name: .long, help: "Server-side dry run: FCM validates each message (validate_only) and delivers nothing; tokens of providers without one (APNs, Web Push) fail with routing/validate-only-unsupported, nothing sent.")
+    var validateOnly = false
+
     func routerOptions() throws(NorqError) -> RouterSendOptions {
         var options = RouterSendOptions(idempotencyKey: idempotencyKey,
                                         environment: try environment.map { value throws(NorqError) in try PushEnvironment.parse(value) },
                                         strict: !lenient, sendTime: sendTime)
         options.topic = topic
+        options.validateOnly = validateOnly
         return options
     }
 }

@@ -18,7 +18,7 @@ struct TemplateCheck {
         let library: TemplateLibrary
         if !required, !FileManager.default.fileExists(atPath: directory) { return [] }
         do {
-            library = try TemplateLibrary(directory: directory, idStyle: idStyle)
+            library = try TemplateLibrary(directory: directory, idStyle: idStyle, rules: ConfigOptions.templateRules)
         } catch {
             return [TemplateCheck(name: "(templates directory)", errors: [error])]
         }

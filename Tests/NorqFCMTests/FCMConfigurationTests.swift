@@ -1,5 +1,6 @@
 import Foundation
 @testable import NorqFCM
+import NorqAPNs
 import NorqCore
 import Testing
 
@@ -145,5 +146,14 @@ import Testing
         #expect(type.typeName == "fcm")
         #expect(type.environmentPrefix == "NORQ_FCM_")
         #expect(type.platforms == [.ios, .android, .web])
+    }
+
+    @Test func pushTypesAreTheAPNsProviderTypesOwnList() {
+        // One table: the APNs push types come from APNsPushType through the provider types, for templates.
+        let apns = APNsProviderType().pushTypes
+        #expect(apns == Set(APNsPushType.all.map(\.rawValue)))
+        #expect(apns.count == 11 && apns.contains("liveactivity"))
+        // FCM sends an iOS token's apns block by the same rules.
+        #expect(FCMProviderType().pushTypes == apns)
     }
 }

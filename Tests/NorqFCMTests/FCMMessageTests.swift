@@ -104,6 +104,37 @@ import Testing
         #expect(fcmError { _ = try FCMTarget.channel(ChannelRecipient(channel: "'a' or 'b'")) }?.code == "fcm/invalid-target")
     }
 
+    @Test func conditionsFollowFCMGrammarAndTopicLimit() throws {
+        let accepted = [
+            "'a' in topics",
+            "'dogs' in topics && ('cats' in topics || 'birds' in topics)",
+            "!('a' in topics) && !'b' in topics",
+            "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics",
+            "  (('a-1_b.c~d%2' in topics))  ",
+        ]
+        for text in accepted {
+            #expect(try FCMTarget.channel(ChannelRecipient(channel: text)) == .condition(text), "\(text)")
+        }
+        let refused = [
+            "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics",
+            "'a' in topics &&",            // ends where a term is expected
+            "'a' in topics 'b' in topics",  // no operator
+            "('a' in topics",              // unbalanced
+            "'a' in topics)",
+            "'bad topic' in topics",       // not a topic name
+            "'a' intopics",
+            "'a' in topic",
+            "'a' in topics & 'b' in topics",
+            "'' in topics",
+            "'a",
+            "'" + String(repeating: "a", count: 4100) + "' in topics",
+        ]
+        for text in refused {
+            #expect(fcmError { _ = try FCMTarget.channel(ChannelRecipient(channel: text)) }?.code == "fcm/invalid-target",
+                    "\(text.prefix(80))")
+        }
+    }
+
     @Test func collapseIdMapsToEveryPlatform() throws {
         var content = PushContent(title: "x")
         content.headers.collapseID = "order-7"

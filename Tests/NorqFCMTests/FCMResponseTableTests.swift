@@ -71,4 +71,16 @@ import Testing
         #expect(FCMResponseTable.retryDelay(retryAfter: nil, errorCode: "QUOTA_EXCEEDED", now: now) == .seconds(60))
         #expect(FCMResponseTable.retryDelay(retryAfter: "600", errorCode: "QUOTA_EXCEEDED", now: now) == .seconds(600))
     }
+
+    @Test func messageNameOfASuccessBody() {
+        func name(_ text: String) -> String? { FCMResponseTable.messageName(in: Array(text.utf8)) }
+        #expect(name(#"{"name":"projects/p/messages/0:1%a"}"#) == "projects/p/messages/0:1%a")
+        #expect(name("{\n  \"name\": \"projects/p/messages/1\"\n}\n") == "projects/p/messages/1")
+        // Escapes and unusual shapes go through the full parser.
+        #expect(name(#"{"name":"projects/p/messages/a\/b"}"#) == "projects/p/messages/a/b")
+        #expect(name(#"{"other":{"name":"inner"},"name":"outer"}"#) == "outer")
+        #expect(name(#"{"other":1}"#) == nil)
+        #expect(name("not json") == nil)
+        #expect(name("") == nil)
+    }
 }

@@ -85,6 +85,40 @@ import Testing
         try await setup.shutdown()
     }
 
+    @Test func perSendValidateOnlyReachesFCMOnlyAndDeliversNothing() async throws {
+        let setup = try await Self.setup()
+        let router = try setup.router()
+        var options = RouterSendOptions()
+        options.validateOnly = true
+        let recipients = [Recipient(id: "u1", tokens: [
+            PushToken(token: Self.iosAPNsToken, platform: .ios),
+            PushToken(token: androidToken, platform: .android),
+        ])]
+        let report = try await router.send(content: PushContent(title: "Check me"), to: recipients, options: options)
+        // APNs has no server-side dry run: its token fails before anything is sent.
+        guard case .failed(let error) = report.outcomes[0].result else {
+            Issue.record("apns outcome: \(report.outcomes[0].result)")
+            return
+        }
+        #expect(error.code == .validateOnlyUnsupported)
+        #expect(setup.apnsEmulator.requests.isEmpty)
+        // FCM validated the message (validate_only) and answered FCM's dry-run name.
+        guard case .delivered(let delivered) = report.outcomes[1].result else {
+            Issue.record("fcm outcome: \(report.outcomes[1].result)")
+            return
+        }
+        #expect(delivered.messageID == "projects/norq-demo/messages/fake_message_id")
+        let sent = try #require(setup.fcm.emulator.deliveredMessages.first)
+        #expect(try JSONValue(parsing: sent.body)["validate_only"] == true)
+        // The next send without the option is a real one.
+        let real = try await router.send(content: PushContent(title: "Real"), to: [Recipient(tokens: [
+            PushToken(token: androidToken, platform: .android)])])
+        #expect(real.delivered == 1)
+        #expect(try JSONValue(parsing: try #require(setup.fcm.emulator.deliveredMessages.last).body)["validate_only"] == nil)
+        await router.shutdown()
+        try await setup.shutdown()
+    }
+
     @Test func unregisteredTokenRaisesOneInvalidTokenEvent() async throws {
         let setup = try await Self.setup(fcmFaults: FCMEmulator.Faults(unregisteredTokens: [androidToken2]))
         let events = Mutex<[InvalidTokenEvent]>([])

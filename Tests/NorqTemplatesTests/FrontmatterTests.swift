@@ -149,7 +149,7 @@ struct FrontmatterTests {
         ("ios:\n  interruption-level: loud", .invalidInterruptionLevel),
         ("android:\n  priority: max", .invalidPriority),
         ("headers:\n  apns-priority: 7", .invalidPriority),
-        ("headers:\n  apns-push-type: banner", .invalidPushType),
+        ("headers:\n  apns-push-type: Banner!", .invalidPushType),
         ("headers:\n  apns-collapse-id: \(String(repeating: "x", count: 65))", .collapseIDTooLong),
         ("headers:\n  apns-expiration: soon", .invalidExpiration),
         ("headers:\n  apns-expiration: -5", .invalidExpiration),
@@ -182,6 +182,27 @@ struct FrontmatterTests {
         #expect(error?.hint?.contains("color") == false)
         let hint = caught { _ = try render("---\nios:\n  categry: x\n---\n") }?.hint
         #expect(hint == "did you mean 'category'?")
+    }
+
+    @Test func pushTypesComeFromTheProviderTypesRules() throws {
+        let source = "---\nheaders:\n  apns-push-type: banner\n---\n"
+        // With the provider types' list (TemplateRules), a push type they do not know is refused at compile time.
+        let rules = TemplateRules(pushTypes: ["alert", "background"])
+        let error = caught { _ = try CompiledTemplate.compile(source: source, name: "t", file: "push.md", rules: rules) }
+        #expect(error?.code == .invalidPushType)
+        #expect(error?.location?.line == 3)
+        #expect(error?.hint == "one of alert, background")
+        let known = "---\nheaders:\n  apns-push-type: background\n---\n"
+        let compiled = try CompiledTemplate.compile(source: known, name: "t", rules: rules)
+        #expect(try compiled.render(data: [:], options: RenderOptions()).headers.pushType == "background")
+        // A rendered value is checked against the same list.
+        let rendered = "---\nheaders:\n  apns-push-type: \"{{t}}\"\n---\n"
+        let template = try CompiledTemplate.compile(source: rendered, name: "t", rules: rules)
+        #expect(caught { _ = try template.render(data: ["t": "banner"], options: RenderOptions()) }?.code == .invalidPushType)
+        // Without rules the template language keeps no list: the provider checks the name when it prepares.
+        #expect(try render(source).headers.pushType == "banner")
+        // Rules from provider types: the union of their lists; none declaring any means not checked here.
+        #expect(TemplateRules(providerTypes: []).pushTypes == nil)
     }
 
     @Test func renderedValuesAreValidatedToo() throws {

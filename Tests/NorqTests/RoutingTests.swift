@@ -113,4 +113,47 @@ struct RoutingTests {
         #expect(error.code == .broadcastUnsupported)
         #expect(plain.requestCount == 0)
     }
+
+    @Test("a channel routes by its own platform, else its provider, routing push or the only provider")
+    func channelPlatforms() async throws {
+        let apns = FakeProvider(name: "apns", platforms: [.ios], supportsChannels: true)
+        let fcm = FakeProvider(name: "fcm", platforms: [.ios, .android, .web], supportsChannels: true)
+        let r = try router([apns, fcm], defaultProvider: "apns", byPlatform: [.android: "fcm"])
+        let to = [Recipient(id: "c", tokens: [], channels: [
+            ChannelRecipient(channel: "news", platform: .android),
+            ChannelRecipient(channel: "Y2hhbm5lbA=="),
+            ChannelRecipient(channel: "sports", provider: "fcm"),
+            ChannelRecipient(channel: "weather", provider: "apns", platform: .android),
+        ])]
+        let plans = r.prepare(content: PushContent(title: "t"), to: to)
+        #expect(plans.map(\.provider) == ["fcm", "apns", "fcm", "apns"])
+        #expect(plans.map(\.routing) == ["routing push.android", "routing push", "channel.provider",
+                                         "token.provider apns (does not serve android)"])
+        let report = try await r.send(content: PushContent(title: "t"), to: to)
+        #expect(report.outcomes.map(\.result.kind) == ["delivered", "delivered", "delivered", "rejected"])
+        #expect(fcm.requests.map(\.path) == ["/channel/news", "/channel/sports"])
+        // Two providers, no routing push and no platform: nothing to choose by.
+        let ambiguous = try router([apns, fcm])
+        let skipped = ambiguous.prepare(content: PushContent(title: "t"), to: [Recipient(tokens: [], channels: [
+            ChannelRecipient(channel: "Y2hhbm5lbA=="),
+        ])])
+        guard case .noRequest(.skipped(let skip)) = skipped.first?.plan else {
+            Issue.record("expected a skip: \(String(describing: skipped.first?.plan))")
+            return
+        }
+        #expect(skip.code == .noProvider)
+    }
+
+    @Test("a recipient's channel may name its platform in JSON")
+    func channelPlatformJSON() throws {
+        let json = try JSONValue(parsing: #"{"push": {"channels": [{"channel": "news", "platform": "android"}]}}"#)
+        #expect(try Recipient(json: json).channels.first?.platform == .android)
+        let bad = try JSONValue(parsing: #"{"push": {"channels": [{"channel": "news", "platform": "tv"}]}}"#)
+        do {
+            _ = try Recipient(json: bad)
+            Issue.record("a channel platform tv was accepted")
+        } catch {
+            #expect(error.code == .invalidRecipient)
+        }
+    }
 }

@@ -24,9 +24,14 @@ package struct Options: Sendable {
     // prefix on --endpoint (`<endpoint><path><token>`).
     package var vapidKey = "examples/keys/vapid-demo.pem"
     package var webPushPath = "/wp/"
+    // FCM (--mode fcm, fcm-prepare, fcm-tokens; see FCMBench.swift).
+    package var fcmProject = "norq-demo"
+    package var fcmServiceAccount = "examples/keys/fcm-service-account-DEMO.json"
+    package var fcmTokenEndpoint: String?
+    package var fcmPlatform = "android"
 
     package static let usage = """
-    usage: norq-bench [--mode router|render|prepare|tokens|jwt] [--endpoint https://HOST:PORT] [--ca PEM]
+    usage: norq-bench [--mode router|render|prepare|tokens|jwt|fcm|fcm-prepare|fcm-tokens|webpush|webpush-encrypt|webpush-prepare] [--endpoint https://HOST:PORT] [--ca PEM]
                       [--key P8] [--team TEAMID] [--key-id KEYID] [--bundle-id ID] [--templates DIR]
                       [--template NAME] [--count N] [--connections C] [--in-flight M] [--warmup N]
                       [--label TEXT] [--out DIR] [--seconds S] [--timeout S] [--input array|stream]
@@ -42,6 +47,11 @@ package struct Options: Sendable {
       webpush-encrypt  µs of CPU per message (one thread): RFC 8291 encryption, one VAPID ES256 signature, and
                        the provider's whole prepare, over --count messages, one JSON line
       webpush-prepare  writes plaintext.json, body.bin, headers.txt, subscription.json to --out DIR
+      fcm          N notifications through NotificationRouter + NorqFCM (OAuth token, TLS HTTP/2), one JSON line
+      fcm-prepare  delivers one, then writes the exact FCM request of the first token to --out DIR
+      fcm-tokens   prints the --count FCM benchmark registration tokens, one a line
+        FCM options: [--project ID] [--service-account JSON] [--token-endpoint https://HOST:PORT/PATH]
+                     [--platform android|ios|web]  (token endpoint default: --endpoint + /token)
     """
 
     package static func parse(_ arguments: [String]) throws -> Options {
@@ -82,6 +92,13 @@ package struct Options: Sendable {
                 guard ["array", "stream"].contains(options.input) else { throw BenchError("--input is array or stream") }
             case "--vapid-key": options.vapidKey = try value(argument)
             case "--webpush-path": options.webPushPath = try value(argument)
+            // FCM options.
+            case "--project": options.fcmProject = try value(argument)
+            case "--service-account": options.fcmServiceAccount = try value(argument)
+            case "--token-endpoint": options.fcmTokenEndpoint = try value(argument)
+            case "--platform":
+                options.fcmPlatform = try value(argument)
+                guard ["android", "ios", "web"].contains(options.fcmPlatform) else { throw BenchError("--platform is android, ios or web") }
             case "-h", "--help": throw BenchError(usage)
             default: throw BenchError("unknown option \(argument)\n\(usage)")
             }

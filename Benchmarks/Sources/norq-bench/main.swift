@@ -18,6 +18,7 @@ do {
         print(out, terminator: "")
     case "jwt": print(try RouterBench.jwtHeader(options: options))
     case "webpush", "webpush-encrypt", "webpush-prepare": try await WebPushBench(options: options).runMode()
+    case "fcm", "fcm-prepare", "fcm-tokens": try await FCMBench(options: options).run(mode: options.mode)
     default: throw BenchError("unknown mode \(options.mode)\n\(Options.usage)")
     }
 } catch {

@@ -28,6 +28,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // The durable mode (issue 18): the stores it measures.
+                .product(name: "NorqStoreSQLite", package: "norq-swift"),
+                .product(name: "NorqStorePostgres", package: "norq-swift"),
             ]
         ),
         // The router: its process holds what an application using Norq holds, and no other HTTP client.

@@ -17,6 +17,7 @@ do {
         for index in 0..<options.count { out += BenchTokens.token(index); out += "\n" }
         print(out, terminator: "")
     case "jwt": print(try RouterBench.jwtHeader(options: options))
+    case "durable", "durable-recovery", "durable-hold": try await DurableBench(options: options).main()
     default: throw BenchError("unknown mode \(options.mode)\n\(Options.usage)")
     }
 } catch {

@@ -11,7 +11,9 @@ import PostgresNIO
 /// - Enqueue: one transaction; the idempotency key is serialized with a transaction-scoped advisory lock on its
 ///   hash, rows go in with multi-row `INSERT … SELECT FROM unnest(arrays)` (5,000 rows per statement).
 /// - Claims: `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers never wait on
-///   each other nor take the same row.
+///   each other nor take the same row. Expired leases first, then due pending rows, each an index scan of its
+///   partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the limit: a scan
+///   by row id with both conditions ORed became a bitmap scan of the whole (bloated) heap after a burst.
 /// - Completions: compare-and-sets on (row id, lease token), one statement per kind per batch: finished rows move
 ///   from the hot outbox to `norq_history` in one `DELETE … USING unnest(…) RETURNING` feeding an `INSERT` (never
 ///   updated first); retries and releases are one `UPDATE … FROM unnest(…)`. History is pruned in batches (never an
@@ -302,10 +304,13 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let logger = self.logger
         return try await transaction("claiming rows") { connection in
             let rows = try await connection.query("""
-                WITH due AS (
-                    SELECT id FROM norq_outbox
-                    WHERE (state = 'pending' AND next_attempt_at <= \(now)) OR (state = 'leased' AND lease_expires_at <= \(now))
-                    ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                WITH expired AS (
+                    SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= \(now)
+                    ORDER BY lease_expires_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+                pending AS (
+                    SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= \(now)
+                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+                due AS (SELECT id FROM expired UNION ALL SELECT id FROM pending LIMIT \(limit))
                 UPDATE norq_outbox o SET
                     may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',
                     state = 'leased', attempts = o.attempts + 1, lease_owner = \(owner),

@@ -11,6 +11,7 @@
 #   LANES [4]  CLAIM_BATCH [256]  IN_FLIGHT [1000]  CONNECTIONS [1]  LEASE [10] seconds
 #   RATE_SQLITE [7500] RATE_POSTGRES [6000]  pushes/s of the latency phase (half the targets)
 #   LATENCY_COUNT [30000]  SEND_SIZE [10]  RECOVERY [1] run the crash-recovery measurement (nghttpd)
+#   KILL_AFTER [3]  seconds after which the second instance is killed (it must hold leases by then)
 #   PG_OPTIONS ["-c synchronous_commit=on"]  extra server options (fsync stays on unless given here)
 #   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]
 set -euo pipefail
@@ -22,6 +23,7 @@ RUNS="${RUNS:-1}"; PHASES="${PHASES:-enqueue,deliver,store,latency}"
 LANES="${LANES:-4}"; CLAIM_BATCH="${CLAIM_BATCH:-256}"; IN_FLIGHT="${IN_FLIGHT:-1000}"; CONNECTIONS="${CONNECTIONS:-1}"
 LEASE="${LEASE:-10}"; RATE_SQLITE="${RATE_SQLITE:-7500}"; RATE_POSTGRES="${RATE_POSTGRES:-6000}"
 LATENCY_COUNT="${LATENCY_COUNT:-30000}"; SEND_SIZE="${SEND_SIZE:-10}"; RECOVERY="${RECOVERY:-1}"
+KILL_AFTER="${KILL_AFTER:-3}"
 PG_OPTIONS="${PG_OPTIONS:--c synchronous_commit=on}"
 WORK="${WORK:-/tmp/norq-bench-durable}"; NO_BUILD="${NO_BUILD:-0}"
 KEY="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000
@@ -179,7 +181,7 @@ for server in $SERVERS; do
             fresh_store "$store"
             # shellcheck disable=SC2046
             python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode durable-recovery \
-                $(common "$store" "$server") | tee -a "$RESULTS"
+                $(common "$store" "$server") --kill-after "$KILL_AFTER" | tee -a "$RESULTS"
         fi
     done
     kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true

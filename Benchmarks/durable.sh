@@ -11,7 +11,8 @@
 #   LANES [4]  CLAIM_BATCH [256]  IN_FLIGHT [1000]  CONNECTIONS [1]  LEASE [10] seconds
 #   RATE_SQLITE [7500] RATE_POSTGRES [6000]  pushes/s of the latency phase (half the targets)
 #   LATENCY_COUNT [30000]  SEND_SIZE [10]  RECOVERY [1] run the crash-recovery measurement (nghttpd)
-#   KILL_AFTER [3]  seconds after which the second instance is killed (it must hold leases by then)
+#   POOL_SIZE [4]  PostgreSQL connections per instance (the LISTEN connection is one of them)
+#   KILL_AFTER [5]  seconds after which the second instance is killed (it must hold leases by then)
 #   PG_OPTIONS ["-c synchronous_commit=on"]  extra server options (fsync stays on unless given here)
 #   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]
 set -euo pipefail
@@ -23,7 +24,7 @@ RUNS="${RUNS:-1}"; PHASES="${PHASES:-enqueue,deliver,store,latency}"
 LANES="${LANES:-4}"; CLAIM_BATCH="${CLAIM_BATCH:-256}"; IN_FLIGHT="${IN_FLIGHT:-1000}"; CONNECTIONS="${CONNECTIONS:-1}"
 LEASE="${LEASE:-10}"; RATE_SQLITE="${RATE_SQLITE:-7500}"; RATE_POSTGRES="${RATE_POSTGRES:-6000}"
 LATENCY_COUNT="${LATENCY_COUNT:-30000}"; SEND_SIZE="${SEND_SIZE:-10}"; RECOVERY="${RECOVERY:-1}"
-KILL_AFTER="${KILL_AFTER:-3}"
+KILL_AFTER="${KILL_AFTER:-5}"; POOL_SIZE="${POOL_SIZE:-4}"
 PG_OPTIONS="${PG_OPTIONS:--c synchronous_commit=on}"
 WORK="${WORK:-/tmp/norq-bench-durable}"; NO_BUILD="${NO_BUILD:-0}"
 KEY="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000
@@ -147,7 +148,8 @@ start_server() {  # name -> sets PORT, SERVER_PID, CA
 common() {  # store server
     echo --label "$2" --endpoint "https://127.0.0.1:$PORT" --ca "$CA" --key "$KEY" --team "$TEAM" --key-id "$KEY_ID" \
         --store "$STORE_URL" --count "$COUNT" --lanes "$LANES" --claim-batch "$CLAIM_BATCH" \
-        --connections "$CONNECTIONS" --in-flight "$IN_FLIGHT" --lease "$LEASE" ${DB_PID:+--db-pid $DB_PID}
+        --connections "$CONNECTIONS" --in-flight "$IN_FLIGHT" --lease "$LEASE" --pool-size "$POOL_SIZE" \
+        ${DB_PID:+--db-pid $DB_PID}
 }
 
 run_h2load() {  # label

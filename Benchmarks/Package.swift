@@ -31,6 +31,9 @@ let package = Package(
                 // Web Push mode (issue 16).
                 .product(name: "NorqWebPush", package: "norq-swift"),
                 .product(name: "NorqFCM", package: "norq-swift"),
+                // The durable mode (issue 18): the stores it measures.
+                .product(name: "NorqStoreSQLite", package: "norq-swift"),
+                .product(name: "NorqStorePostgres", package: "norq-swift"),
             ]
         ),
         // The router: its process holds what an application using Norq holds, and no other HTTP client.

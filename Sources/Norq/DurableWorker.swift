@@ -40,7 +40,9 @@ public final class DurableWorker: Service {
     public func run() async throws {
         logger.info("durable worker started", metadata: ["norq.worker": "\(name)"])
         await withGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { outer in
+            // Each child says whether it was the lanes' group: only their end ends the worker (a hint stream that
+            // ends, e.g. one another worker consumed already, leaves the worker polling).
+            await withTaskGroup(of: Bool.self) { outer in
                 outer.addTask {
                     // The lanes and the pruner end once `stop()` was called and their batches are finished.
                     await withTaskGroup(of: Void.self) { group in
@@ -50,13 +52,15 @@ public final class DurableWorker: Service {
                         group.addTask { await self.prune() }
                         await group.waitForAll()
                     }
+                    return true
                 }
                 if let hints {
                     outer.addTask {
                         for await _ in hints { self.delivery.enqueued.signal() }
+                        return false
                     }
                 }
-                await outer.next()
+                while let lanesEnded = await outer.next(), !lanesEnded {}
                 // Only the hint reader can still be running: it ends when cancelled.
                 outer.cancelAll()
             }

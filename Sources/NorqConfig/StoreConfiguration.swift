@@ -7,7 +7,7 @@ public import NorqCore
 /// store:
 ///   sqlite: ./norq.db                 # or: postgres: postgres://norq:${PGPASSWORD}@db:5432/norq
 ///   poolSize: 4                       # PostgreSQL connections
-///   leaseDuration: 30s
+///   leaseDuration: 10s
 ///   retention: 168h                   # finished rows kept this long
 ///   idempotencyWindow: 24h
 /// ```

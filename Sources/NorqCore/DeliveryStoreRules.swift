@@ -7,6 +7,8 @@ import Darwin
 /// How a durable store and its workers behave (the `store:` block of `norq.yaml` beyond the connection).
 public struct DeliveryStoreSettings: Sendable, Hashable {
     /// How long a claimed row is held before another worker may take it. Workers renew leases at a third of it.
+    /// It bounds crash recovery: a killed instance's rows are re-sent about this long after the crash (10 s by
+    /// default, so recovery stays within 15 s); one attempt's deadline is at most half of it.
     public var leaseDuration: Duration
     /// How long an idempotency key protects against a repeat (24 h by default).
     public var idempotencyWindow: Duration
@@ -21,7 +23,7 @@ public struct DeliveryStoreSettings: Sendable, Hashable {
     /// Connections in the pool (PostgreSQL).
     public var poolSize: Int
 
-    public init(leaseDuration: Duration = .seconds(30), idempotencyWindow: Duration = .seconds(24 * 3600),
+    public init(leaseDuration: Duration = .seconds(10), idempotencyWindow: Duration = .seconds(24 * 3600),
                 retention: Duration = .seconds(7 * 24 * 3600), callTimeout: Duration = .seconds(10),
                 claimBatchSize: Int = 256, pollInterval: Duration = .milliseconds(250), poolSize: Int = 4) {
         self.leaseDuration = leaseDuration

@@ -11,9 +11,13 @@ import PostgresNIO
 /// - Enqueue: one transaction; the idempotency key is serialized with a transaction-scoped advisory lock on its
 ///   hash, rows go in with multi-row `INSERT … SELECT FROM unnest(arrays)` (5,000 rows per statement).
 /// - Claims: `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers never wait on
-///   each other nor take the same row.
-/// - Completions: one `UPDATE … FROM unnest(…)` compare-and-set on (row id, lease token) per batch; finished rows
-///   move to `norq_history` in the same transaction. History is pruned in batches (never an unbounded `DELETE`).
+///   each other nor take the same row. Expired leases first, then due pending rows, each an index scan of its
+///   partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the limit: a scan
+///   by row id with both conditions ORed became a bitmap scan of the whole (bloated) heap after a burst.
+/// - Completions: compare-and-sets on (row id, lease token), one statement per kind per batch: finished rows move
+///   from the hot outbox to `norq_history` in one `DELETE … USING unnest(…) RETURNING` feeding an `INSERT` (never
+///   updated first); retries and releases are one `UPDATE … FROM unnest(…)`. History is pruned in batches (never an
+///   unbounded `DELETE`).
 /// - Wake-ups: `NOTIFY norq_outbox` after each enqueue; `run()` LISTENs and turns notifications into hints
 ///   (debounced: at most one pending), always backed by the workers' poll; `listen: false` polls only.
 /// - Deadlines: every call has `settings.callTimeout`, and the server's `statement_timeout` and
@@ -300,10 +304,13 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let logger = self.logger
         return try await transaction("claiming rows") { connection in
             let rows = try await connection.query("""
-                WITH due AS (
-                    SELECT id FROM norq_outbox
-                    WHERE (state = 'pending' AND next_attempt_at <= \(now)) OR (state = 'leased' AND lease_expires_at <= \(now))
-                    ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                WITH expired AS (
+                    SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= \(now)
+                    ORDER BY lease_expires_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+                pending AS (
+                    SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= \(now)
+                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+                due AS (SELECT id FROM expired UNION ALL SELECT id FROM pending LIMIT \(limit))
                 UPDATE norq_outbox o SET
                     may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',
                     state = 'leased', attempts = o.attempts + 1, lease_owner = \(owner),
@@ -340,62 +347,70 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         guard !completions.isEmpty else { return CompletionReport() }
         // Sorted by row id: two transactions touching the same rows lock them in the same order.
         let sorted = completions.sorted { $0.lease.rowID < $1.lease.rowID }
-        var ids: [Int64] = [], tokens: [String] = [], kinds: [String] = [], states: [String] = [], ats: [Int64] = []
-        var lastStates: [String] = [], statuses: [Int] = [], reasons: [String] = [], codes: [String] = []
-        var classes: [String] = [], sinces: [Int64] = [], messages: [String] = [], maybes: [Bool] = []
-        var finishing: [Int64: StoredOutcome] = [:]
-        for completion in sorted {
-            let kind: String, state: DeliveryState, at: Int64, last: StoredOutcome?
-            switch completion {
-            case .finish(let lease, let outcome):
-                (kind, state, at, last) = ("finish", outcome.state, 0, outcome)
-                finishing[lease.rowID] = outcome
-            case .retry(_, let time, let outcome): (kind, state, at, last) = ("retry", .pending, time, outcome)
-            case .release: (kind, state, at, last) = ("release", .pending, 0, nil)
-            }
-            ids.append(completion.lease.rowID)
-            tokens.append(completion.lease.token)
-            kinds.append(kind)
-            states.append(state.rawValue)
-            ats.append(at)
-            lastStates.append(last?.state.rawValue ?? "")
-            statuses.append(last?.status ?? -1)
-            reasons.append(last?.reason ?? "")
-            codes.append(last?.code ?? "")
-            classes.append(last?.classification ?? "")
-            sinces.append(last?.invalidSince ?? -1)
-            messages.append(last?.messageID ?? "")
-            maybes.append(last?.mayHaveBeenDelivered ?? false)
-        }
+        let finishes = FinishArrays(sorted)
+        let others = UpdateArrays(sorted)
         let logger = self.logger
-        let allIDs = ids
-        return try await transaction("completing rows") { [ids, tokens, kinds, states, ats, lastStates, statuses, reasons, codes, classes, sinces, messages, maybes, finishing] connection in
+        let allIDs = sorted.map(\.lease.rowID)
+        return try await transaction("completing rows") { connection in
             var applied: Set<Int64> = []
             var invalid: [(String, String?, StoredOutcome)] = []
-            for try await (id, identity, provider) in try await connection.query("""
-                UPDATE norq_outbox o SET
-                    state = i.state,
-                    next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE o.next_attempt_at END,
-                    attempts = CASE WHEN i.kind = 'release' THEN greatest(0, o.attempts - 1) ELSE o.attempts END,
-                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-                    may_have_been_delivered = o.may_have_been_delivered OR i.maybe,
-                    last_state = CASE WHEN i.kind = 'release' THEN o.last_state ELSE NULLIF(i.l_state, '') END,
-                    last_status = CASE WHEN i.kind = 'release' THEN o.last_status ELSE NULLIF(i.l_status, -1) END,
-                    last_reason = CASE WHEN i.kind = 'release' THEN o.last_reason ELSE NULLIF(i.l_reason, '') END,
-                    last_code = CASE WHEN i.kind = 'release' THEN o.last_code ELSE NULLIF(i.l_code, '') END,
-                    last_classification = CASE WHEN i.kind = 'release' THEN o.last_classification ELSE NULLIF(i.l_class, '') END,
-                    last_invalid_since = CASE WHEN i.kind = 'release' THEN o.last_invalid_since ELSE NULLIF(i.l_since, -1) END,
-                    last_message_id = CASE WHEN i.kind = 'release' THEN o.last_message_id ELSE NULLIF(i.l_message, '') END
-                FROM unnest(\(ids)::bigint[], \(tokens)::text[], \(kinds)::text[], \(states)::text[], \(ats)::bigint[],
-                    \(lastStates)::text[], \(statuses)::int[], \(reasons)::text[], \(codes)::text[], \(classes)::text[],
-                    \(sinces)::bigint[], \(messages)::text[], \(maybes)::bool[])
-                    AS i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
-                WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
-                RETURNING o.id, o.identity, o.provider
-                """, logger: logger).decode((Int64, String, String?).self) {
-                applied.insert(id)
-                if let outcome = finishing[id], outcome.classification == "token-invalid" {
-                    invalid.append((identity, provider, outcome))
+            if !finishes.ids.isEmpty {
+                // Finished rows go straight from the hot outbox to history (one DELETE … RETURNING into an INSERT:
+                // the row is not updated first), still a compare-and-set on (row id, lease token).
+                let f = finishes
+                for try await (id, identity, provider) in try await connection.query("""
+                    WITH i AS (
+                        SELECT * FROM unnest(\(f.ids)::bigint[], \(f.tokens)::text[], \(f.states)::text[],
+                            \(f.statuses)::int[], \(f.reasons)::text[], \(f.codes)::text[], \(f.classes)::text[],
+                            \(f.sinces)::bigint[], \(f.messages)::text[], \(f.maybes)::bool[])
+                            AS i(id, token, state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)),
+                    moved AS (
+                        DELETE FROM norq_outbox o USING i
+                        WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
+                        RETURNING o.id, o.send_id, o.position, o.target, o.identity, o.provider, o.recipient_id,
+                            i.state, o.attempts, o.next_attempt_at, o.message_id,
+                            o.may_have_been_delivered OR i.maybe AS maybe, NULLIF(i.l_status, -1) AS l_status,
+                            NULLIF(i.l_reason, '') AS l_reason, NULLIF(i.l_code, '') AS l_code,
+                            NULLIF(i.l_class, '') AS l_class, NULLIF(i.l_since, -1) AS l_since,
+                            NULLIF(i.l_message, '') AS l_message)
+                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
+                    SELECT id, send_id, position, target, identity, provider, recipient_id, state, attempts,
+                        next_attempt_at, NULL, NULL, NULL, message_id, maybe, state, l_status, l_reason, l_code,
+                        l_class, l_since, l_message, \(now)
+                    FROM moved
+                    RETURNING id, identity, provider
+                    """, logger: logger).decode((Int64, String, String?).self) {
+                    applied.insert(id)
+                    if let outcome = finishes.outcomes[id], outcome.classification == "token-invalid" {
+                        invalid.append((identity, provider, outcome))
+                    }
+                }
+            }
+            if !others.ids.isEmpty {
+                let u = others
+                for try await id in try await connection.query("""
+                    UPDATE norq_outbox o SET
+                        state = i.state,
+                        next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE o.next_attempt_at END,
+                        attempts = CASE WHEN i.kind = 'release' THEN greatest(0, o.attempts - 1) ELSE o.attempts END,
+                        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+                        may_have_been_delivered = o.may_have_been_delivered OR i.maybe,
+                        last_state = CASE WHEN i.kind = 'release' THEN o.last_state ELSE NULLIF(i.l_state, '') END,
+                        last_status = CASE WHEN i.kind = 'release' THEN o.last_status ELSE NULLIF(i.l_status, -1) END,
+                        last_reason = CASE WHEN i.kind = 'release' THEN o.last_reason ELSE NULLIF(i.l_reason, '') END,
+                        last_code = CASE WHEN i.kind = 'release' THEN o.last_code ELSE NULLIF(i.l_code, '') END,
+                        last_classification = CASE WHEN i.kind = 'release' THEN o.last_classification ELSE NULLIF(i.l_class, '') END,
+                        last_invalid_since = CASE WHEN i.kind = 'release' THEN o.last_invalid_since ELSE NULLIF(i.l_since, -1) END,
+                        last_message_id = CASE WHEN i.kind = 'release' THEN o.last_message_id ELSE NULLIF(i.l_message, '') END
+                    FROM unnest(\(u.ids)::bigint[], \(u.tokens)::text[], \(u.kinds)::text[], \(u.states)::text[],
+                        \(u.ats)::bigint[],
+                        \(u.lastStates)::text[], \(u.statuses)::int[], \(u.reasons)::text[], \(u.codes)::text[],
+                        \(u.classes)::text[], \(u.sinces)::bigint[], \(u.messages)::text[], \(u.maybes)::bool[])
+                        AS i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
+                    WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
+                    RETURNING o.id
+                    """, logger: logger).decode(Int64.self) {
+                    applied.insert(id)
                 }
             }
             for (identity, provider, outcome) in invalid {
@@ -409,16 +424,61 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
                     """, logger: logger)
             }
-            if !applied.isEmpty {
-                let done = Array(applied)
-                try await connection.query("""
-                    WITH moved AS (DELETE FROM norq_outbox WHERE id = ANY(\(done)::bigint[]) AND state NOT IN ('pending', 'leased')
-                        RETURNING \(unescaped: PostgresSchema.rowColumns))
-                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
-                    SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
-                    """, logger: logger)
-            }
             return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
+        }
+    }
+
+    /// The `.finish` completions as column arrays for `unnest`.
+    struct FinishArrays: Sendable {
+        var ids: [Int64] = [], tokens: [String] = [], states: [String] = [], statuses: [Int] = []
+        var reasons: [String] = [], codes: [String] = [], classes: [String] = [], sinces: [Int64] = []
+        var messages: [String] = [], maybes: [Bool] = []
+        var outcomes: [Int64: StoredOutcome] = [:]
+        init(_ completions: [RowCompletion]) {
+            for case .finish(let lease, let outcome) in completions where outcome.state.isFinal {
+                ids.append(lease.rowID)
+                tokens.append(lease.token)
+                states.append(outcome.state.rawValue)
+                statuses.append(outcome.status ?? -1)
+                reasons.append(outcome.reason ?? "")
+                codes.append(outcome.code ?? "")
+                classes.append(outcome.classification ?? "")
+                sinces.append(outcome.invalidSince ?? -1)
+                messages.append(outcome.messageID ?? "")
+                maybes.append(outcome.mayHaveBeenDelivered)
+                outcomes[lease.rowID] = outcome
+            }
+        }
+    }
+
+    /// The `.retry` and `.release` completions (and a `.finish` to a state that is not final) as column arrays.
+    struct UpdateArrays: Sendable {
+        var ids: [Int64] = [], tokens: [String] = [], kinds: [String] = [], states: [String] = [], ats: [Int64] = []
+        var lastStates: [String] = [], statuses: [Int] = [], reasons: [String] = [], codes: [String] = []
+        var classes: [String] = [], sinces: [Int64] = [], messages: [String] = [], maybes: [Bool] = []
+        init(_ completions: [RowCompletion]) {
+            for completion in completions {
+                let kind: String, state: DeliveryState, at: Int64, last: StoredOutcome?
+                switch completion {
+                case .finish(_, let outcome) where outcome.state.isFinal: continue
+                case .finish(_, let outcome): (kind, state, at, last) = ("finish", outcome.state, 0, outcome)
+                case .retry(_, let time, let outcome): (kind, state, at, last) = ("retry", .pending, time, outcome)
+                case .release: (kind, state, at, last) = ("release", .pending, 0, nil)
+                }
+                ids.append(completion.lease.rowID)
+                tokens.append(completion.lease.token)
+                kinds.append(kind)
+                states.append(state.rawValue)
+                ats.append(at)
+                lastStates.append(last?.state.rawValue ?? "")
+                statuses.append(last?.status ?? -1)
+                reasons.append(last?.reason ?? "")
+                codes.append(last?.code ?? "")
+                classes.append(last?.classification ?? "")
+                sinces.append(last?.invalidSince ?? -1)
+                messages.append(last?.messageID ?? "")
+                maybes.append(last?.mayHaveBeenDelivered ?? false)
+            }
         }
     }
 

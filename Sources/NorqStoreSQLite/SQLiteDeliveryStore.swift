@@ -8,9 +8,10 @@ import SQLiteNIO
 ///
 /// One connection per store, used by one transaction at a time (an in-process lock); writers start with
 /// `BEGIN IMMEDIATE`, so two processes on one file serialize on SQLite's lock and wait at most `busy_timeout`
-/// (the call timeout) for it. Claims are one `UPDATE … RETURNING`; completions one `UPDATE … FROM (VALUES …)`
-/// compare-and-set on (row id, lease token) per batch, and finished rows move from the hot `norq_outbox` to
-/// `norq_history` in the same transaction.
+/// (the call timeout) for it. Claims are one `UPDATE … RETURNING`. Completions are compare-and-sets on (row id,
+/// lease token), a statement per kind per batch: finished rows move from the hot `norq_outbox` to `norq_history`
+/// with one `INSERT … SELECT` of the rows still leased under their token and one `DELETE` (never updated first);
+/// retries and releases are one `UPDATE … FROM (VALUES …)`; all in one transaction.
 ///
 /// Deadlines: every call has `settings.callTimeout`. Waiting for this process's lock is cancelled at the
 /// deadline; a statement waiting for another process's lock gives up at `busy_timeout` (the same value), so a
@@ -282,12 +283,66 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
+        // Finished rows go straight from the hot outbox to history (an INSERT … SELECT of the leased rows, then a
+        // DELETE of those inserted: the row is not updated first), still a compare-and-set on (row id, lease token).
+        let finishes = completions.filter {
+            if case .finish(_, let outcome) = $0 { return outcome.state.isFinal }
+            return false
+        }
+        let updates = completions.filter {
+            if case .finish(_, let outcome) = $0 { return !outcome.state.isFinal }
+            return true
+        }
         return try await transaction("completing rows") { connection in
             var applied: Set<Int64> = []
             var invalid: [(identity: String, provider: String?, outcome: StoredOutcome)] = []
+            var moved: [Int64] = []
             var start = 0
-            while start < completions.count {
-                let chunk = completions[start..<min(completions.count, start + Self.insertChunk)]
+            while start < finishes.count {
+                let chunk = finishes[start..<min(finishes.count, start + Self.insertChunk)]
+                start += chunk.count
+                let values = Array(repeating: "(?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ",")
+                var binds: [SQLiteData] = []
+                binds.reserveCapacity(chunk.count * 10)
+                var outcomes: [Int64: StoredOutcome] = [:]
+                for case .finish(let lease, let outcome) in chunk {
+                    outcomes[lease.rowID] = outcome
+                    binds += [.integer(Int(lease.rowID)), .text(lease.token), .text(outcome.state.rawValue),
+                              outcome.status.map(SQLiteData.integer) ?? .null, outcome.reason.map(SQLiteData.text) ?? .null,
+                              outcome.code.map(SQLiteData.text) ?? .null,
+                              outcome.classification.map(SQLiteData.text) ?? .null,
+                              outcome.invalidSince.map { .integer(Int($0)) } ?? .null,
+                              outcome.messageID.map(SQLiteData.text) ?? .null,
+                              .integer(outcome.mayHaveBeenDelivered ? 1 : 0)]
+                }
+                let rows = try await connection.query("""
+                    WITH i(id, token, state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
+                        AS (VALUES \(values))
+                    INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
+                    SELECT o.id, o.send_id, o.position, o.target, o.identity, o.provider, o.recipient_id, i.state,
+                        o.attempts, o.next_attempt_at, NULL, NULL, NULL, o.message_id,
+                        max(o.may_have_been_delivered, i.maybe), i.state, i.l_status, i.l_reason, i.l_code, i.l_class,
+                        i.l_since, i.l_message, \(now)
+                    FROM i JOIN norq_outbox AS o ON o.id = i.id
+                    WHERE o.lease_token = i.token AND o.state = 'leased'
+                    RETURNING id, identity, provider
+                    """, binds)
+                for row in rows {
+                    guard let id = row.column("id")?.integer.map(Int64.init) else { continue }
+                    applied.insert(id)
+                    moved.append(id)
+                    if let outcome = outcomes[id], outcome.classification == "token-invalid",
+                       let identity = row.column("identity")?.string {
+                        invalid.append((identity, row.column("provider")?.string, outcome))
+                    }
+                }
+            }
+            if !moved.isEmpty {
+                _ = try await connection.query("DELETE FROM norq_outbox WHERE id IN (\(moved.map(String.init).joined(separator: ",")))")
+            }
+            start = 0
+            while start < updates.count {
+                let chunk = updates[start..<min(updates.count, start + Self.insertChunk)]
                 start += chunk.count
                 let values = Array(repeating: "(?,?,?,?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ",")
                 var binds: [SQLiteData] = []
@@ -348,10 +403,6 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                     """, [.text(entry.identity), entry.provider.map(SQLiteData.text) ?? .null,
                           .text(entry.outcome.reason ?? "invalid"), .integer(Int(entry.outcome.invalidSince ?? now)),
                           .integer(Int(now))])
-            }
-            if !applied.isEmpty {
-                let ids = applied.map(String.init).joined(separator: ",")
-                try await Self.moveFinished(connection, where: "id IN (\(ids))", [], now: now)
             }
             let lost = Set(completions.map(\.lease.rowID)).subtracting(applied)
             return CompletionReport(applied: applied, lost: lost)

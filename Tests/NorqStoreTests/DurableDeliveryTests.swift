@@ -241,4 +241,24 @@ import Testing
         }
         #expect(rig.emulator.requests.isEmpty)
     }
+
+    /// A worker whose hint stream has ended (another worker consumed it, or the store's listener stopped) keeps
+    /// delivering by polling: the end of the hints is not the end of the worker.
+    @Test func aWorkerWhoseHintStreamEndedKeepsDelivering() async throws {
+        let rig = try await DurableRig.make()
+        defer { Task { await rig.shutdown() } }
+        try await DurableDeliveryTests.withSQLite { store in
+            let durable = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
+            let (hints, continuation) = AsyncStream.makeStream(of: Void.self)
+            continuation.finish()
+            let worker = DurableWorker(delivery: durable, hints: hints)
+            try await withWorker(worker) {
+                // Let the hint reader end first, then enqueue.
+                try await Task.sleep(for: .milliseconds(200))
+                let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(5))
+                let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(20))
+                #expect(report.delivered == 5)
+            }
+        }
+    }
 }

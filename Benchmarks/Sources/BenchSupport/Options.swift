@@ -29,9 +29,23 @@ package struct Options: Sendable {
     package var fcmServiceAccount = "examples/keys/fcm-service-account-DEMO.json"
     package var fcmTokenEndpoint: String?
     package var fcmPlatform = "android"
+    // Durable mode (issue 18, DurableBench.swift).
+    package var store: String?
+    package var phases = "enqueue,deliver,store,latency"
+    package var lanes = 4
+    package var claimBatch = 256
+    package var leaseSeconds = 10.0
+    package var pollMillis: Int64 = 250
+    package var poolSize = 4
+    package var rate = 6_000
+    package var sendSize = 10
+    package var latencyCount = 30_000
+    package var dbPID: Int32?
+    package var workerName: String?
+    package var killAfter = 1.5
 
     package static let usage = """
-    usage: norq-bench [--mode router|render|prepare|tokens|jwt|fcm|fcm-prepare|fcm-tokens|webpush|webpush-encrypt|webpush-prepare] [--endpoint https://HOST:PORT] [--ca PEM]
+    usage: norq-bench [--mode router|render|prepare|tokens|jwt|fcm|fcm-prepare|fcm-tokens|webpush|webpush-encrypt|webpush-prepare|durable|durable-recovery|durable-hold] [--endpoint https://HOST:PORT] [--ca PEM]
                       [--key P8] [--team TEAMID] [--key-id KEYID] [--bundle-id ID] [--templates DIR]
                       [--template NAME] [--count N] [--connections C] [--in-flight M] [--warmup N]
                       [--label TEXT] [--out DIR] [--seconds S] [--timeout S] [--input array|stream]
@@ -52,6 +66,11 @@ package struct Options: Sendable {
       fcm-tokens   prints the --count FCM benchmark registration tokens, one a line
         FCM options: [--project ID] [--service-account JSON] [--token-endpoint https://HOST:PORT/PATH]
                      [--platform android|ios|web]  (token endpoint default: --endpoint + /token)
+      durable  durable delivery (issue 18) through --store sqlite:PATH|postgres://URL, one JSON line per phase of
+               --phases enqueue,deliver,store,latency [--lanes L] [--claim-batch B] [--lease S] [--poll-ms MS]
+               [--pool-size P] [--rate PUSHES/S] [--send-size N] [--latency-count N] [--db-pid PID]
+      durable-recovery  kills (SIGKILL) a second instance (--mode durable-hold) holding leases after
+               --kill-after S and measures until this one has re-sent its rows
     """
 
     package static func parse(_ arguments: [String]) throws -> Options {
@@ -99,6 +118,20 @@ package struct Options: Sendable {
             case "--platform":
                 options.fcmPlatform = try value(argument)
                 guard ["android", "ios", "web"].contains(options.fcmPlatform) else { throw BenchError("--platform is android, ios or web") }
+            // Durable mode (issue 18).
+            case "--store": options.store = try value(argument)
+            case "--phases": options.phases = try value(argument)
+            case "--lanes": options.lanes = try int(argument)
+            case "--claim-batch": options.claimBatch = try int(argument)
+            case "--lease": options.leaseSeconds = Double(try value(argument)) ?? 10
+            case "--poll-ms": options.pollMillis = Int64(try int(argument))
+            case "--pool-size": options.poolSize = try int(argument)
+            case "--rate": options.rate = try int(argument)
+            case "--send-size": options.sendSize = try int(argument)
+            case "--latency-count": options.latencyCount = try int(argument)
+            case "--db-pid": options.dbPID = Int32(try int(argument))
+            case "--worker-name": options.workerName = try value(argument)
+            case "--kill-after": options.killAfter = Double(try value(argument)) ?? 1.5
             case "-h", "--help": throw BenchError(usage)
             default: throw BenchError("unknown option \(argument)\n\(usage)")
             }

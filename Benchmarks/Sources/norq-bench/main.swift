@@ -19,6 +19,7 @@ do {
     case "jwt": print(try RouterBench.jwtHeader(options: options))
     case "webpush", "webpush-encrypt", "webpush-prepare": try await WebPushBench(options: options).runMode()
     case "fcm", "fcm-prepare", "fcm-tokens": try await FCMBench(options: options).run(mode: options.mode)
+    case "durable", "durable-recovery", "durable-hold": try await DurableBench(options: options).main()
     default: throw BenchError("unknown mode \(options.mode)\n\(Options.usage)")
     }
 } catch {

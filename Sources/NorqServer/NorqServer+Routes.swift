@@ -56,6 +56,11 @@ extension NorqServer {
     func authorize(_ request: Request, _ context: inout ServerRequestContext) throws -> APIKeyTable.Entry? {
         let entry = keys.authenticate(authorization: request.headers[.authorization])
         if entry == nil && !allowAnonymous {
+            // Failed attempts are limited per client address: a flood of wrong keys (or a key guesser) gets 429s.
+            let address = context.remoteAddress?.ipAddress ?? "unknown"
+            if case .limited(let seconds) = failedAuthentications.take(key: address) {
+                throw RateLimited(seconds: seconds, message: "too many requests without a valid API key from this address")
+            }
             throw NorqError(.serverUnauthorized, "this route needs Authorization: Bearer <API key> with a configured key")
         }
         let name = entry?.name ?? "anonymous"
@@ -330,9 +335,10 @@ extension NorqServer {
 /// A 429 with `Retry-After`.
 struct RateLimited: Error, HTTPResponseError {
     var seconds: Int
+    var message = "too many requests for this API key"
     var status: HTTPResponse.Status { .tooManyRequests }
+    var error: NorqError { NorqError(.serverRateLimited, "\(message); retry after \(seconds) s") }
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        ServerJSON.error(NorqError(.serverRateLimited, "too many requests for this API key; retry after \(seconds) s"),
-                         headers: [.retryAfter: "\(seconds)"])
+        ServerJSON.error(error, headers: [.retryAfter: "\(seconds)"])
     }
 }

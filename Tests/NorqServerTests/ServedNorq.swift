@@ -52,7 +52,7 @@ final class ServedNorq: Sendable {
 
     /// Starts the emulator and `norq serve` (with `limits` as the `server.limits` YAML flow mapping).
     static func start(faults: APNsEmulator.Faults = .init(), limits: String = "{ ratePerSecond: 100000, burst: 100000, recipients: 100, bodyBytes: 65536, waitTimeout: 20s }",
-                      store: String = "sqlite: ./norq.db",
+                      store: String = "sqlite: ./norq.db", serverExtra: String = "",
                       emulator existing: APNsEmulator? = nil, directory existingDirectory: URL? = nil) async throws -> ServedNorq {
         let key = P256.Signing.PrivateKey()
         let emulator: APNsEmulator
@@ -100,7 +100,7 @@ final class ServedNorq: Sendable {
                     - { name: limited, key: "${NORQ_TEST_LIMITED_KEY}", templates: [background-refresh] }
                     - { name: console-only, key: \(consoleOnlyKey), providers: [console] }
                   limits: \(limits)
-
+                \(serverExtra)
                 """
             try yaml.write(to: config, atomically: true, encoding: .utf8)
         }
@@ -135,7 +135,7 @@ final class ServedNorq: Sendable {
         let end = ContinuousClock.now.advanced(by: .seconds(60))
         while ContinuousClock.now < end {
             let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "listening on http://127.0.0.1:") {
+            if let range = text.range(of: "listening on http://127.0.0.1:") ?? text.range(of: "listening on https://127.0.0.1:") {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
                 if let port = Int(digits) { return (process, port) }
             }

@@ -50,5 +50,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // `norq serve` load generator (Benchmarks/serve.sh): raw HTTP/1.1 keep-alive clients on NIO only.
+        .executableTarget(
+            name: "norq-serve-load",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ]
 )

@@ -208,11 +208,11 @@ extension NorqServer {
             }
             let compiled = try library.template(named: parsed.template)
             let content = try compiled.render(data: parsed.data, options: RenderOptions(strict: parsed.options.strict))
-            return ServerJSON.response(200, ["content": ServerJSON.content(content, template: parsed.template)])
+            return ServerJSON.response(200, ["content": DryRunJSON.contentJSON(content, template: parsed.template)])
         }
         let deliveries = try router.prepare(template: parsed.template, data: parsed.data, to: parsed.recipients,
                                             options: parsed.options)
-        return ServerJSON.response(200, ServerJSON.deliveries(deliveries, template: parsed.template))
+        return ServerJSON.response(200, DryRunJSON.deliveriesJSON(deliveries, template: parsed.template, redactTokens: true))
     }
 
     // MARK: POST /v1/validate

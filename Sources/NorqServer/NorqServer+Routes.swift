@@ -306,13 +306,17 @@ extension NorqServer {
 
     // MARK: health, readiness, metrics
 
+    /// A send id that never exists (ids are random UUIDs, never the nil UUID).
+    static let readinessProbeID = "00000000-0000-0000-0000-000000000000"
+
     func readiness() async throws -> Response {
         let router = dependencies.delivery.router
         guard !router.providers.isEmpty else {
             throw NorqError(.serverNotReady, "no provider is loaded")
         }
         do {
-            _ = try await dependencies.delivery.store.counts()
+            // A primary-key probe: cheap at any size (counting rows by state would scan the history table).
+            _ = try await dependencies.delivery.store.send(id: Self.readinessProbeID)
         } catch {
             throw NorqError(.serverNotReady, "the store does not answer: \(error.code)")
         }

@@ -8,8 +8,10 @@
 # Environment (defaults in brackets):
 #   STORES ["sqlite"]   "sqlite postgres": also a throwaway PostgreSQL cluster (as scripts/test.sh makes)
 #   CLIENTS [200]  SECONDS_LOAD [30]  WARMUP [3]  BIG [10000] recipients of the big send  BIG_REPEAT [3]
+#   RENDER_SECONDS [15]  then the same load on POST /v1/render (same body, parsing, auth and template; no store)
 #   LANES [2] worker lanes of norq serve   WRK [1] also run wrk   WRK_SECONDS [10]
 #   WORK [/tmp/norq-serve-bench]   NO_BUILD [0] skip the two release builds   PG_FSYNC [on]
+#   PERF [0]  1: `perf record -g` the server during the load (WORK/<store>/perf.data; report with perf report)
 #   NORQ_BIN [the release norq]  another norq executable (a debug one for a smoke run of this script only)
 set -euo pipefail
 
@@ -17,7 +19,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 STORES="${STORES:-sqlite}"; CLIENTS="${CLIENTS:-200}"; SECONDS_LOAD="${SECONDS_LOAD:-30}"; WARMUP="${WARMUP:-3}"
 BIG="${BIG:-10000}"; BIG_REPEAT="${BIG_REPEAT:-3}"; LANES="${LANES:-2}"; WRK="${WRK:-1}"; WRK_SECONDS="${WRK_SECONDS:-10}"
-WORK="${WORK:-/tmp/norq-serve-bench}"; NO_BUILD="${NO_BUILD:-0}"; PG_FSYNC="${PG_FSYNC:-on}"
+RENDER_SECONDS="${RENDER_SECONDS:-15}"; WORK="${WORK:-/tmp/norq-serve-bench}"; NO_BUILD="${NO_BUILD:-0}"; PG_FSYNC="${PG_FSYNC:-on}"
 KEY_FILE="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000
 
 missing=0
@@ -131,11 +133,16 @@ YAML
     curl -fsS "http://127.0.0.1:$port/readyz" > /dev/null
     echo "norq serve ($store) pid $server on 127.0.0.1:$port; load $(load_avg)" >&2
 
-    local before after
+    local before after perf_pid=""
     before="$(load_avg)"
+    if [ "${PERF:-0}" = 1 ]; then
+        perf record -g -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
+        perf_pid=$!
+    fi
     "$LOAD" --port "$port" --key "$API_KEY" --clients "$CLIENTS" --seconds "$SECONDS_LOAD" --warmup "$WARMUP" \
         --server-pid "$server" --label "$store" > "$dir/load.json"
     after="$(load_avg)"
+    [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null || true
     python3 - "$dir/load.json" "$before" "$after" "$store" >> "$RESULTS" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); r["load_before"] = sys.argv[2]; r["load_after"] = sys.argv[3]; r["store"] = sys.argv[4]
@@ -163,6 +170,18 @@ r = json.load(open(sys.argv[1])); r["load"] = sys.argv[2]; r["store"] = sys.argv
 print(json.dumps(r, sort_keys=True))
 PY
     tail -n 1 "$RESULTS" >&2
+
+    # The same load on POST /v1/render: what the server does without the store (a 200 counts as accepted).
+    if [ "$RENDER_SECONDS" != 0 ]; then
+        "$LOAD" --port "$port" --key "$API_KEY" --clients "$CLIENTS" --seconds "$RENDER_SECONDS" --warmup "$WARMUP" \
+            --server-pid "$server" --label "$store-render" --path /v1/render --expect 200 > "$dir/render.json"
+        python3 - "$dir/render.json" "$(load_avg)" "$store" >> "$RESULTS" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["load"] = sys.argv[2]; r["store"] = sys.argv[3]
+print(json.dumps(r, sort_keys=True))
+PY
+        tail -n 1 "$RESULTS" >&2
+    fi
 
     if [ "$WRK" = 1 ]; then
         # The same 1-recipient send through wrk (one token for every request), then /healthz: no store, no auth,

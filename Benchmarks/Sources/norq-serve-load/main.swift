@@ -30,10 +30,14 @@ struct LoadOptions {
     var big: Int?
     var repeatCount = 3
     var timeoutSeconds: Int64 = 10
+    /// The route (`/v1/render` takes the same body and answers 200: the server without the store).
+    var path = "/v1/sends"
+    var expect = 202
 
     static let usage = """
     usage: norq-serve-load --port P --key KEY [--host H] [--clients N] [--seconds S] [--warmup S] [--template NAME]
                            [--threads T] [--server-pid PID] [--label TEXT] [--big N [--repeat R]] [--timeout S]
+                           [--path /v1/sends|/v1/render --expect STATUS]
     """
 
     static func parse(_ arguments: [String]) throws -> LoadOptions {
@@ -63,6 +67,8 @@ struct LoadOptions {
             case "--big": options.big = try int()
             case "--repeat": options.repeatCount = try int()
             case "--timeout": options.timeoutSeconds = Int64(try int())
+            case "--path": options.path = value
+            case "--expect": options.expect = try int()
             default: throw LoadError("unknown option \(name)\n\(usage)")
             }
         }
@@ -87,7 +93,7 @@ struct RequestBytes {
     let head: String
     let body: [UInt8]
 
-    init(host: String, port: Int, key: String, template: String, tokens: [String]) {
+    init(host: String, port: Int, key: String, template: String, tokens: [String], path: String = "/v1/sends") {
         var body = "{\"template\":\"\(template)\",\"to\":["
         for (index, token) in tokens.enumerated() {
             if index > 0 { body += "," }
@@ -95,7 +101,7 @@ struct RequestBytes {
         }
         body += "]}"
         self.body = Array(body.utf8)
-        head = "POST /v1/sends HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(key)\r\n"
+        head = "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(key)\r\n"
             + "Content-Type: application/json\r\nContent-Length: \(self.body.count)\r\n\r\n"
     }
 
@@ -124,6 +130,7 @@ final class LoadClientHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     let stats: ClientStats
+    let expect: Int
     let measureFrom: NIODeadline
     let stopAt: NIODeadline
     let timeout: TimeAmount
@@ -137,7 +144,9 @@ final class LoadClientHandler: ChannelInboundHandler {
     private var finished = false
 
     init(stats: ClientStats, measureFrom: NIODeadline, stopAt: NIODeadline, timeout: TimeAmount,
-         makeRequest: @escaping () -> RequestBytes, done: EventLoopPromise<Void>, requests: Int? = nil) {
+         makeRequest: @escaping () -> RequestBytes, done: EventLoopPromise<Void>, requests: Int? = nil,
+         expect: Int = 202) {
+        self.expect = expect
         self.remaining = requests
         self.stats = stats
         self.measureFrom = measureFrom
@@ -202,7 +211,7 @@ final class LoadClientHandler: ChannelInboundHandler {
         let now = NIODeadline.now()
         guard let sentAt, sentAt >= measureFrom, now <= stopAt else { return }
         stats.latenciesMicros.append(UInt32(clamping: (now - sentAt).nanoseconds / 1000))
-        if status == 202 { stats.accepted += 1 } else { stats.statuses[status, default: 0] += 1 }
+        if status == expect { stats.accepted += 1 } else { stats.statuses[status, default: 0] += 1 }
     }
 
     private func finish(context: ChannelHandlerContext) {
@@ -291,14 +300,15 @@ func runLoad(_ options: LoadOptions) async throws -> String {
         let done = eventLoop.makePromise(of: Void.self)
         finished.append(done.futureResult)
         let host = options.host, port = options.port, key = options.key, template = options.template
+        let path = options.path, expect = options.expect
         let timeout = TimeAmount.seconds(options.timeoutSeconds)
         do {
             _ = try await connect(options, group: group) { _ in
                 LoadClientHandler(stats: client, measureFrom: measureFrom, stopAt: stopAt, timeout: timeout,
                                   makeRequest: {
                                       RequestBytes(host: host, port: port, key: key, template: template,
-                                                   tokens: [benchToken(counter.next())])
-                                  }, done: done)
+                                                   tokens: [benchToken(counter.next())], path: path)
+                                  }, done: done, expect: expect)
             }
         } catch {
             client.connectionErrors += 1
@@ -338,7 +348,7 @@ func runLoad(_ options: LoadOptions) async throws -> String {
     for (status, count) in statuses { errors["status_\(status)"] = count }
     let errorCount = connectionErrors + timeouts + statuses.values.reduce(0, +)
     var result: [String: Any] = [
-        "mode": "serve-load", "label": options.label, "clients": options.clients, "seconds": options.seconds,
+        "mode": "serve-load", "label": options.label, "path": options.path, "clients": options.clients, "seconds": options.seconds,
         "accepted": accepted, "accepted_per_s": rounded(Double(accepted) / options.seconds, 1),
         "p50_ms": rounded(percentile(latencies, 0.5)), "p90_ms": rounded(percentile(latencies, 0.9)),
         "p99_ms": rounded(percentile(latencies, 0.99)), "max_ms": rounded(percentile(latencies, 1)),

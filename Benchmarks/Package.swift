@@ -61,5 +61,13 @@ let package = Package(
             name: "norq-bench-fcm-emulator",
             dependencies: [.product(name: "NorqTesting", package: "norq-swift")]
         ),
+        // `norq serve` load generator (Benchmarks/serve.sh): raw HTTP/1.1 keep-alive clients on NIO only.
+        .executableTarget(
+            name: "norq-serve-load",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ]
 )

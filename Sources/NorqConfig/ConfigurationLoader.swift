@@ -167,7 +167,7 @@ public struct ConfigurationLoader: Sendable {
         if let store = top["store"] {
             configuration.store = try StoreConfiguration.parse(store, baseDirectory: baseDirectory)
         }
-        if let server = top["server"] { configuration.server = try ServerConfiguration.parse(server) }
+        if let server = top["server"] { configuration.server = try ServerConfiguration.parse(server, baseDirectory: baseDirectory) }
         return configuration
     }
 

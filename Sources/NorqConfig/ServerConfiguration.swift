@@ -22,6 +22,10 @@ extension NorqError.Code {
 ///     burst: 200                  # per API key, at once
 ///     waitTimeout: 30s            # longest ?wait=true
 ///     idleTimeout: 60s            # an idle or slow client is disconnected after this
+///     bodyTimeout: 10s            # longest time to receive one request body
+///   tls:                          # optional: HTTPS (TLS 1.2+) with this certificate chain and key (PEM)
+///     certPath: ./tls/server.pem
+///     keyPath: ./tls/server.key
 /// ```
 public struct ServerConfiguration: Sendable, CustomStringConvertible {
     /// One API key. `description` never prints the key.
@@ -59,14 +63,30 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         public var waitTimeout: Duration = .seconds(30)
         /// A connection idle (or a client this slow) for this long is closed.
         public var idleTimeout: Duration = .seconds(60)
+        /// The longest time from a request's head to the end of its body; a slower client's connection is closed.
+        public var bodyTimeout: Duration = .seconds(10)
 
         public init() {}
+    }
+
+    /// HTTPS: the server's certificate chain and private key, PEM files (paths resolved against the config file's
+    /// directory). `description` prints the paths, never the key.
+    public struct TLS: Sendable, Hashable {
+        public var certificatePath: String
+        public var keyPath: String
+
+        public init(certificatePath: String, keyPath: String) {
+            self.certificatePath = certificatePath
+            self.keyPath = keyPath
+        }
     }
 
     public var host: String = "127.0.0.1"
     public var port: Int = 8080
     public var apiKeys: [APIKey] = []
     public var limits = Limits()
+    /// nil: plain HTTP (put a TLS-terminating proxy in front, or listen on loopback only).
+    public var tls: TLS?
     public var location: SourceLocation?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, apiKeys: [APIKey] = [], limits: Limits = Limits()) {
@@ -77,15 +97,17 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "server \(host):\(port), \(apiKeys.count) api keys (\(apiKeys.map(\.name).joined(separator: ", ")))"
+        "server \(tls == nil ? "http" : "https")://\(host):\(port), \(apiKeys.count) api keys (\(apiKeys.map(\.name).joined(separator: ", ")))"
     }
 
-    static let keys = ["host", "port", "apiKeys", "limits"]
+    static let keys = ["host", "port", "apiKeys", "limits", "tls"]
+    static let tlsKeys = ["certPath", "keyPath"]
     static let apiKeyKeys = ["name", "key", "templates", "providers"]
-    static let limitKeys = ["bodyBytes", "recipients", "ratePerSecond", "burst", "waitTimeout", "idleTimeout"]
+    static let limitKeys = ["bodyBytes", "recipients", "ratePerSecond", "burst", "waitTimeout", "idleTimeout",
+                            "bodyTimeout"]
 
-    /// Parses and validates a `server:` node.
-    public static func parse(_ node: ConfigNode) throws(NorqError) -> ServerConfiguration {
+    /// Parses and validates a `server:` node; relative TLS paths resolve against `baseDirectory`.
+    public static func parse(_ node: ConfigNode, baseDirectory: String = ".") throws(NorqError) -> ServerConfiguration {
         let map = try node.mapping(allowedKeys: keys, path: "server")
         var server = ServerConfiguration()
         server.location = node.location
@@ -152,6 +174,22 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
                 }
                 server.limits.idleTimeout = duration
             }
+            if let value = limits["bodyTimeout"] {
+                let duration = try value.duration(path: "server.limits.bodyTimeout")
+                guard duration >= .milliseconds(100) else {
+                    throw NorqError(.configInvalidServer, "server.limits.bodyTimeout must be at least 100ms", at: value.location)
+                }
+                server.limits.bodyTimeout = duration
+            }
+        }
+        if let tlsNode = map["tls"], tlsNode.value != .null {
+            let tls = try tlsNode.mapping(allowedKeys: tlsKeys, path: "server.tls")
+            guard let cert = tls["certPath"], let key = tls["keyPath"] else {
+                throw NorqError(.configInvalidServer, "server.tls needs certPath and keyPath (PEM files)", at: tlsNode.location)
+            }
+            server.tls = TLS(
+                certificatePath: ConfigurationLoader.resolve(try cert.string(path: "server.tls.certPath"), against: baseDirectory),
+                keyPath: ConfigurationLoader.resolve(try key.string(path: "server.tls.keyPath"), against: baseDirectory))
         }
         return server
     }

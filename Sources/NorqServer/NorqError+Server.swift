@@ -27,6 +27,9 @@ extension NorqError.Code {
     public static let serverInsecure: Self = "server/insecure"
     /// The server could not listen on its address (in use, not permitted).
     public static let serverBindFailed: Self = "server/bind-failed"
+    /// `server.tls`: the certificate chain or private key could not be read or used (the message names the file,
+    /// never key material).
+    public static let serverInvalidTLS: Self = "server/invalid-tls"
 }
 
 extension NorqError {

@@ -56,6 +56,11 @@ extension NorqServer {
     func authorize(_ request: Request, _ context: inout ServerRequestContext) throws -> APIKeyTable.Entry? {
         let entry = keys.authenticate(authorization: request.headers[.authorization])
         if entry == nil && !allowAnonymous {
+            // Failed attempts are limited per client address: a flood of wrong keys (or a key guesser) gets 429s.
+            let address = context.remoteAddress?.ipAddress ?? "unknown"
+            if case .limited(let seconds) = failedAuthentications.take(key: address) {
+                throw RateLimited(seconds: seconds, message: "too many requests without a valid API key from this address")
+            }
             throw NorqError(.serverUnauthorized, "this route needs Authorization: Bearer <API key> with a configured key")
         }
         let name = entry?.name ?? "anonymous"
@@ -203,11 +208,11 @@ extension NorqServer {
             }
             let compiled = try library.template(named: parsed.template)
             let content = try compiled.render(data: parsed.data, options: RenderOptions(strict: parsed.options.strict))
-            return ServerJSON.response(200, ["content": ServerJSON.content(content, template: parsed.template)])
+            return ServerJSON.response(200, ["content": DryRunJSON.contentJSON(content, template: parsed.template)])
         }
         let deliveries = try router.prepare(template: parsed.template, data: parsed.data, to: parsed.recipients,
                                             options: parsed.options)
-        return ServerJSON.response(200, ServerJSON.deliveries(deliveries, template: parsed.template))
+        return ServerJSON.response(200, DryRunJSON.deliveriesJSON(deliveries, template: parsed.template, redactTokens: true))
     }
 
     // MARK: POST /v1/validate
@@ -301,13 +306,17 @@ extension NorqServer {
 
     // MARK: health, readiness, metrics
 
+    /// A send id that never exists (ids are random UUIDs, never the nil UUID).
+    static let readinessProbeID = "00000000-0000-0000-0000-000000000000"
+
     func readiness() async throws -> Response {
         let router = dependencies.delivery.router
         guard !router.providers.isEmpty else {
             throw NorqError(.serverNotReady, "no provider is loaded")
         }
         do {
-            _ = try await dependencies.delivery.store.counts()
+            // A primary-key probe: cheap at any size (counting rows by state would scan the history table).
+            _ = try await dependencies.delivery.store.send(id: Self.readinessProbeID)
         } catch {
             throw NorqError(.serverNotReady, "the store does not answer: \(error.code)")
         }
@@ -330,9 +339,10 @@ extension NorqServer {
 /// A 429 with `Retry-After`.
 struct RateLimited: Error, HTTPResponseError {
     var seconds: Int
+    var message = "too many requests for this API key"
     var status: HTTPResponse.Status { .tooManyRequests }
+    var error: NorqError { NorqError(.serverRateLimited, "\(message); retry after \(seconds) s") }
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        ServerJSON.error(NorqError(.serverRateLimited, "too many requests for this API key; retry after \(seconds) s"),
-                         headers: [.retryAfter: "\(seconds)"])
+        ServerJSON.error(error, headers: [.retryAfter: "\(seconds)"])
     }
 }

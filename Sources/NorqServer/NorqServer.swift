@@ -56,6 +56,8 @@ public final class NorqServer: Service {
     var keys: APIKeyTable { live.withLock { $0.keys } }
     var rateLimiter: RateLimiter { live.withLock { $0.rateLimiter } }
     let gate = IdempotencyGate()
+    /// Requests without a valid key, per client address: 10 a second, 20 at once, 10,000 addresses at most.
+    let failedAuthentications = RateLimiter(ratePerSecond: 10, burst: 20, maximumKeys: 10_000)
     let logger: Logger
     let requestMetrics: RequestMetrics
     private let onListening: @Sendable (String, Int) -> Void
@@ -114,12 +116,12 @@ public final class NorqServer: Service {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorAndAccessMiddleware(logger: logger, metrics: requestMetrics))
         addRoutes(to: router)
-        let idle = settings.limits.idleTimeout.components
         let onListening = self.onListening
         let host = listenHost
+        let server = try Self.serverBuilder(settings, logger: logger)
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .seconds(max(1, idle.seconds)))),
+            server: server,
             configuration: .init(address: .hostname(host, port: listenPort), serverName: "norq"),
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
@@ -151,6 +153,10 @@ public final class NorqServer: Service {
             if next.host != listenHost || (next.port != listenPort && next.port != 0) {
                 logger.notice("server.host and server.port take effect at the next start",
                               metadata: ["norq.listen": "\(listenHost):\(listenPort)"])
+            }
+            if next.tls != settings.tls || next.limits.bodyTimeout != settings.limits.bodyTimeout
+                || next.limits.idleTimeout != settings.limits.idleTimeout {
+                logger.notice("server.tls and the connection timeouts take effect at the next start")
             }
             next.host = listenHost
             next.port = listenPort
@@ -190,9 +196,7 @@ struct ErrorAndAccessMiddleware: RouterMiddleware {
         } catch let error as NorqError {
             response = ServerJSON.error(error)
         } catch let limited as RateLimited {
-            response = ServerJSON.error(NorqError(.serverRateLimited,
-                                                  "too many requests for this API key; retry after \(limited.seconds) s"),
-                                        headers: [.retryAfter: "\(limited.seconds)"])
+            response = ServerJSON.error(limited.error, headers: [.retryAfter: "\(limited.seconds)"])
         } catch let error as any HTTPResponseError {
             let code: NorqError.Code = switch error.status.code {
             case 404: .serverNotFound

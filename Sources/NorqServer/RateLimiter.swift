@@ -35,29 +35,50 @@ package struct TokenBucket: Sendable, Hashable {
     }
 }
 
-/// One token bucket per API key name (bounded: one entry per configured key, plus one for `--no-auth`).
+/// One token bucket per key: per API key name (one entry per configured key, plus one for `--no-auth`), or per
+/// client address for failed authentications. At most `maximumKeys` buckets: a new key past the bound first evicts
+/// every bucket that has refilled (forgetting it changes nothing), and is refused when none has.
 package final class RateLimiter: Sendable {
     private let buckets = Mutex<[String: TokenBucket]>([:])
     let ratePerSecond: Double
     let burst: Int
+    let maximumKeys: Int
     /// Nanoseconds of a monotonic clock (injected by tests).
     let now: @Sendable () -> UInt64
 
-    package init(ratePerSecond: Double, burst: Int,
+    package init(ratePerSecond: Double, burst: Int, maximumKeys: Int = 10_000,
                  now: @escaping @Sendable () -> UInt64 = { ContinuousClock.now.nanosecondsSinceStart }) {
         self.ratePerSecond = ratePerSecond
         self.burst = burst
+        self.maximumKeys = max(1, maximumKeys)
         self.now = now
     }
 
     package func take(key: String) -> TokenBucket.Decision {
         let time = now()
         return buckets.withLock { buckets in
-            let current = buckets[key] ?? .full(burst: burst, now: time)
+            let current: TokenBucket
+            if let existing = buckets[key] {
+                current = existing
+            } else {
+                if buckets.count >= maximumKeys {
+                    buckets = buckets.filter { !Self.isFull($0.value, now: time, ratePerSecond: ratePerSecond, burst: burst) }
+                    guard buckets.count < maximumKeys else { return .limited(retryAfterSeconds: 1) }
+                }
+                current = .full(burst: burst, now: time)
+            }
             let (next, decision) = TokenBucket.take(current, now: time, ratePerSecond: ratePerSecond, burst: burst)
             buckets[key] = next
             return decision
         }
+    }
+
+    /// Buckets held (for tests).
+    package var count: Int { buckets.withLock { $0.count } }
+
+    static func isFull(_ bucket: TokenBucket, now: UInt64, ratePerSecond: Double, burst: Int) -> Bool {
+        let elapsed = now > bucket.updatedAt ? Double(now - bucket.updatedAt) / 1e9 : 0
+        return bucket.tokens + elapsed * ratePerSecond >= Double(burst)
     }
 }
 

@@ -151,48 +151,6 @@ enum ServerJSON {
             "duplicates": .int(Int64(report.duplicates)), "allDelivered": .bool(report.allDelivered),
         ]
     }
-
-    static func content(_ content: PushContent, template: String) -> JSONValue {
-        var headers: [String: JSONValue] = [:]
-        if let priority = content.headers.priority { headers["apns-priority"] = .int(Int64(priority)) }
-        if let pushType = content.headers.pushType { headers["apns-push-type"] = .string(pushType) }
-        if let collapse = content.headers.collapseID { headers["apns-collapse-id"] = .string(collapse) }
-        if let topic = content.headers.topic { headers["apns-topic"] = .string(topic) }
-        var object: [String: JSONValue] = [
-            "template": .string(template), "title": .string(content.title), "body": .string(content.body),
-            "image": .optional(content.image), "actionUrl": .optional(content.actionURL),
-            "headers": .object(.init(uniqueKeysWithValues: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })),
-            "data": .object(content.data),
-        ]
-        if let native = content.nativePayload { object["nativePayload"] = native }
-        return .object(.init(uniqueKeysWithValues: object.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
-    }
-
-    /// The dry run's requests; `authorization` is shown in its redacted form (never the JWT).
-    static func deliveries(_ deliveries: [PreparedDelivery], template: String) -> JSONValue {
-        let items: [JSONValue] = deliveries.map { delivery in
-            var object: [String: JSONValue] = [
-                "recipient": .optional(delivery.recipientID),
-                "target": target(delivery.target),
-                "provider": .optional(delivery.provider),
-                "routing": .string(delivery.routing),
-            ]
-            switch delivery.plan {
-            case .request(let request):
-                let headers: [JSONValue] = request.displayHeaders.map { ["name": .string($0.name), "value": .string($0.value)] }
-                let body = (try? JSONValue(parsing: request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))
-                object["request"] = [
-                    "method": .string(request.method), "path": .string(request.path),
-                    "authority": .string(request.authority),
-                    "headers": .array(headers), "body": body, "bodyBytes": .int(Int64(request.body.count)),
-                ]
-            case .noRequest(let result):
-                object["outcome"] = outcome(result)
-            }
-            return .object(.init(uniqueKeysWithValues: object.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
-        }
-        return ["template": .string(template), "deliveries": .array(items)]
-    }
 }
 
 extension JSONValue {

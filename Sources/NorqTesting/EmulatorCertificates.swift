@@ -5,14 +5,14 @@ import X509
 
 /// A self-signed certificate authority generated in memory, plus the server certificate it signs
 /// (SANs `127.0.0.1`, `::1` and `localhost`). Client certificates for mTLS mode are signed by the same CA.
-struct EmulatorCertificates: Sendable {
+package struct EmulatorCertificates: Sendable {
     let caKey: P256.Signing.PrivateKey
     let caCertificate: Certificate
-    let caCertificatePEM: String
-    let serverCertificatePEM: String
-    let serverPrivateKeyPEM: String
+    package let caCertificatePEM: String
+    package let serverCertificatePEM: String
+    package let serverPrivateKeyPEM: String
 
-    init() throws {
+    package init() throws {
         let caKey = P256.Signing.PrivateKey()
         let now = Date()
         let notBefore = now.addingTimeInterval(-3600)

@@ -7,27 +7,6 @@ import Foundation
 enum DryRunFormatter {
     // MARK: content
 
-    static func contentJSON(_ content: PushContent, template: String) -> JSONValue {
-        var headers: [(String, JSONValue)] = []
-        if let priority = content.headers.priority { headers.append(("apns-priority", .int(Int64(priority)))) }
-        if let pushType = content.headers.pushType { headers.append(("apns-push-type", .string(pushType))) }
-        if let collapse = content.headers.collapseID { headers.append(("apns-collapse-id", .string(collapse))) }
-        if let expiration = content.headers.expiration { headers.append(("apns-expiration", .string(describe(expiration)))) }
-        if let topic = content.headers.topic { headers.append(("apns-topic", .string(topic))) }
-        var object: [(String, JSONValue)] = [
-            ("template", .string(template)),
-            ("title", .string(content.title)),
-            ("body", .string(content.body)),
-            ("image", .optional(content.image)),
-            ("actionUrl", .optional(content.actionURL)),
-            ("headers", .object(.init(headers, uniquingKeysWith: { a, _ in a }))),
-            ("ios", .object(.init(iosFields(content.ios).map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a }))),
-            ("data", .object(content.data)),
-        ]
-        if let native = content.nativePayload { object.append(("nativePayload", native)) }
-        return .object(.init(object, uniquingKeysWith: { a, _ in a }))
-    }
-
     static func contentText(_ content: PushContent, template: String, style: Style) -> String {
         var out = style.bold("template: ") + template + "\n"
         func line(_ key: String, _ value: String) { out += style.bold(key + ": ") + value + "\n" }
@@ -39,13 +18,13 @@ enum DryRunFormatter {
         if let priority = content.headers.priority { headers.append("apns-priority: \(priority)") }
         if let pushType = content.headers.pushType { headers.append("apns-push-type: \(pushType)") }
         if let collapse = content.headers.collapseID { headers.append("apns-collapse-id: \(collapse)") }
-        if let expiration = content.headers.expiration { headers.append("apns-expiration: \(describe(expiration))") }
+        if let expiration = content.headers.expiration { headers.append("apns-expiration: \(DryRunJSON.describe(expiration))") }
         if let topic = content.headers.topic { headers.append("apns-topic: \(topic) (the push type's suffix is added)") }
         if !headers.isEmpty {
             out += style.bold("headers:") + "\n"
             for header in headers { out += "  \(header)\n" }
         }
-        let ios = iosFields(content.ios)
+        let ios = DryRunJSON.iosFields(content.ios)
         if !ios.isEmpty {
             out += style.bold("ios:") + "\n"
             for (key, value) in ios { out += "  \(key): \(value.compactDescription)\n" }
@@ -60,113 +39,7 @@ enum DryRunFormatter {
         return out
     }
 
-    static func describe(_ expiration: PushExpiration) -> String {
-        switch expiration {
-        case .immediately: "0 (deliver now or never)"
-        case .after(let seconds): "\(seconds) s after sending"
-        case .at(let epoch): "at \(epoch) (UNIX epoch, sent as written)"
-        }
-    }
-
-    static func iosFields(_ ios: IOSOverrides) -> [(String, JSONValue)] {
-        var fields: [(String, JSONValue)] = []
-        if let sound = ios.sound { fields.append(("sound", .string(sound.name + (sound.critical ? " (critical)" : "")))) }
-        if let badge = ios.badge { fields.append(("badge", .int(Int64(badge)))) }
-        if let subtitle = ios.subtitle { fields.append(("subtitle", .string(subtitle))) }
-        if let category = ios.category { fields.append(("category", .string(category))) }
-        if let thread = ios.threadID { fields.append(("thread-id", .string(thread))) }
-        if let level = ios.interruptionLevel { fields.append(("interruption-level", .string(level))) }
-        if let mutable = ios.mutableContent { fields.append(("mutable-content", .bool(mutable))) }
-        if let available = ios.contentAvailable { fields.append(("content-available", .bool(available))) }
-        if let score = ios.relevanceScore { fields.append(("relevance-score", .double(score))) }
-        if let target = ios.targetContentID { fields.append(("target-content-id", .string(target))) }
-        if let event = ios.event { fields.append(("event", .string(event))) }
-        if let state = ios.contentState { fields.append(("content-state", state)) }
-        if let alert = ios.alertText { fields.append(("alert", .string(alert))) }
-        if let key = ios.actionLocKey { fields.append(("action-loc-key", .string(key))) }
-        if let action = ios.action { fields.append(("action", .string(action))) }
-        if let args = ios.urlArgs { fields.append(("url-args", .array(args.map(JSONValue.string)))) }
-        return fields
-    }
-
     // MARK: requests
-
-    /// The exact body as a string (payloads are UTF-8 JSON); a binary body (a Web Push `aes128gcm` encrypted
-    /// record) as `base64url:` and its base64url text.
-    static func bodyText(_ body: [UInt8]) -> String {
-        if let text = String(validating: body, as: UTF8.self) { return text }
-        return "base64url:" + Data(body).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
-
-    static func deliveriesJSON(_ deliveries: [PreparedDelivery], template: String) -> JSONValue {
-        let items: [JSONValue] = deliveries.map { delivery in
-            var object: [(String, JSONValue)] = [
-                ("recipient", .optional(delivery.recipientID)),
-                ("target", targetJSON(delivery.target)),
-                ("provider", .optional(delivery.provider)),
-                ("routing", .string(delivery.routing)),
-            ]
-            switch delivery.plan {
-            case .request(let request):
-                let headers: [JSONValue] = request.displayHeaders.map { ["name": .string($0.name), "value": .string($0.value)] }
-                let body = (try? JSONValue(parsing: request.body)) ?? .string(bodyText(request.body))
-                object.append(("request", .object([
-                    "method": .string(request.method),
-                    "url": .string(request.url),
-                    "authority": .string(request.authority),
-                    "path": .string(request.path),
-                    "environment": .optional(request.environment?.rawValue),
-                    "headers": .array(headers),
-                    "body": body,
-                    "bodyText": .string(bodyText(request.body)),
-                    "bodyBytes": .int(Int64(request.body.count)),
-                    "payloadLimit": request.payloadLimit.map { .int(Int64($0)) } ?? .null,
-                ])))
-            case .noRequest(let result):
-                object.append(("outcome", outcomeJSON(result)))
-            }
-            return .object(.init(object, uniquingKeysWith: { a, _ in a }))
-        }
-        let requests = deliveries.count { $0.request != nil }
-        return [
-            "template": .string(template),
-            "requests": .int(Int64(requests)),
-            "withoutRequest": .int(Int64(deliveries.count - requests)),
-            "deliveries": .array(items),
-        ]
-    }
-
-    static func targetJSON(_ target: DeliveryTarget) -> JSONValue {
-        switch target {
-        case .token(let token):
-            return ["token": .string(token.token), "platform": .string(token.platform.rawValue),
-                    "environment": .optional(token.environment?.rawValue)]
-        case .channel(let channel):
-            return ["channel": .string(channel.channel), "environment": .optional(channel.environment?.rawValue)]
-        }
-    }
-
-    static func outcomeJSON(_ result: PushOutcome.Result) -> JSONValue {
-        switch result {
-        case .delivered(let delivered):
-            return ["kind": "delivered", "status": .int(Int64(delivered.status)), "apnsId": .optional(delivered.messageID),
-                    "apnsUniqueId": .optional(delivered.uniqueID)]
-        case .rejected(let rejected):
-            return ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": .optional(rejected.reason),
-                    "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue),
-                    "apnsId": .optional(rejected.messageID),
-                    "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null,
-                    "invalidSinceISO": .optional(rejected.invalidSince.map(isoDate(milliseconds:)))]
-        case .failed(let error):
-            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message),
-                    "mayHaveBeenDelivered": .bool(error.possiblyProcessed)]
-        case .skipped(let skipped):
-            return ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
-        case .duplicate(let first):
-            return ["kind": "duplicate", "of": outcomeJSON(first)]
-        }
-    }
 
     static func deliveriesText(_ deliveries: [PreparedDelivery], template: String, style: Style) -> String {
         var out = ""
@@ -184,7 +57,7 @@ enum DryRunFormatter {
                 if let json = try? JSONValue(parsing: request.body) {
                     out += json.prettyPrinted() + "\n"
                 } else {
-                    out += bodyText(request.body) + "\n"
+                    out += DryRunJSON.bodyText(request.body) + "\n"
                 }
             case .noRequest(let result):
                 out += style.yellow("no request: ") + outcomeText(result) + "\n"
@@ -209,14 +82,6 @@ enum DryRunFormatter {
         case .skipped(let skipped): "skipped [\(skipped.code.rawValue)]: \(skipped.reason)"
         case .duplicate(let first): "duplicate of an earlier send: " + outcomeText(first)
         }
-    }
-
-    /// `1700000000123` (ms since the epoch, APNs' 410 timestamp) -> `2023-11-14T22:13:20.123Z`.
-    static func isoDate(milliseconds: Int64) -> String {
-        let seconds = Double(milliseconds) / 1000
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
     }
 
     static func indent(_ text: String, by spaces: Int) -> String {

@@ -100,7 +100,7 @@ struct RenderCommand: AsyncParsableCommand {
             }
             let content = try compiled.render(data: data, options: RenderOptions(strict: options.strict))
             if json {
-                Console.out(DryRunFormatter.contentJSON(content, template: template).prettyPrinted() + "\n")
+                Console.out(DryRunJSON.contentJSON(content, template: template).prettyPrinted() + "\n")
             } else {
                 Console.out(DryRunFormatter.contentText(content, template: template, style: .stdout))
             }
@@ -112,7 +112,7 @@ struct RenderCommand: AsyncParsableCommand {
                                             templates: library)
         let deliveries = try router.prepare(template: template, data: data, to: recipients, options: options)
         if json {
-            Console.out(DryRunFormatter.deliveriesJSON(deliveries, template: template).prettyPrinted() + "\n")
+            Console.out(DryRunJSON.deliveriesJSON(deliveries, template: template).prettyPrinted() + "\n")
         } else {
             Console.out(DryRunFormatter.deliveriesText(deliveries, template: template, style: .stdout))
         }

@@ -184,7 +184,7 @@ struct SendCommand: AsyncParsableCommand {
             let unique = delivered.uniqueID.map { "  apns-unique-id \($0)" } ?? ""
             return style.green("delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(unique)\(attempts)"
         case .rejected(let rejected):
-            let since = rejected.invalidSince.map { "  invalid since \(DryRunFormatter.isoDate(milliseconds: $0)) (\($0))" } ?? ""
+            let since = rejected.invalidSince.map { "  invalid since \(DryRunJSON.isoDate(milliseconds: $0)) (\($0))" } ?? ""
             let id = rejected.messageID.map { "  \(idName) \($0)" } ?? ""
             return style.red("rejected ") + "  \(who)\(provider)  \(rejected.status) \(rejected.reason ?? "") error[\(rejected.code.rawValue)] (\(rejected.classification))\(since)\(id)\(attempts)"
         case .failed(let error):
@@ -223,10 +223,10 @@ struct SendCommand: AsyncParsableCommand {
         let outcomes: [JSONValue] = report.outcomes.map { outcome in
             [
                 "recipient": .optional(outcome.recipientID),
-                "target": DryRunFormatter.targetJSON(outcome.target),
+                "target": DryRunJSON.targetJSON(outcome.target),
                 "provider": .optional(outcome.provider),
                 "attempts": .int(Int64(outcome.attempts)),
-                "result": DryRunFormatter.outcomeJSON(outcome.result),
+                "result": DryRunJSON.outcomeJSON(outcome.result),
             ]
         }
         return [

@@ -71,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
             settings.port = port
         }
         try NorqServer.checkSecurity(settings, noAuth: noAuth)
+        try NorqServer.checkTLS(settings)
         let storeConfiguration = try DurableCLI.requireStore(store, configuration)
         let library = try configOptions.library(configuration)
         var configuredLogger = Logger(label: "norq")
@@ -115,7 +116,8 @@ struct ServeCommand: AsyncParsableCommand {
                     allowAnonymous: noAuth, logger: logger, reloader: reloader,
                     onListening: { host, port in
                         let shown = host.contains(":") ? "[\(host)]" : host
-                        Console.out("norq serve: listening on http://\(shown):\(port) (store \(storeConfiguration))\n")
+                        let scheme = listen.tls == nil ? "http" : "https"
+                        Console.out("norq serve: listening on \(scheme)://\(shown):\(port) (store \(storeConfiguration))\n")
                     })
                 // Graceful shutdown runs in reverse order: the listener stops first (requests in flight finish),
                 // then the worker (attempts in flight finish, claimed rows are released), then the router drains.

@@ -52,7 +52,7 @@ final class ServedNorq: Sendable {
 
     /// Starts the emulator and `norq serve` (with `limits` as the `server.limits` YAML flow mapping).
     static func start(faults: APNsEmulator.Faults = .init(), limits: String = "{ ratePerSecond: 100000, burst: 100000, recipients: 100, bodyBytes: 65536, waitTimeout: 20s }",
-                      store: String = "sqlite: ./norq.db",
+                      store: String = "sqlite: ./norq.db", serverExtra: String = "", fcm: FCMEmulator? = nil,
                       emulator existing: APNsEmulator? = nil, directory existingDirectory: URL? = nil) async throws -> ServedNorq {
         let key = P256.Signing.PrivateKey()
         let emulator: APNsEmulator
@@ -71,6 +71,21 @@ final class ServedNorq: Sendable {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try emulator.writeCACertificate(to: directory.appendingPathComponent("ca.pem").path)
             try key.pemRepresentation.write(to: directory.appendingPathComponent("key.p8"), atomically: true, encoding: .utf8)
+            // With an FCM emulator: an `fcm` provider for Android tokens (the demo service account, the emulator's CA).
+            var fcmProvider = ""
+            if let fcm {
+                try fcm.writeCACertificate(to: directory.appendingPathComponent("fcm-ca.pem").path)
+                fcmProvider = """
+                  fcm:
+                    config:
+                      projectId: demo-project
+                      serviceAccount: \(packageRoot.appendingPathComponent("examples/keys/fcm-service-account-DEMO.json").path)
+                      endpoint: https://127.0.0.1:\(fcm.port)
+                      tokenEndpoint: https://127.0.0.1:\(fcm.port)/token
+                      caPath: ./fcm-ca.pem
+                    retry: { retries: 2, backoff: 20ms }
+                """
+            }
             let yaml = """
                 templates: \(packageRoot.appendingPathComponent("templates").path)
                 providers:
@@ -84,8 +99,10 @@ final class ServedNorq: Sendable {
                       managementEndpoint: https://localhost:\(emulator.port)
                       caPath: ./ca.pem
                     retry: { retries: 2, backoff: 20ms }
+                \(fcmProvider)
                 routing:
                   push: apns
+                \(fcm == nil ? "" : "  push.android: fcm")
                 store:
                   \(store)
                   callTimeout: 2s
@@ -100,7 +117,7 @@ final class ServedNorq: Sendable {
                     - { name: limited, key: "${NORQ_TEST_LIMITED_KEY}", templates: [background-refresh] }
                     - { name: console-only, key: \(consoleOnlyKey), providers: [console] }
                   limits: \(limits)
-
+                \(serverExtra)
                 """
             try yaml.write(to: config, atomically: true, encoding: .utf8)
         }
@@ -135,7 +152,7 @@ final class ServedNorq: Sendable {
         let end = ContinuousClock.now.advanced(by: .seconds(60))
         while ContinuousClock.now < end {
             let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "listening on http://127.0.0.1:") {
+            if let range = text.range(of: "listening on http://127.0.0.1:") ?? text.range(of: "listening on https://127.0.0.1:") {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
                 if let port = Int(digits) { return (process, port) }
             }

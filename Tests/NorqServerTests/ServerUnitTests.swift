@@ -137,6 +137,9 @@ final class TestClock: Sendable {
         ("server: { limits: { bodyBytes: 10 } }", "config/invalid-server"),
         ("server: { limits: { ratePerSecond: 0 } }", "config/invalid-server"),
         ("server: { limits: { idleTimeout: 10ms } }", "config/invalid-server"),
+        ("server: { limits: { bodyTimeout: 10ms } }", "config/invalid-server"),
+        ("server: { tls: { certPath: ./a.pem } }", "config/invalid-server"),
+        ("server: { tls: { certPath: ./a.pem, keyPath: ./a.key, password: x } }", "config/unknown-key"),
         ("server: { portt: 1 }", "config/unknown-key"),
         ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef, scopes: [] }] }", "config/unknown-key"),
     ])
@@ -183,5 +186,63 @@ final class TestClock: Sendable {
         #expect(NorqError("idempotency/key-reused", "").httpStatus == 422)
         #expect(NorqError("push/invalid-recipient", "").httpStatus == 422)
         #expect(NorqError("store/unreachable", "").httpStatus == 503)
+    }
+}
+
+@Suite struct ServerHardeningUnitTests {
+    @Test func parsesTLSPathsAgainstTheConfigDirectoryAndTheBodyTimeout() throws {
+        let configuration = try ConfigurationLoader(registry: ProviderTypeRegistry(), environment: [:]).load(
+            yaml: "server: { tls: { certPath: tls/server.pem, keyPath: /etc/norq/server.key }, limits: { bodyTimeout: 2s } }",
+            file: "/srv/norq/norq.yaml", baseDirectory: "/srv/norq")
+        let server = try #require(configuration.server)
+        #expect(server.tls == ServerConfiguration.TLS(certificatePath: "/srv/norq/tls/server.pem", keyPath: "/etc/norq/server.key"))
+        #expect(server.limits.bodyTimeout == .seconds(2))
+        #expect("\(server)".hasPrefix("server https://"))
+        #expect(ServerConfiguration().tls == nil)
+        #expect(ServerConfiguration().limits.bodyTimeout == .seconds(10))
+    }
+
+    @Test func aMissingCertificateIsInvalidTLS() {
+        var settings = ServerConfiguration()
+        settings.tls = .init(certificatePath: "/nonexistent/norq-server.pem", keyPath: "/nonexistent/norq-server.key")
+        #expect {
+            try NorqServer.checkTLS(settings)
+        } throws: { error in
+            (error as? NorqError)?.code == .serverInvalidTLS
+        }
+        #expect(throws: Never.self) { try NorqServer.checkTLS(ServerConfiguration()) }
+    }
+
+    @Test func theBodyDeadlineClosesOnlyWhileABodyIsOutstanding() {
+        var deadline = BodyDeadline()
+        #expect(deadline.head() == .arm)
+        let first = deadline.generation
+        #expect(deadline.end() == .disarm)
+        #expect(deadline.timerFired(generation: first) == .none, "the body arrived: a late timer does nothing")
+        #expect(deadline.head() == .arm)
+        #expect(deadline.timerFired(generation: first) == .none, "a timer of an earlier body does nothing")
+        #expect(deadline.timerFired(generation: deadline.generation) == .close)
+        // Pipelined heads: the timer is disarmed only when every body has arrived.
+        var pipelined = BodyDeadline()
+        _ = pipelined.head()
+        _ = pipelined.head()
+        #expect(pipelined.end() == .none)
+        #expect(pipelined.end() == .disarm)
+        #expect(pipelined.end() == .disarm, "an end without a head never goes below zero")
+        #expect(pipelined.receiving == 0)
+    }
+
+    @Test func theLimiterHoldsAtMostItsBoundOfKeysAndEvictsRefilledOnes() {
+        let clock = Atomic<UInt64>(0)
+        let limiter = RateLimiter(ratePerSecond: 1, burst: 2, maximumKeys: 3, now: { clock.load(ordering: .relaxed) })
+        for address in ["a", "b", "c"] { #expect(limiter.take(key: address) == .allowed) }
+        #expect(limiter.count == 3)
+        // Full of partly used buckets: a fourth address is refused rather than growing the table.
+        #expect(limiter.take(key: "d") == .limited(retryAfterSeconds: 1))
+        #expect(limiter.count == 3)
+        // Once they have refilled, they are forgotten to make room.
+        clock.store(5 * TokenBucketTests.second, ordering: .relaxed)
+        #expect(limiter.take(key: "d") == .allowed)
+        #expect(limiter.count == 1)
     }
 }

@@ -24,6 +24,9 @@ public final class APNsProvider: PushProvider {
     /// Storage policies of broadcast channels this provider created or read (see `prepare(_:forChannel:options:)`).
     public let channelPolicies = APNsChannelPolicyCache()
     private let topics: [String: String]
+    /// The `:authority` of the sandbox and production endpoints, made once (not per request).
+    private let sandboxAuthority: String
+    private let productionAuthority: String
     /// `["authorization": <redacted JWT description>]`, made once (token auth).
     private let tokenRedactions: [String: String]?
     private let lastPayload = Mutex<EncodedPayload?>(nil)
@@ -70,12 +73,19 @@ public final class APNsProvider: PushProvider {
         var topics: [String: String] = [:]
         for type in APNsPushType.all { topics[type.rawValue] = type.topic(bundleID: configuration.bundleID) }
         self.topics = topics
+        self.sandboxAuthority = configuration.sandboxEndpoint.authority
+        self.productionAuthority = configuration.productionEndpoint.authority
         self.transport = try APNsTransport(configuration: configuration, logger: logger)
     }
 
     /// The endpoint requests for an environment go to.
     public func endpoint(for environment: PushEnvironment) -> APNsEndpoint {
         environment == .production ? configuration.productionEndpoint : configuration.sandboxEndpoint
+    }
+
+    /// `endpoint(for: environment).authority`, made once.
+    func authority(for environment: PushEnvironment) -> String {
+        environment == .production ? productionAuthority : sandboxAuthority
     }
 
     /// The current `authorization` value (token auth), minting or renewing the shared JWT when due.
@@ -154,8 +164,7 @@ public final class APNsProvider: PushProvider {
             headers.append(HTTPHeader("authorization", token.headerValue))
             redactions = tokenRedactions  // shared storage: no dictionary built per request
         }
-        let endpoint = endpoint(for: environment)
-        return PreparedRequest(method: "POST", authority: endpoint.authority, path: "/3/device/" + token.token,
+        return PreparedRequest(method: "POST", authority: authority(for: environment), path: "/3/device/" + token.token,
                                headers: headers, body: body, provider: name, target: .token(token),
                                environment: environment, requestID: requestID, payloadLimit: pushType.payloadLimit,
                                redactions: redactions)
@@ -216,7 +225,9 @@ public final class APNsProvider: PushProvider {
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         let environment = request.environment ?? (configuration.production ? .production : .sandbox)
         let endpoint = deliveryEndpoint(for: request, environment: environment)
-        let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
+        let authority: String
+        if case .token = request.target { authority = self.authority(for: environment) } else { authority = endpoint.authority }
+        let (head, usedJWT) = requestHead(for: request, authority: authority)
         let remaining = min(ContinuousClock.now.duration(to: deadline), configuration.requestTimeout)
         let target = request.target
         // One closure per request: the transport hands over the HTTP/2 result, mapped and classified here.

@@ -2,6 +2,7 @@
 # Interleaved A/B of two norq-bench binaries against one nghttpd, with h2load between them.
 # Same commands as Benchmarks/compare.sh (run_router / run_h2load / start_server nghttpd).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 COUNT="${COUNT:-100000}"; ROUNDS="${ROUNDS:-2}"; SHAPES="${SHAPES:-1x100 1x1000 4x250}"; WARMUP="${WARMUP:-2000}"
 # Usage: BASE_ROOT=<worktree of the old commit> NEW_ROOT=<worktree of the new one> ROUNDS=6 Benchmarks/ab.sh
 # (each worktree with `swift build -c release --package-path Benchmarks` done). Results: $WORK/results.jsonl.
@@ -12,16 +13,7 @@ NEW="$NEW_ROOT/Benchmarks/.build/release/norq-bench"
 KEY="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000
 TOOLS="$ROOT/Benchmarks/bench_tools.py"; RESULTS="$WORK/results.jsonl"
 cd "$ROOT"
-if [ ! -s "$WORK/server.pem" ]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/ca.key" \
-        -out "$WORK/ca.pem" -days 30 -subj "/CN=norq bench CA" \
-        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/server.key" \
-        -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$WORK/server.ext"
-    openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
-        -out "$WORK/server.pem" -days 30 -extfile "$WORK/server.ext" 2>/dev/null
-fi
+bench_make_certs "$WORK"
 "$BASE" --mode tokens --count "$COUNT" > "$WORK/tokens.txt"
 if [ "$(ls "$WORK/docroot/3/device" 2>/dev/null | wc -l)" -lt "$COUNT" ]; then
     mkdir -p "$WORK/docroot/3/device"; (cd "$WORK/docroot/3/device" && xargs touch < "$WORK/tokens.txt")

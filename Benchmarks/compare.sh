@@ -12,6 +12,7 @@
 #   WORK [/tmp/norq-bench]  scratch directory (certificates, docroot, results.jsonl)
 #   NO_BUILD [0]  skip `swift build -c release --package-path Benchmarks`
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -40,18 +41,7 @@ PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# A CA and a server certificate for 127.0.0.1 (nghttpd needs one; the router, h2load and aioapns trust the CA).
-if [ ! -s "$WORK/server.pem" ]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/ca.key" \
-        -out "$WORK/ca.pem" -days 30 -subj "/CN=norq bench CA" \
-        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/server.key" \
-        -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-        > "$WORK/server.ext"
-    openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
-        -out "$WORK/server.pem" -days 30 -extfile "$WORK/server.ext" 2>/dev/null
-fi
+bench_make_certs "$WORK"
 
 # Docroot: 3/device/<token> is an empty file for each benchmark token, so a POST there answers 200, empty.
 TOKENS=$(( COUNT > PEER_COUNT ? COUNT : PEER_COUNT ))
@@ -60,14 +50,6 @@ if [ "$(ls "$WORK/docroot/3/device" 2>/dev/null | wc -l)" -lt "$TOKENS" ]; then
     mkdir -p "$WORK/docroot/3/device"
     (cd "$WORK/docroot/3/device" && xargs touch < "$WORK/tokens.txt")
 fi
-
-wait_port() {  # host port
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "nothing listens on $1:$2" >&2; return 1
-}
 
 start_server() {  # name -> sets PORT, SERVER_PID, CA
     case "$1" in

@@ -16,6 +16,7 @@
 #   PG_OPTIONS ["-c synchronous_commit=on"]  extra server options (fsync stays on unless given here)
 #   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -58,31 +59,13 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# The certificates and docroot of compare.sh (3/device/<token> is an empty file: a POST there answers 200).
-if [ ! -s "$WORK/server.pem" ]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/ca.key" \
-        -out "$WORK/ca.pem" -days 30 -subj "/CN=norq bench CA" \
-        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/server.key" \
-        -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-        > "$WORK/server.ext"
-    openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
-        -out "$WORK/server.pem" -days 30 -extfile "$WORK/server.ext" 2>/dev/null
-fi
+bench_make_certs "$WORK"
+# The docroot of compare.sh (3/device/<token> is an empty file: a POST there answers 200).
 "$BENCH" --mode tokens --count "$COUNT" > "$WORK/tokens.txt"
 if [ "$(ls "$WORK/docroot/3/device" 2>/dev/null | wc -l)" -lt "$COUNT" ]; then
     mkdir -p "$WORK/docroot/3/device"
     (cd "$WORK/docroot/3/device" && xargs touch < "$WORK/tokens.txt")
 fi
-
-wait_port() {  # host port
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "nothing listens on $1:$2" >&2; return 1
-}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 

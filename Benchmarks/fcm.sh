@@ -13,6 +13,7 @@
 #   WORK [/tmp/norq-fcm-bench]  scratch directory (certificates, docroot, venv, results.jsonl)
 #   NO_BUILD [0]  skip `swift build -c release --package-path Benchmarks`
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -42,18 +43,7 @@ PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# A CA and a server certificate for 127.0.0.1 (nghttpd and the peer's token endpoint use it).
-if [ ! -s "$WORK/server.pem" ]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/ca.key" \
-        -out "$WORK/ca.pem" -days 30 -subj "/CN=norq bench CA" \
-        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/server.key" \
-        -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-        > "$WORK/server.ext"
-    openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
-        -out "$WORK/server.pem" -days 30 -extfile "$WORK/server.ext" 2>/dev/null
-fi
+bench_make_certs "$WORK"
 
 # Docroot: FCM's answer to messages:send, and the fake OAuth token endpoint's answer (nghttpd answers a POST
 # with the file's content and 200).
@@ -70,14 +60,6 @@ if [ "$PEERS" = 1 ] && ! "$VENV/bin/python" -c 'import firebase_admin' 2>/dev/nu
     python3 -m venv "$VENV" && "$VENV/bin/pip" install -q firebase-admin >&2 \
         || { echo "firebase-admin could not be installed (pip install firebase-admin): peer skipped" >&2; PEERS=0; }
 fi
-
-wait_port() {  # host port
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "nothing listens on $1:$2" >&2; return 1
-}
 
 start_server() {  # name -> sets PORT, SERVER_PID, TRUST (the CAs a client trusts), TOKEN_ENDPOINT
     case "$1" in

@@ -14,6 +14,7 @@
 #   PERF [0]  1: `perf record -g` the server during the load (WORK/<store>/perf.data; report with perf report)
 #   NORQ_BIN [the release norq]  another norq executable (a debug one for a smoke run of this script only)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -49,13 +50,6 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-wait_port() {  # host port
-    for _ in $(seq 1 300); do
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "nothing listens on $1:$2" >&2; return 1
-}
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # The APNs emulator, in a process of its own (JWT verification and every APNs check on).

@@ -16,6 +16,7 @@
 #   MICRO_COUNT [20000]  messages per micro-benchmark measurement
 #   WORK [/tmp/norq-bench-webpush]  scratch directory      NO_BUILD [0]  skip the release build
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -50,18 +51,7 @@ if ! "$WORK/venv/bin/python" -c 'import pywebpush, httpx, h2' 2>/dev/null; then
 fi
 PY="$WORK/venv/bin/python"
 
-# A CA and a server certificate for 127.0.0.1 (norq, h2load and pywebpush trust the CA).
-if [ ! -s "$WORK/server.pem" ]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/ca.key" \
-        -out "$WORK/ca.pem" -days 30 -subj "/CN=norq bench CA" \
-        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/server.key" \
-        -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-        > "$WORK/server.ext"
-    openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
-        -out "$WORK/server.pem" -days 30 -extfile "$WORK/server.ext" 2>/dev/null
-fi
+bench_make_certs "$WORK"
 CA="$WORK/ca.pem"
 
 # Docroot: wp/<token> is an empty file for each subscription, so a POST there answers 200, empty.
@@ -71,14 +61,6 @@ if [ "$(ls "$WORK/docroot/wp" 2>/dev/null | wc -l)" -lt "$TOKENS" ]; then
     mkdir -p "$WORK/docroot/wp"
     (cd "$WORK/docroot/wp" && xargs touch < "$WORK/tokens.txt")
 fi
-
-wait_port() {  # host port
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "nothing listens on $1:$2" >&2; return 1
-}
 
 PORT="${NGHTTPD_PORT:-18453}"
 nghttpd -a 127.0.0.1 -n 1 -m 1000 -W 24 -d "$WORK/docroot" "$PORT" "$WORK/server.key" "$WORK/server.pem" \

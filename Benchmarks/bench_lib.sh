@@ -1,0 +1,26 @@
+# Shared by the benchmark scripts (compare.sh, fcm.sh, webpush.sh, durable.sh, serve.sh, ab.sh): source it.
+
+# A CA and a server certificate for 127.0.0.1 in $1 (ca.pem, server.pem, server.key), made once: nghttpd and the
+# emulators serve with them; the clients (router, h2load, the peers) trust the CA.
+bench_make_certs() {  # work-dir
+    local work="$1"
+    [ -s "$work/server.pem" ] && return 0
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/ca.key" \
+        -out "$work/ca.pem" -days 30 -subj "/CN=norq bench CA" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/server.key" \
+        -out "$work/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+        > "$work/server.ext"
+    openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+        -out "$work/server.pem" -days 30 -extfile "$work/server.ext" 2>/dev/null
+}
+
+# Waits (10 s at most) until something listens on host:port.
+wait_port() {  # host port
+    for _ in $(seq 1 100); do
+        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing listens on $1:$2" >&2; return 1
+}

@@ -22,4 +22,16 @@ extension APNsProvider {
 
     /// `apns-id`.
     public var messageIDName: String { "apns-id" }
+
+    /// Ready when the provider token can be made (token auth; a certificate was loaded at init) and no endpoint's
+    /// last connection attempt failed without a connection left.
+    public func health() -> ProviderHealth {
+        if case .token = configuration.authentication, currentToken() == nil {
+            return .notReady("APNs provider \(name) cannot make a provider token")
+        }
+        if let (endpoint, reason) = transport.unhealthyEndpoint() {
+            return .notReady("APNs provider \(name) cannot connect to \(endpoint): \(reason)")
+        }
+        return .ready
+    }
 }

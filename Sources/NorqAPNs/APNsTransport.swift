@@ -141,6 +141,16 @@ final class APNsTransport: Sendable {
         }
     }
 
+    /// The first endpoint whose pool cannot connect (no connection ready, the last attempt failed), and why; nil
+    /// when every pool that has tried has a connection or has not tried yet.
+    func unhealthyEndpoint() -> (endpoint: APNsEndpoint, reason: String)? {
+        let all = configuredPools + pools.withLock { $0.map { (endpoint: $0.key, pool: $0.value) } }
+        for entry in all {
+            if let failure = entry.pool.health.lastConnectFailure { return (entry.endpoint, failure) }
+        }
+        return nil
+    }
+
     /// `start` for async callers.
     func send(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, label: String,
               deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {

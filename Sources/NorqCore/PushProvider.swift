@@ -43,6 +43,21 @@ public struct SendOptions: Sendable, Hashable {
 }
 
 /// The plug-in point for delivery: APNs is built in; FCM, Web Push and others conform the same way.
+/// What a provider says of its readiness (``PushProvider/health()``).
+public struct ProviderHealth: Sendable, Hashable {
+    public var isReady: Bool
+    /// Why it is not ready (no secret in it), or nil.
+    public var detail: String?
+
+    public init(isReady: Bool, detail: String? = nil) {
+        self.isReady = isReady
+        self.detail = detail
+    }
+
+    public static let ready = ProviderHealth(isReady: true)
+    public static func notReady(_ detail: String) -> ProviderHealth { ProviderHealth(isReady: false, detail: detail) }
+}
+
 public protocol PushProvider: Sendable {
     /// The instance name from `norq.yaml` (`apns`, `apns-enterprise`, ...).
     var name: String { get }
@@ -70,6 +85,11 @@ public protocol PushProvider: Sendable {
 
     /// Stops accepting requests and drains the ones in flight.
     func shutdown() async
+
+    /// Whether this provider can deliver now, for readiness checks (`norq serve`'s `/readyz`): its credentials are
+    /// loaded and its last connection attempt, if any, succeeded. Cheap and without I/O (it reports what the
+    /// provider already knows). Default: ready.
+    func health() -> ProviderHealth
 
     /// The collapse id a prepared request carries (APNs `apns-collapse-id`), or nil. A push with one replaces an
     /// earlier push with the same id on the device, so a duplicate is harmless: under `retry.ambiguous:
@@ -107,6 +127,8 @@ extension PushProvider {
     }
 
     public func shutdown() async {}
+
+    public func health() -> ProviderHealth { .ready }
 
     public func collapseID(of request: PreparedRequest) -> String? { nil }
 

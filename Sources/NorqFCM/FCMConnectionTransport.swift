@@ -76,6 +76,8 @@ final class FCMConnectionTransport: FCMTransport {
         return NorqError(code, "FCM: \(error.message)", possiblyProcessed: error.possiblyProcessed)
     }
 
+    var connectFailure: String? { pool.health.lastConnectFailure }
+
     func shutdown() async {
         await pool.shutdown()
     }

@@ -302,3 +302,17 @@ extension FCMProvider {
             ?? message["webpush"]?["headers"]?["Topic"]?.stringValue
     }
 }
+
+extension FCMProvider {
+    /// Ready unless the FCM API's or the token endpoint's last connection attempt failed with no connection left.
+    /// (The service account was parsed at load time; a token the endpoint refuses shows up as rejected sends.)
+    public func health() -> ProviderHealth {
+        if let failure = transport.connectFailure {
+            return .notReady("FCM provider \(name) cannot connect to the FCM API: \(failure)")
+        }
+        if let failure = tokenTransport?.connectFailure {
+            return .notReady("FCM provider \(name) cannot connect to the token endpoint: \(failure)")
+        }
+        return .ready
+    }
+}

@@ -28,4 +28,10 @@ protocol FCMTransport: Sendable {
                completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void)
     /// Stops taking requests, waits for those in flight, closes the connections.
     func shutdown() async
+    /// Why the last connection attempt failed while no connection is ready, or nil (healthy, or not tried yet).
+    var connectFailure: String? { get }
+}
+
+extension FCMTransport {
+    var connectFailure: String? { nil }
 }

@@ -117,6 +117,9 @@ package final class HTTP2ConnectionPool: Sendable {
         submit(request)
     }
 
+    /// The pool's connection health (see ``HTTP2PoolHealth``).
+    package var health: HTTP2PoolHealth { state.withLock { $0.health } }
+
     /// Called by every request as it completes.
     func requestFinished() {
         let left = outstanding.subtract(1, ordering: .sequentiallyConsistent).newValue

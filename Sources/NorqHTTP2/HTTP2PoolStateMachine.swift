@@ -1,5 +1,14 @@
 package import NIOCore
 
+/// What a pool says of its connections, for readiness checks.
+package struct HTTP2PoolHealth: Sendable, Equatable {
+    package var readyConnections: Int
+    package var consecutiveFailures: Int
+    /// Set when no connection is ready and the last attempt failed: why.
+    package var lastConnectFailure: String?
+    package var isHealthy: Bool { lastConnectFailure == nil }
+}
+
 /// Delay before the next connection attempt after `failures` consecutive failed ones: exponential from 100 ms,
 /// capped at 30 s, with jitter in [50%, 100%]. Pure: `random` is the caller's.
 package enum HTTP2ReconnectBackoff {
@@ -50,6 +59,8 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     private var closedWhileConnecting: Set<Int> = []
     private var waiting: [HTTP2RequestContext] = []
     private(set) package var consecutiveFailures = 0
+    /// Why the last connection attempt failed, while no attempt has succeeded since (for health checks).
+    private(set) package var lastConnectFailure: String?
     private var nextID = 0
     private(set) package var isShutDown = false
     private var turn = 0
@@ -64,6 +75,13 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     }
 
     package var waitingCount: Int { waiting.count }
+
+    /// Healthy unless the last connection attempt failed and no connection is ready: a pool that has not
+    /// connected yet (nothing sent) is healthy, as is one whose connections work while another attempt failed.
+    package var health: HTTP2PoolHealth {
+        HTTP2PoolHealth(readyConnections: ready.count, consecutiveFailures: consecutiveFailures,
+                        lastConnectFailure: ready.isEmpty ? lastConnectFailure : nil)
+    }
     package var connectingCount: Int { connecting.count }
 
     /// A new request (or one handed back): a ready connection (chosen by `pick`), else it waits.
@@ -100,6 +118,7 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
             return decision
         }
         consecutiveFailures = 0
+        lastConnectFailure = nil
         ready.append(connection)
         readyIDs.append(id)
         decision.dispatchTo = connection
@@ -120,6 +139,7 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
             return decision
         }
         consecutiveFailures += 1
+        lastConnectFailure = error.message
         let limitReached = retryLimit.map { consecutiveFailures >= $0 } ?? false
         if error.kind == .addressNotAllowed || (limitReached && ready.isEmpty) {
             // Give up on the waiting requests; the next request tries again.

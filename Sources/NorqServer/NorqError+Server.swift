@@ -21,7 +21,7 @@ extension NorqError.Code {
     public static let serverIdempotencyInProgress: Self = "server/idempotency-in-progress"
     /// A named sample that the template does not have (422).
     public static let serverUnknownSample: Self = "server/unknown-sample"
-    /// `/readyz`: the store does not answer or no provider is loaded (503).
+    /// `/readyz`: the store does not answer, no provider is loaded, or a provider is not ready (503).
     public static let serverNotReady: Self = "server/not-ready"
     /// The server refuses to start: no API keys without `--no-auth`, or `--no-auth` on a non-loopback address.
     public static let serverInsecure: Self = "server/insecure"

@@ -320,6 +320,11 @@ extension NorqServer {
         } catch {
             throw NorqError(.serverNotReady, "the store does not answer: \(error.code)")
         }
+        // Every provider's own word: credentials loaded, last connection attempt not failed (no I/O here).
+        for name in router.providers.keys.sorted() {
+            guard let health = router.providers[name]?.health(), !health.isReady else { continue }
+            throw NorqError(.serverNotReady, health.detail ?? "provider \(name) is not ready")
+        }
         return ServerJSON.response(200, ["status": "ready", "providers": .int(Int64(router.providers.count))])
     }
 

@@ -77,6 +77,28 @@ struct HTTP2PoolStateMachineTests {
         #expect(machine.consecutiveFailures == 0)
     }
 
+    @Test("health: untried and connected pools are healthy; a failed attempt with no connection ready is not, until one connects")
+    func health() {
+        var machine = Machine(connections: 2, retryLimit: nil)
+        let outcomes = Outcomes()
+        #expect(machine.health.isHealthy, "nothing tried yet")
+        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
+        _ = machine.connectFailed(id: 1, error: HTTP2ClientError(.connectFailed, possiblyProcessed: false, "connection refused"))
+        #expect(!machine.health.isHealthy)
+        #expect(machine.health.lastConnectFailure == "connection refused")
+        #expect(machine.health.consecutiveFailures == 1)
+        let connection = Connection()
+        _ = machine.connectSucceeded(id: 2, connection: connection)
+        #expect(machine.health.isHealthy && machine.health.readyConnections == 1)
+        // A later failed attempt while a connection works: still healthy (requests have somewhere to go).
+        _ = machine.submit(Self.request(outcomes, 1), pick: Self.first)
+        _ = machine.connectFailed(id: 3, error: HTTP2ClientError(.connectFailed, possiblyProcessed: false, "refused again"))
+        #expect(machine.health.isHealthy)
+        // The connection goes away: the failure shows again.
+        _ = machine.connectionUnusable(id: 2)
+        #expect(machine.health.lastConnectFailure == "refused again")
+    }
+
     @Test("no retry limit: requests keep waiting (until their deadline) while attempts back off")
     func noRetryLimit() {
         var machine = Machine(connections: 1, retryLimit: nil, jitter: { 1.0 })

@@ -21,6 +21,29 @@ import Testing
         return (directory, certificates.caCertificatePEM, cert, key)
     }
 
+    /// `/readyz` asks every provider: once APNs cannot be reached (its last connection attempt failed, none open),
+    /// the server says it is not ready and which provider, and says nothing secret.
+    @Test func readyzReportsAProviderThatCannotConnect() async throws {
+        let served = try await ServedNorq.start()
+        defer { served.cleanupNow() }
+        #expect(try await served.request("GET", "/readyz", key: nil).status == 200)
+        // APNs goes away before any connection was made; a send makes the worker try to connect.
+        try await served.emulator.shutdown()
+        let token = "a" + String(repeating: "0", count: 62) + "1"
+        let body: JSONValue = ["template": "order-shipped", "sample": "Default", "to": [.string(token)]]
+        #expect(try await served.request("POST", "/v1/sends", json: body).status == 202)
+        var answer = try await served.request("GET", "/readyz", key: nil)
+        let end = ContinuousClock.now.advanced(by: .seconds(20))
+        while answer.status == 200, ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(100))
+            answer = try await served.request("GET", "/readyz", key: nil)
+        }
+        #expect(answer.status == 503, "\(answer.text.prefix(300))")
+        #expect(answer.errorCode == "server/not-ready")
+        #expect(answer.text.contains("apns cannot connect to https://localhost:"), "\(answer.text.prefix(300))")
+        #expect(!answer.text.contains(ServedNorq.fullKey))
+    }
+
     @Test func servesHTTPSWithTheConfiguredCertificate() async throws {
         let tls = try Self.writeCertificates()
         defer { try? FileManager.default.removeItem(at: tls.directory) }

@@ -4,53 +4,6 @@ import NorqCore
 import NorqFCM
 import NorqTemplates
 
-/// Wraps any provider to time each delivery (request written to response received), forwarding every
-/// provider-owned fact (collapse id, invalid-token answers, reasons, message id name) so the router behaves
-/// exactly as with the bare provider.
-package final class TimedAnyProvider<Inner: PushProvider>: PushProvider {
-    package let inner: Inner
-    package let recorder: LatencyRecorder
-    package init(inner: Inner, recorder: LatencyRecorder) {
-        self.inner = inner
-        self.recorder = recorder
-    }
-    package var name: String { inner.name }
-    package var typeName: String { inner.typeName }
-    package var platforms: Set<Platform> { inner.platforms }
-    package var policy: DeliveryPolicy { inner.policy }
-    package var knownReasons: Set<String> { inner.knownReasons }
-    package var messageIDName: String { inner.messageIDName }
-    package var supportsValidateOnly: Bool { inner.supportsValidateOnly }
-    package func collapseID(of request: PreparedRequest) -> String? { inner.collapseID(of: request) }
-    package func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool { inner.isInvalidTokenAnswer(response) }
-
-    package func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
-        try inner.prepare(content, for: token, options: options)
-    }
-
-    package func prepare(_ content: PushContent, forChannel channel: ChannelRecipient,
-                         options: SendOptions) throws(NorqError) -> PreparedRequest {
-        try inner.prepare(content, forChannel: channel, options: options)
-    }
-
-    package func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
-        let start = ContinuousClock.now
-        defer { recorder.record(start.duration(to: .now)) }
-        return try await inner.deliver(request, deadline: deadline)
-    }
-
-    package func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
-                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
-        let start = ContinuousClock.now
-        inner.startDelivery(request, deadline: deadline) { [recorder] result in
-            recorder.record(start.duration(to: .now))
-            completion(result)
-        }
-    }
-
-    package func shutdown() async { await inner.shutdown() }
-}
-
 /// The FCM benchmark's registration tokens: a benchmark token (`ab` + the index in hex, 64 characters) then
 /// `:APA91b` and filler, 160 characters in all, about the length of a real FCM registration token.
 package enum FCMBenchTokens {
@@ -110,7 +63,7 @@ package struct FCMBench {
                                   logger: RouterBench.quietLogger("norq.bench.fcm"))
         let library = try TemplateLibrary(directory: options.templates)
         let data = try library.template(named: options.template).defaultSample
-        let router = try NotificationRouter(providers: [TimedAnyProvider(inner: fcm, recorder: recorder)],
+        let router = try NotificationRouter(providers: [TimedProvider(inner: fcm, recorder: recorder)],
                                             defaultProvider: "fcm", templates: library,
                                             logger: RouterBench.quietLogger("norq.bench.router"))
         return (router, data)

@@ -24,11 +24,13 @@ package final class LatencyRecorder: Sendable {
     package var all: [UInt32] { samples.withLock { $0 } }
 }
 
-/// Wraps the real APNs provider to time each `deliver` (request written to response received).
-package final class TimedProvider: PushProvider {
-    package let inner: APNsProvider
+/// Wraps any provider to time each delivery (request written to response received), forwarding every
+/// provider-owned fact (collapse id, invalid-token answers, reasons, message id name) so the router behaves
+/// exactly as with the bare provider.
+package final class TimedProvider<Inner: PushProvider>: PushProvider {
+    package let inner: Inner
     package let recorder: LatencyRecorder
-    package init(inner: APNsProvider, recorder: LatencyRecorder) {
+    package init(inner: Inner, recorder: LatencyRecorder) {
         self.inner = inner
         self.recorder = recorder
     }
@@ -36,9 +38,19 @@ package final class TimedProvider: PushProvider {
     package var typeName: String { inner.typeName }
     package var platforms: Set<Platform> { inner.platforms }
     package var policy: DeliveryPolicy { inner.policy }
+    package var knownReasons: Set<String> { inner.knownReasons }
+    package var messageIDName: String { inner.messageIDName }
+    package var supportsValidateOnly: Bool { inner.supportsValidateOnly }
+    package func collapseID(of request: PreparedRequest) -> String? { inner.collapseID(of: request) }
+    package func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool { inner.isInvalidTokenAnswer(response) }
 
     package func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
         try inner.prepare(content, for: token, options: options)
+    }
+
+    package func prepare(_ content: PushContent, forChannel channel: ChannelRecipient,
+                         options: SendOptions) throws(NorqError) -> PreparedRequest {
+        try inner.prepare(content, forChannel: channel, options: options)
     }
 
     package func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
@@ -48,13 +60,15 @@ package final class TimedProvider: PushProvider {
     }
 
     package func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
-                       completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         let start = ContinuousClock.now
         inner.startDelivery(request, deadline: deadline) { [recorder] result in
             recorder.record(start.duration(to: .now))
             completion(result)
         }
     }
+
+    package func health() -> ProviderHealth { inner.health() }
 
     package func shutdown() async { await inner.shutdown() }
 }

@@ -6,46 +6,6 @@ import NorqCore
 import NorqTemplates
 import NorqWebPush
 
-/// Wraps a provider (here the Web Push one) to time each delivery (request written to answer received), forwarding
-/// every provider fact the router asks for.
-package final class WebPushTimedProvider: PushProvider {
-    package let inner: WebPushProvider
-    package let recorder: LatencyRecorder
-    package init(inner: WebPushProvider, recorder: LatencyRecorder) {
-        self.inner = inner
-        self.recorder = recorder
-    }
-    package var name: String { inner.name }
-    package var typeName: String { inner.typeName }
-    package var platforms: Set<Platform> { inner.platforms }
-    package var policy: DeliveryPolicy { inner.policy }
-    package var messageIDName: String { inner.messageIDName }
-    package var knownReasons: Set<String> { inner.knownReasons }
-    package func collapseID(of request: PreparedRequest) -> String? { inner.collapseID(of: request) }
-    package func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool { inner.isInvalidTokenAnswer(response) }
-
-    package func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
-        try inner.prepare(content, for: token, options: options)
-    }
-
-    package func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
-        let start = ContinuousClock.now
-        defer { recorder.record(start.duration(to: .now)) }
-        return try await inner.deliver(request, deadline: deadline)
-    }
-
-    package func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
-                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
-        let start = ContinuousClock.now
-        inner.startDelivery(request, deadline: deadline) { [recorder] result in
-            recorder.record(start.duration(to: .now))
-            completion(result)
-        }
-    }
-
-    package func shutdown() async { await inner.shutdown() }
-}
-
 /// The Web Push modes (issue 16):
 ///
 /// - `webpush`: N notifications through `NotificationRouter` + `WebPushProvider` in one bulk send: the template is
@@ -93,7 +53,7 @@ package struct WebPushBench {
     }
 
     package func makeRouter(recorder: LatencyRecorder) throws -> (NotificationRouter, JSONValue) {
-        let provider = WebPushTimedProvider(inner: try makeProvider(), recorder: recorder)
+        let provider = TimedProvider(inner: try makeProvider(), recorder: recorder)
         let library = try TemplateLibrary(directory: options.templates)
         let data = try library.template(named: options.template).defaultSample
         let router = try NotificationRouter(providers: [provider], defaultProvider: "webpush", templates: library,

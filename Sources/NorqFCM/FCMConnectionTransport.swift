@@ -56,7 +56,8 @@ final class FCMConnectionTransport: FCMTransport {
             switch result {
             case .success(let response):
                 var headers: [HTTPHeader] = []
-                for field in response.headers { headers.append(HTTPHeader(field.name, field.value)) }
+                headers.reserveCapacity(response.fields.count)
+                response.forEachField { headers.append(HTTPHeader($0, $1)) }  // no intermediate array
                 completion(.success(FCMWireResponse(status: response.status, headers: headers,
                                                     body: Array(response.body.readableBytesView))))
             case .failure(let error):

@@ -117,9 +117,10 @@ package final class WebPushHTTP2Transport: WebPushTransport {
         case .success(let response):
             var body = response.body
             let bytes = body.readBytes(length: body.readableBytes) ?? []
-            completion(.success(WebPushWireResponse(
-                status: response.status,
-                headers: response.headers.map { HTTPHeader($0.name.lowercased(), $0.value) }, body: bytes)))
+            var headers: [HTTPHeader] = []
+            headers.reserveCapacity(response.fields.count)
+            response.forEachField { headers.append(HTTPHeader($0.lowercased(), $1)) }  // no intermediate array
+            completion(.success(WebPushWireResponse(status: response.status, headers: headers, body: bytes)))
         case .failure(let error):
             completion(.failure(error))
         }

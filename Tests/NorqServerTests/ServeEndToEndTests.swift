@@ -313,21 +313,10 @@ import Glibc
         defer { served.cleanupNow() }
         for (arguments, expected) in [(["--no-auth", "--host", "0.0.0.0"], "server/insecure"),
                                       (["--port", "\(served.port)"], "server/bind-failed")] {
-            let process = Process()
-            process.executableURL = ServedNorq.executable
-            process.arguments = ["serve", "-c", served.config.path] + (arguments.contains("--port") ? [] : ["--port", "0"]) + arguments
-            process.currentDirectoryURL = served.directory
-            var environment = ProcessInfo.processInfo.environment
-            environment["NORQ_TEST_FULL_KEY"] = ServedNorq.fullKey
-            environment["NORQ_TEST_LIMITED_KEY"] = ServedNorq.limitedKey
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardError = pipe
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 1)
+            let (status, output) = try ServedNorq.runToExit(
+                ["-c", served.config.path] + (arguments.contains("--port") ? [] : ["--port", "0"]) + arguments,
+                in: served.directory)
+            #expect(status == 1)
             #expect(output.contains(expected), "\(output)")
         }
         // A configuration without keys refuses to start without --no-auth.

@@ -107,21 +107,8 @@ import Testing
         for (line, expected) in cases {
             let config = served.directory.appendingPathComponent("tls-\(UUID().uuidString.prefix(6)).yaml")
             try (base + line + "\n").write(to: config, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = ServedNorq.executable
-            process.arguments = ["serve", "-c", config.path, "--port", "0"]
-            process.currentDirectoryURL = served.directory
-            var environment = ProcessInfo.processInfo.environment
-            environment["NORQ_TEST_FULL_KEY"] = ServedNorq.fullKey
-            environment["NORQ_TEST_LIMITED_KEY"] = ServedNorq.limitedKey
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardError = pipe
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 1, "\(output)")
+            let (status, output) = try ServedNorq.runToExit(["-c", config.path, "--port", "0"], in: served.directory)
+            #expect(status == 1, "\(output)")
             #expect(output.contains("server/invalid-tls") && output.contains(expected), "\(output)")
             #expect(!output.contains("PRIVATE KEY"), "no key material in the message")
         }

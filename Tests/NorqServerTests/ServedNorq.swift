@@ -186,6 +186,26 @@ final class ServedNorq: Sendable {
 
     /// For `defer`: stops the server process now (SIGTERM, at most 30 s, then SIGKILL) and removes the directory;
     /// the in-process emulator ends with the test process.
+    /// Runs `norq serve <arguments>` in `directory` until it exits (a start-up that must fail): its exit status and
+    /// what it wrote to standard error.
+    static func runToExit(_ arguments: [String], in directory: URL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["serve"] + arguments
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment
+        environment["NORQ_TEST_FULL_KEY"] = fullKey
+        environment["NORQ_TEST_LIMITED_KEY"] = limitedKey
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
     func cleanupNow() {
         if process.isRunning {
             process.terminate()

@@ -22,6 +22,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public let settings: DeliveryStoreSettings
     private let connection: SQLiteConnection
     private let lock = AsyncExclusiveLock()
+    private let enqueueGroup = GroupCommit<EnqueueRequest, EnqueueResult>(maxRequests: groupSends, maxWeight: groupRows)
     private let logger: Logger
 
     /// Opens (creating when missing) the database at `path`. Does not migrate: call `migrate()`.
@@ -159,69 +160,178 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     // MARK: - Enqueue
 
-    /// Rows per multi-row INSERT (9 values each, far below SQLite's 32,766 bound parameters).
+    /// Rows per multi-row INSERT (at most 14 values each, far below SQLite's 32,766 bound parameters).
     static let insertChunk = 500
+    /// Sends and outbox rows one group-committed enqueue transaction takes at most (a single larger send still
+    /// goes alone).
+    static let groupSends = 256
+    static let groupRows = 10_000
 
+    /// One caller's enqueue, as the group commit carries it.
+    struct EnqueueRequest: Sendable {
+        var send: NewSend
+        var now: Int64
+        var idempotencyWindow: Duration
+    }
+
+    /// Concurrent enqueues share a transaction (group commit): while one batch commits, the next gathers.
     public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
-        try await transaction("enqueueing a send") { connection in
+        try await enqueueGroup.submit(EnqueueRequest(send: send, now: now, idempotencyWindow: idempotencyWindow),
+                                      weight: max(1, send.targets.count)) { [self] batch in
+            await enqueueBatch(batch)
+        }
+    }
+
+    /// Commits a batch of sends in one transaction. When that fails for a reason other than the database being
+    /// unreachable or locked, each send is tried alone, so one bad send does not fail the others.
+    private func enqueueBatch(_ batch: [EnqueueRequest]) async -> [Result<EnqueueResult, NorqError>] {
+        do {
+            return try await transaction("enqueueing \(batch.count == 1 ? "a send" : "\(batch.count) sends")") { connection in
+                try await Self.enqueue(batch, on: connection)
+            }
+        } catch {
+            let alone = batch.count > 1 && ![.storeUnreachable, .storeDeadlineExceeded, .storeCorrupt].contains(error.code)
+            guard alone else { return Array(repeating: .failure(error), count: batch.count) }
+            var results: [Result<EnqueueResult, NorqError>] = []
+            for request in batch { results += await enqueueBatch([request]) }
+            return results
+        }
+    }
+
+    /// The statements of one enqueue transaction: idempotency lookups, then one multi-row INSERT of the sends,
+    /// of their outbox rows, one registry UPDATE and one move of the rows already final. A send refused
+    /// (`idempotency/key-reused`) gets its error and writes nothing.
+    private static func enqueue(_ batch: [EnqueueRequest],
+                                on connection: SQLiteConnection) async throws -> [Result<EnqueueResult, NorqError>] {
+        var results = [Result<EnqueueResult, NorqError>?](repeating: nil, count: batch.count)
+        // Idempotency: the holders of every key in the batch, read at once; keys taken earlier in this batch
+        // count as holders too (their send is written below, in the same transaction).
+        var holders: [String: (id: String, fingerprint: String, createdAt: Int64)] = [:]
+        let keyed = batch.compactMap { request in request.send.idempotencyKey.map { (request.send.scope, $0) } }
+        var seen = Set<String>()
+        let lookups = keyed.filter { seen.insert(holderKey($0.0, $0.1)).inserted }
+        var start = 0
+        while start < lookups.count {
+            let chunk = lookups[start..<min(lookups.count, start + insertChunk)]
+            start += chunk.count
+            let values = Array(repeating: "(?,?)", count: chunk.count).joined(separator: ",")
+            let rows = try await connection.query(
+                "SELECT id, scope, idempotency_key, fingerprint, created_at FROM norq_sends WHERE (scope, idempotency_key) IN (VALUES \(values))",
+                chunk.flatMap { [SQLiteData.text($0.0), .text($0.1)] })
+            for row in rows {
+                guard let id = row.column("id")?.string, let key = row.column("idempotency_key")?.string else { continue }
+                holders[holderKey(row.column("scope")?.string ?? "", key)] =
+                    (id, row.column("fingerprint")?.string ?? "", Int64(row.column("created_at")?.integer ?? 0))
+            }
+        }
+        var created: [NewSend] = []
+        var createdAt: [Int64] = []
+        for (index, request) in batch.enumerated() {
+            let send = request.send
             if let key = send.idempotencyKey {
-                let holder = try await connection.query(
-                    "SELECT id, fingerprint, created_at FROM norq_sends WHERE scope = ? AND idempotency_key = ?",
-                    [.text(send.scope), .text(key)]).first
+                let holder = holders[holderKey(send.scope, key)]
                 switch DeliveryStoreRules.idempotency(
-                    existingSendID: holder?.column("id")?.string, existingFingerprint: holder?.column("fingerprint")?.string,
-                    existingCreatedAt: holder?.column("created_at")?.integer.map(Int64.init),
-                    fingerprint: send.fingerprint, now: now, window: idempotencyWindow) {
-                case .existing(let id): return EnqueueResult.existing(sendID: id)
-                case .reused(let id): throw DeliveryStoreRules.keyReusedError(key: key, sendID: id)
+                    existingSendID: holder?.id, existingFingerprint: holder?.fingerprint,
+                    existingCreatedAt: holder?.createdAt, fingerprint: send.fingerprint, now: request.now,
+                    window: request.idempotencyWindow) {
+                case .existing(let id):
+                    results[index] = .success(.existing(sendID: id))
+                    continue
+                case .reused(let id):
+                    results[index] = .failure(DeliveryStoreRules.keyReusedError(key: key, sendID: id))
+                    continue
                 case .expired(let id):
                     _ = try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = ?", [.text(id)])
                 case .create: break
                 }
+                holders[holderKey(send.scope, key)] = (send.id, send.fingerprint, request.now)
+            }
+            created.append(send)
+            createdAt.append(request.now)
+            results[index] = .success(.created(sendID: send.id))
+        }
+        if !created.isEmpty {
+            try await insert(created, createdAt: createdAt, on: connection)
+        }
+        return results.map { $0 ?? .failure(NorqError(.storeFailed, "an enqueue of the batch got no result")) }
+    }
+
+    private static func holderKey(_ scope: String, _ key: String) -> String { "\(scope)\u{0}\(key)" }
+
+    /// Inserts new sends and their outbox rows, applies the token registry and moves rows already final.
+    private static func insert(_ sends: [NewSend], createdAt: [Int64], on connection: SQLiteConnection) async throws {
+        var start = 0
+        while start < sends.count {
+            let chunk = start..<min(sends.count, start + insertChunk)
+            start = chunk.upperBound
+            let values = Array(repeating: "(?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ",")
+            var binds: [SQLiteData] = []
+            binds.reserveCapacity(chunk.count * 7)
+            for index in chunk {
+                let send = sends[index]
+                binds += [.text(send.id), .text(send.scope), send.idempotencyKey.map(SQLiteData.text) ?? .null,
+                          .text(send.fingerprint), .text(send.content), .integer(Int(createdAt[index])),
+                          .integer(send.targets.count)]
             }
             _ = try await connection.query(
-                "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [.text(send.id), .text(send.scope), send.idempotencyKey.map(SQLiteData.text) ?? .null,
-                 .text(send.fingerprint), .text(send.content), .integer(Int(now)), .integer(send.targets.count)])
-            var anyFinal = false
-            var start = 0
-            while start < send.targets.count {
-                let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
-                start += chunk.count
-                var sql = "INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification) VALUES "
-                var binds: [SQLiteData] = []
-                binds.reserveCapacity(chunk.count * 14)
-                for (index, target) in chunk.enumerated() {
-                    sql += index == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                    let outcome = target.outcome
-                    if outcome != nil { anyFinal = true }
-                    binds += [.text(send.id), .integer(target.position), .text(target.target), .text(target.identity),
-                              target.provider.map(SQLiteData.text) ?? .null,
-                              target.recipientID.map(SQLiteData.text) ?? .null,
-                              target.messageID.map(SQLiteData.text) ?? .null,
-                              .text(outcome?.state.rawValue ?? DeliveryState.pending.rawValue), .integer(Int(now)),
-                              outcome.map { .text($0.state.rawValue) } ?? .null,
-                              outcome?.status.map(SQLiteData.integer) ?? .null,
-                              outcome?.reason.map(SQLiteData.text) ?? .null,
-                              outcome?.code.map(SQLiteData.text) ?? .null,
-                              outcome?.classification.map(SQLiteData.text) ?? .null]
+                "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES \(values)",
+                binds)
+        }
+        var anyFinal = false
+        var sql = ""
+        var binds: [SQLiteData] = []
+        var rowsInStatement = 0
+        func flush() async throws {
+            guard rowsInStatement > 0 else { return }
+            _ = try await connection.query(sql, binds)
+            sql = ""
+            binds.removeAll(keepingCapacity: true)
+            rowsInStatement = 0
+        }
+        for (index, send) in sends.enumerated() {
+            let now = createdAt[index]
+            for target in send.targets {
+                if rowsInStatement == 0 {
+                    sql = "INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                } else {
+                    sql += ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 }
-                _ = try await connection.query(sql, binds)
+                let outcome = target.outcome
+                if outcome != nil { anyFinal = true }
+                binds += [.text(send.id), .integer(target.position), .text(target.target), .text(target.identity),
+                          target.provider.map(SQLiteData.text) ?? .null,
+                          target.recipientID.map(SQLiteData.text) ?? .null,
+                          target.messageID.map(SQLiteData.text) ?? .null,
+                          .text(outcome?.state.rawValue ?? DeliveryState.pending.rawValue), .integer(Int(now)),
+                          outcome.map { .text($0.state.rawValue) } ?? .null,
+                          outcome?.status.map(SQLiteData.integer) ?? .null,
+                          outcome?.reason.map(SQLiteData.text) ?? .null,
+                          outcome?.code.map(SQLiteData.text) ?? .null,
+                          outcome?.classification.map(SQLiteData.text) ?? .null]
+                rowsInStatement += 1
+                if rowsInStatement == insertChunk { try await flush() }
             }
-            // The token registry: targets whose token is invalid and not registered again are skipped.
+        }
+        try await flush()
+        // The token registry: targets whose token is invalid and not registered again are skipped.
+        start = 0
+        while start < sends.count {
+            let chunk = sends[start..<min(sends.count, start + insertChunk)]
+            start += chunk.count
+            let ids = chunk.map { SQLiteData.text($0.id) }
+            let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
             let skipped = try await connection.query("""
                 UPDATE norq_outbox SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
                     last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
                     last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
                 FROM norq_invalid_tokens AS t
-                WHERE norq_outbox.send_id = ? AND norq_outbox.state = 'pending' AND t.token = norq_outbox.identity
+                WHERE norq_outbox.send_id IN (\(list)) AND norq_outbox.state = 'pending' AND t.token = norq_outbox.identity
                     AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
                 RETURNING norq_outbox.id
-                """, [.text(send.id)])
+                """, ids)
             if anyFinal || !skipped.isEmpty {
-                try await Self.moveFinished(connection, where: "send_id = ?", [.text(send.id)], now: now)
+                try await moveFinished(connection, where: "send_id IN (\(list))", ids, now: createdAt.max() ?? 0)
             }
-            return EnqueueResult.created(sendID: send.id)
         }
     }
 

@@ -133,6 +133,78 @@ enum StoreConformance {
         #expect(counts[.pending] == 2)
     }
 
+    /// Many different enqueues at once (stores may commit them together): each gets its own answer, a refused
+    /// one writes nothing and fails no other, invalid tokens and routing outcomes apply per send.
+    static func concurrentMixedEnqueues(_ store: any DeliveryStore) async throws {
+        // "dead" is in the registry before the burst.
+        _ = try await store.enqueue(send(tokens: ["dead"]), now: 0, idempotencyWindow: window)
+        let first = try await store.claim(owner: "w", limit: 10, now: 0, leaseUntil: 100)
+        _ = try await store.complete(first.map {
+            .finish($0.lease!, StoredOutcome(state: .rejected, status: 410, reason: "Unregistered",
+                                             code: "provider/rejected", classification: "token-invalid", invalidSince: 5))
+        }, now: 10)
+        _ = try await store.enqueue(send(key: "taken", fingerprint: "original", tokens: ["t"]), now: 20,
+                                    idempotencyWindow: window)
+        enum Kind: Sendable { case plain, keyed, sameKeyOtherData, registryHit, routed }
+        let kinds: [Kind] = (0..<200).map { [.plain, .keyed, .sameKeyOtherData, .registryHit, .routed][$0 % 5] }
+        let results = await withTaskGroup(of: (Int, Result<EnqueueResult, NorqError>).self) { group in
+            for (index, kind) in kinds.enumerated() {
+                group.addTask {
+                    var new: NewSend
+                    switch kind {
+                    case .plain: new = send(tokens: ["p\(index)"])
+                    case .keyed: new = send(key: "k\(index)", tokens: ["k\(index)a", "k\(index)b"])
+                    case .sameKeyOtherData: new = send(key: "taken", fingerprint: "other-\(index)", tokens: ["x\(index)"])
+                    case .registryHit: new = send(tokens: ["dead", "live\(index)"])
+                    case .routed:
+                        new = send(tokens: ["r\(index)", "android\(index)"])
+                        new.targets[1].provider = nil
+                        new.targets[1].outcome = StoredOutcome(state: .failed, reason: "no provider", code: "routing/no-provider")
+                    }
+                    do throws(NorqError) {
+                        return (index, .success(try await store.enqueue(new, now: 30, idempotencyWindow: window)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var results: [Int: Result<EnqueueResult, NorqError>] = [:]
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+        #expect(results.count == kinds.count)
+        for (index, kind) in kinds.enumerated() {
+            let result = try #require(results[index])
+            switch kind {
+            case .sameKeyOtherData:
+                guard case .failure(let error) = result else { Issue.record("send \(index) must be refused"); continue }
+                #expect(error.code == .idempotencyKeyReused)
+            case .plain, .keyed, .registryHit, .routed:
+                guard case .success(.created(let id)) = result else { Issue.record("send \(index): \(result)"); continue }
+                let rows = try await store.deliveries(ofSend: id)
+                switch kind {
+                case .plain: #expect(rows.map(\.state) == [.pending])
+                case .keyed: #expect(rows.map(\.identity) == ["k\(index)a", "k\(index)b"])
+                case .registryHit:
+                    #expect(rows.map(\.state) == [.skipped, .pending])
+                    #expect(rows.first?.last?.code == "token/invalid")
+                case .routed:
+                    #expect(rows.map(\.state) == [.pending, .failed])
+                    #expect(rows.last?.finishedAt != nil)
+                case .sameKeyOtherData: break
+                }
+            }
+        }
+        // A repeat of a key made in the burst returns that send.
+        let again = try await store.enqueue(send(key: "k1", tokens: ["k1a", "k1b"]), now: 40, idempotencyWindow: window)
+        guard case .success(.created(let original)) = results[1] else { Issue.record("send 1 was not created"); return }
+        #expect(again == .existing(sendID: original))
+        let counts = try await store.counts()
+        // pending: 40 plain + 80 keyed + 40 live + 40 routed + 1 "taken"; refused sends wrote nothing.
+        #expect(counts[.pending] == 40 + 80 + 40 + 40 + 1)
+        #expect(counts[.skipped] == 40 && counts[.failed] == 40)
+    }
+
     static func tokenRegistry(_ store: any DeliveryStore) async throws {
         _ = try await store.enqueue(send(tokens: ["dead", "alive"]), now: 0, idempotencyWindow: window)
         let claimed = try await store.claim(owner: "w", limit: 10, now: 0, leaseUntil: 100)
@@ -196,6 +268,7 @@ enum StoreConformance {
 
     static let all: [(String, @Sendable (any DeliveryStore) async throws -> Void)] = [
         ("enqueueClaimComplete", enqueueClaimComplete),
+        ("concurrentMixedEnqueues", concurrentMixedEnqueues),
         ("compareAndSetOnLease", compareAndSetOnLease),
         ("retryAndRelease", retryAndRelease),
         ("claimLimit", claimLimit),

@@ -126,7 +126,7 @@ public final class DurableWorker: Service {
             }
             group.addTask {
                 await withTaskGroup(of: RowCompletion.self) { attempts -> [RowCompletion] in
-                    var plans: [String: PlanLookup] = [:]
+                    let plans = await self.plans(for: rows.map(\.sendID))
                     for row in rows {
                         guard let lease = row.lease else { continue }
                         if self.isStopping {
@@ -134,14 +134,7 @@ public final class DurableWorker: Service {
                             attempts.addTask { .release(lease) }
                             continue
                         }
-                        let lookup: PlanLookup
-                        if let known = plans[row.sendID] {
-                            lookup = known
-                        } else {
-                            lookup = await self.plan(for: row.sendID)
-                            plans[row.sendID] = lookup
-                        }
-                        switch lookup {
+                        switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
                         case .plan(let plan):
                             attempts.addTask { await self.attempt(row, lease: lease, plan: plan) }
                         case .unreadable(let error):
@@ -199,24 +192,33 @@ public final class DurableWorker: Service {
         case unavailable(NorqError)
     }
 
-    /// The send's plan (content, options, key).
-    private func plan(for sendID: String) async -> PlanLookup {
-        let send: StoredSend?
+    /// The plans (content, options, key) of a batch's sends, read with one store call.
+    private func plans(for sendIDs: [String]) async -> [String: PlanLookup] {
+        let unique = Set(sendIDs)
+        let sends: [String: StoredSend]
         do {
-            send = try await delivery.store.send(id: sendID)
+            sends = try await delivery.store.sends(ids: Array(unique))
         } catch {
-            logger.notice("could not read a send; its rows are given back", metadata: ["norq.send": "\(sendID)",
-                                                                                        "norq.error": "\(error.code)"])
-            return .unavailable(error)
+            logger.notice("could not read the sends of a batch; its rows are given back",
+                          metadata: ["norq.sends": "\(unique.count)", "norq.error": "\(error.code)"])
+            return Dictionary(uniqueKeysWithValues: unique.map { ($0, PlanLookup.unavailable(error)) })
         }
-        guard let send else { return .unreadable(NorqError(.storeFailed, "the send \(sendID) is missing")) }
-        do {
-            let stored = try DurableCodec.decodePlan(send.content)
-            return .plan(SendPlan(content: stored.content, templateName: stored.templateName, options: stored.options))
-        } catch {
-            logger.notice("could not decode a send", metadata: ["norq.send": "\(sendID)", "norq.error": "\(error.code)"])
-            return .unreadable(NorqError(.storeFailed, "the send \(sendID) could not be read: \(error.message)"))
+        var plans: [String: PlanLookup] = [:]
+        for sendID in unique {
+            guard let send = sends[sendID] else {
+                plans[sendID] = .unreadable(NorqError(.storeFailed, "the send \(sendID) is missing"))
+                continue
+            }
+            do {
+                let stored = try DurableCodec.decodePlan(send.content)
+                plans[sendID] = .plan(SendPlan(content: stored.content, templateName: stored.templateName,
+                                               options: stored.options))
+            } catch {
+                logger.notice("could not decode a send", metadata: ["norq.send": "\(sendID)", "norq.error": "\(error.code)"])
+                plans[sendID] = .unreadable(NorqError(.storeFailed, "the send \(sendID) could not be read: \(error.message)"))
+            }
         }
+        return plans
     }
 
     /// One attempt of one row: what to write back.

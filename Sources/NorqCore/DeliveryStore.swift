@@ -35,6 +35,10 @@ public protocol DeliveryStore: Sendable {
     /// The send with this id, or nil.
     func send(id: String) async throws(NorqError) -> StoredSend?
 
+    /// The sends with these ids that exist, by id: what a worker reads once per claimed batch (one query for a
+    /// batch of 1-recipient sends instead of one per row). The default asks `send(id:)` for each.
+    func sends(ids: [String]) async throws(NorqError) -> [String: StoredSend]
+
     /// Every row of a send, hot and finished, in target order.
     func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow]
 
@@ -305,4 +309,14 @@ public struct InvalidTokenRecord: Sendable, Hashable {
 
     /// Whether sends to this token are skipped now (`DeliveryStoreRules.isInvalid`).
     public var isInvalid: Bool { DeliveryStoreRules.isInvalid(invalidSince: invalidSince, registeredAt: registeredAt) }
+}
+
+extension DeliveryStore {
+    public func sends(ids: [String]) async throws(NorqError) -> [String: StoredSend] {
+        var found: [String: StoredSend] = [:]
+        for id in Set(ids) {
+            if let send = try await send(id: id) { found[id] = send }
+        }
+        return found
+    }
 }

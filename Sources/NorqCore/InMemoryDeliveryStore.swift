@@ -165,6 +165,15 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         return state.withLock { $0.sends[id] }
     }
 
+    public func sends(ids: [String]) async throws(NorqError) -> [String: StoredSend] {
+        try checkOpen()
+        return state.withLock { state in
+            var found: [String: StoredSend] = [:]
+            for id in ids { if let send = state.sends[id] { found[id] = send } }
+            return found
+        }
+    }
+
     public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
         try checkOpen()
         return state.withLock { state in

@@ -522,16 +522,32 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     // MARK: - Reading
 
     public func send(id: String) async throws(NorqError) -> StoredSend? {
-        try await call("reading a send") { connection in
-            guard let row = try await connection.query(
-                "SELECT id, scope, idempotency_key, fingerprint, content, created_at, target_count FROM norq_sends WHERE id = ?",
-                [.text(id)]).first else { return nil }
-            return StoredSend(id: row.column("id")?.string ?? id, scope: row.column("scope")?.string ?? "",
-                              idempotencyKey: row.column("idempotency_key")?.string,
-                              fingerprint: row.column("fingerprint")?.string ?? "",
-                              content: row.column("content")?.string ?? "",
-                              createdAt: Int64(row.column("created_at")?.integer ?? 0),
-                              targetCount: row.column("target_count")?.integer ?? 0)
+        try await sends(ids: [id])[id]
+    }
+
+    public func sends(ids: [String]) async throws(NorqError) -> [String: StoredSend] {
+        let unique = Array(Set(ids))
+        guard !unique.isEmpty else { return [:] }
+        return try await call(unique.count == 1 ? "reading a send" : "reading \(unique.count) sends") { connection in
+            var found: [String: StoredSend] = [:]
+            var start = 0
+            while start < unique.count {
+                let chunk = unique[start..<min(unique.count, start + Self.insertChunk)]
+                start += chunk.count
+                let list = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                for row in try await connection.query(
+                    "SELECT id, scope, idempotency_key, fingerprint, content, created_at, target_count FROM norq_sends WHERE id IN (\(list))",
+                    chunk.map(SQLiteData.text)) {
+                    guard let id = row.column("id")?.string else { continue }
+                    found[id] = StoredSend(id: id, scope: row.column("scope")?.string ?? "",
+                                           idempotencyKey: row.column("idempotency_key")?.string,
+                                           fingerprint: row.column("fingerprint")?.string ?? "",
+                                           content: row.column("content")?.string ?? "",
+                                           createdAt: Int64(row.column("created_at")?.integer ?? 0),
+                                           targetCount: row.column("target_count")?.integer ?? 0)
+                }
+            }
+            return found
         }
     }
 

@@ -205,6 +205,22 @@ enum StoreConformance {
         #expect(counts[.skipped] == 40 && counts[.failed] == 40)
     }
 
+    /// A batch of sends read at once: the ones that exist, by id, each once.
+    static func readSendsByID(_ store: any DeliveryStore) async throws {
+        let a = try await store.enqueue(send(tokens: ["a"]), now: 1, idempotencyWindow: window).sendID
+        let b = try await store.enqueue(send(key: "kb", fingerprint: "fb", tokens: ["b", "c"]), now: 2,
+                                        idempotencyWindow: window).sendID
+        let found = try await store.sends(ids: [a, "missing", b, a])
+        #expect(Set(found.keys) == [a, b])
+        #expect(found[b]?.idempotencyKey == "kb" && found[b]?.fingerprint == "fb" && found[b]?.targetCount == 2)
+        #expect(found[a]?.createdAt == 1 && found[a]?.content == #"{"title":"hi"}"#)
+        #expect(try await store.sends(ids: []).isEmpty)
+        let many = try await (0..<600).asyncMap { index in
+            try await store.enqueue(send(tokens: ["m\(index)"]), now: 3, idempotencyWindow: window).sendID
+        }
+        #expect(try await store.sends(ids: many).count == 600, "more ids than one statement binds")
+    }
+
     static func tokenRegistry(_ store: any DeliveryStore) async throws {
         _ = try await store.enqueue(send(tokens: ["dead", "alive"]), now: 0, idempotencyWindow: window)
         let claimed = try await store.claim(owner: "w", limit: 10, now: 0, leaseUntil: 100)
@@ -269,6 +285,7 @@ enum StoreConformance {
     static let all: [(String, @Sendable (any DeliveryStore) async throws -> Void)] = [
         ("enqueueClaimComplete", enqueueClaimComplete),
         ("concurrentMixedEnqueues", concurrentMixedEnqueues),
+        ("readSendsByID", readSendsByID),
         ("compareAndSetOnLease", compareAndSetOnLease),
         ("retryAndRelease", retryAndRelease),
         ("claimLimit", claimLimit),
@@ -278,4 +295,13 @@ enum StoreConformance {
         ("pruneByAge", pruneByAge),
         ("migrateTwice", migrateTwice),
     ]
+}
+
+extension Sequence {
+    /// `map` with an async transform, in order.
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
 }

@@ -29,6 +29,8 @@ public final class DurableDelivery: Sendable {
     let enqueued = WakeSignal()
     /// In-process hint: rows were completed (waiters here look at once).
     let completed = WakeSignal()
+    /// The plans of the sends enqueued here most recently: workers here deliver them without reading them back.
+    let recentPlans = SendPlanCache(capacity: 2_048)
 
     public init(router: NotificationRouter, store: any DeliveryStore,
                 settings: DeliveryStoreSettings = DeliveryStoreSettings(), scope: String = "",
@@ -116,8 +118,17 @@ public final class DurableDelivery: Sendable {
                            fingerprint: RequestID.uuidV5(namespace: RequestID.namespace, name: fingerprint),
                            content: DurableCodec.encode(content: content, templateName: templateName, options: options),
                            targets: targets)
-        let result = try await store.enqueue(send, now: now, idempotencyWindow: settings.idempotencyWindow)
+        // Cached before the commit: a worker here may claim the rows before the store call returns.
+        recentPlans.insert(plan, for: send.id)
+        let result: EnqueueResult
+        do {
+            result = try await store.enqueue(send, now: now, idempotencyWindow: settings.idempotencyWindow)
+        } catch {
+            recentPlans.remove(send.id)
+            throw error
+        }
         enqueued.signal()
+        if case .existing = result { recentPlans.remove(send.id) }
         switch result {
         case .created(let id):
             logger.debug("send enqueued", metadata: ["norq.send": "\(id)", "norq.targets": "\(targets.count)"])

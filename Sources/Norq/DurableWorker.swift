@@ -194,16 +194,18 @@ public final class DurableWorker: Service {
 
     /// The plans (content, options, key) of a batch's sends, read with one store call.
     private func plans(for sendIDs: [String]) async -> [String: PlanLookup] {
-        let unique = Set(sendIDs)
+        var plans = delivery.recentPlans.plans(for: Set(sendIDs)).mapValues(PlanLookup.plan)
+        let unique = Set(sendIDs).subtracting(plans.keys)
+        guard !unique.isEmpty else { return plans }
         let sends: [String: StoredSend]
         do {
             sends = try await delivery.store.sends(ids: Array(unique))
         } catch {
             logger.notice("could not read the sends of a batch; its rows are given back",
                           metadata: ["norq.sends": "\(unique.count)", "norq.error": "\(error.code)"])
-            return Dictionary(uniqueKeysWithValues: unique.map { ($0, PlanLookup.unavailable(error)) })
+            for sendID in unique { plans[sendID] = .unavailable(error) }
+            return plans
         }
-        var plans: [String: PlanLookup] = [:]
         for sendID in unique {
             guard let send = sends[sendID] else {
                 plans[sendID] = .unreadable(NorqError(.storeFailed, "the send \(sendID) is missing"))

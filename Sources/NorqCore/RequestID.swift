@@ -53,10 +53,16 @@ public enum RequestID {
 
     /// A random UUID version 4 from the given generator (tests pass a seeded one).
     public static func random(using generator: inout some RandomNumberGenerator) -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = (bytes[6] & 0x0f) | 0x40
-        bytes[8] = (bytes[8] & 0x3f) | 0x80
-        return format(bytes)
+        // Two draws of 64 bits (the system generator makes one getrandom call per draw, not one per byte).
+        let high = generator.next(), low = generator.next()
+        return format(count: 16) { index in
+            let byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (UInt64(7 - index % 8) * 8))
+            switch index {
+            case 6: return (byte & 0x0f) | 0x40 // version 4
+            case 8: return (byte & 0x3f) | 0x80 // RFC 4122 variant
+            default: return byte
+            }
+        }
     }
 
     /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` from 16 bytes.

@@ -1,5 +1,5 @@
 import Foundation
-import Norq
+@testable import Norq
 import NorqCore
 import NorqStoreSQLite
 import NorqTesting
@@ -205,9 +205,10 @@ import Testing
         try await DurableDeliveryTests.withSQLite { store in
             let durable = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
             let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(2))
-            // Another (broken) writer damaged the stored content.
+            // Another (broken) writer damaged the stored content; a worker of another instance reads it.
             try await SQLiteTestSupport.execute(path: store.path, "UPDATE norq_sends SET content = 'not json'")
-            try await withWorker(DurableWorker(delivery: durable)) {
+            let otherInstance = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
+            try await withWorker(DurableWorker(delivery: otherInstance)) {
                 let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
                 #expect(report.failed == 2)
                 for outcome in report.outcomes {
@@ -217,6 +218,41 @@ import Testing
             }
             #expect(rig.emulator.requests.isEmpty, "nothing is sent from content that cannot be read")
         }
+    }
+}
+
+@Suite struct DurableSendPlanCacheTests {
+    /// A worker in the instance that enqueued delivers with the plan it committed, without reading it back.
+    @Test func aWorkerOfTheEnqueuingInstanceUsesThePlanItCommitted() async throws {
+        let rig = try await DurableRig.make()
+        defer { Task { await rig.shutdown() } }
+        try await DurableDeliveryTests.withSQLite { store in
+            let durable = DurableDelivery(router: rig.router, store: store, settings: DurableDeliveryTests.settings)
+            let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(2))
+            #expect(durable.recentPlans.count == 1)
+            try await SQLiteTestSupport.execute(path: store.path, "UPDATE norq_sends SET content = 'not json'")
+            try await withWorker(DurableWorker(delivery: durable)) {
+                let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
+                #expect(report.delivered == 2)
+            }
+            #expect(rig.emulator.requests.count == 2)
+        }
+    }
+
+    @Test func theCacheKeepsTheNewestPlansWithinItsCapacity() {
+        let cache = SendPlanCache(capacity: 2)
+        let plan = SendPlan(content: nil, templateName: nil, options: RouterSendOptions())
+        cache.insert(plan, for: "a")
+        cache.insert(plan, for: "b")
+        cache.insert(plan, for: "a")
+        cache.insert(plan, for: "c")
+        #expect(Set(cache.plans(for: ["a", "b", "c"]).keys) == ["b", "c"], "the oldest insertion leaves first")
+        cache.remove("b")
+        #expect(Set(cache.plans(for: ["a", "b", "c"]).keys) == ["c"])
+        #expect(cache.count == 1)
+        let none = SendPlanCache(capacity: 0)
+        none.insert(plan, for: "a")
+        #expect(none.count == 0)
     }
 }
 

@@ -12,7 +12,9 @@ struct TestCommand: AsyncParsableCommand {
         discussion: """
             Each case renders a sample (or its own data) and checks assertions on subject/title, body, image, \
             action_url, push_type, payload_bytes and diagnostics. A template that does not compile counts as a \
-            failure. Exits 1 when any case fails.
+            failure. Exits 1 when any case fails. payload_bytes is measured by the configured providers (every \
+            built-in one without a configuration), each for the platforms routed to it; a payload over a provider's \
+            limit fails the case, naming the provider and the bytes over (docs/templates.md).
 
             Examples:
               norq test                       # every template

@@ -1,4 +1,4 @@
-import NorqCore
+public import NorqCore
 
 /// The result of one `tests.yaml` case.
 public struct TemplateTestCaseResult: Sendable, Hashable {
@@ -7,6 +7,8 @@ public struct TemplateTestCaseResult: Sendable, Hashable {
     public var passed: Bool
     /// One line per failed assertion (empty when passed).
     public var messages: [String]
+    /// The payloads measured for a case asserting `payload_bytes` (`TemplateRules.payloadSizes(of:)`), else empty.
+    public var payloadSizes: [PayloadSize] = []
 }
 
 /// The result of running a template's `tests.yaml`.
@@ -124,8 +126,10 @@ extension CompiledTemplate {
                     messages.append("\(a.target) \(a.op): \(m)")
                 }
             }
-            results.append(TemplateTestCaseResult(name: c.name, sample: sample ?? samples.keys.first,
-                                                  passed: messages.isEmpty, messages: messages))
+            var result = TemplateTestCaseResult(name: c.name, sample: sample ?? samples.keys.first,
+                                                passed: messages.isEmpty, messages: messages)
+            if case .success(let measured)? = sizes { result.payloadSizes = measured }
+            results.append(result)
         }
         return results
     }

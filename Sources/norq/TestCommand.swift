@@ -44,6 +44,13 @@ struct TestCommand: AsyncParsableCommand {
         if failures > 0 { throw ExitCode(1) }
     }
 
+    /// `{"provider":"fcm","platform":"android","what":"message","bytes":4210,"limit":4096,"over":114}`.
+    static func json(_ size: PayloadSize) -> JSONValue {
+        ["provider": .string(size.provider), "platform": .optional(size.platform?.rawValue), "what": .string(size.what),
+         "bytes": .int(Int64(size.bytes)), "limit": size.limit.map { .int(Int64($0)) } ?? .null,
+         "over": .int(Int64(size.excess))]
+    }
+
     func runTests() throws(NorqError) -> Int {
         let configuration = try configOptions.loadConfigurationIfPresent()
         let library = try configOptions.library(configuration)
@@ -84,8 +91,15 @@ struct TestCommand: AsyncParsableCommand {
                     out += style.red("FAIL") + " \(name) › \(testCase.name)\(sample)\n"
                     for message in testCase.messages { out += "       \(message)\n" }
                 }
-                cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
-                              "passed": .bool(testCase.passed), "messages": .array(testCase.messages.map(JSONValue.string))])
+                let messages = JSONValue.array(testCase.messages.map(JSONValue.string))
+                if testCase.payloadSizes.isEmpty {
+                    cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
+                                  "passed": .bool(testCase.passed), "messages": messages])
+                } else {
+                    cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
+                                  "passed": .bool(testCase.passed), "messages": messages,
+                                  "payloadSizes": .array(testCase.payloadSizes.map(Self.json))])
+                }
             }
             documents.append(["template": .string(name), "compiled": true, "cases": .array(cases)])
         }

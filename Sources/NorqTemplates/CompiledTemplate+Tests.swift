@@ -134,7 +134,6 @@ extension CompiledTemplate {
         return results
     }
 
-    /// Returns a failure message, or nil when the assertion holds.
     /// `payload_bytes` fails when a provider cannot build the payload, or a payload is over its provider's limit
     /// (named, with the bytes over), whatever the asserted number.
     static func limitFailure(_ sizes: Result<[PayloadSize], NorqError>?) -> String? {
@@ -147,6 +146,7 @@ extension CompiledTemplate {
         }
     }
 
+    /// Returns a failure message, or nil when the assertion holds. `sizes`: the payloads measured for the case.
     func check(_ target: String, _ op: String, _ expected: JSONValue, content: PushContent?,
                failure: NorqError?, sizes: Result<[PayloadSize], NorqError>? = nil) -> String? {
         if target == "diagnostics" {

@@ -343,5 +343,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Templates' payload_bytes and size checks measured by the providers' own payload code (issue 15).
+        .testTarget(
+            name: "NorqTemplatePayloadTests",
+            dependencies: ["NorqTemplates", "NorqCore", "NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush"],
+            swiftSettings: strict
+        ),
     ]
 )

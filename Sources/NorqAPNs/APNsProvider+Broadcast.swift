@@ -61,7 +61,7 @@ extension APNsProvider {
         let body = try APNsPayload.encode(content, pushType: .liveactivity, sendTime: sendTime)
         guard body.count <= Self.broadcastPayloadLimit else {
             throw NorqError(.apnsPayloadTooLarge,
-                            "broadcast payload is \(body.count) bytes; at most \(Self.broadcastPayloadLimit) are allowed")
+                            "broadcast payload is \(body.count) bytes, \(body.count - Self.broadcastPayloadLimit) over the limit of \(Self.broadcastPayloadLimit)")
         }
         var headers: [HTTPHeader] = []
         headers.reserveCapacity(7)

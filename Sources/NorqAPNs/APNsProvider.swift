@@ -144,7 +144,7 @@ public final class APNsProvider: PushProvider {
         let body = try encodedPayload(content, pushType: pushType, sendTime: sendTime, contentID: options.contentID)
         guard body.count <= pushType.payloadLimit else {
             throw NorqError(.apnsPayloadTooLarge,
-                            "payload is \(body.count) bytes; push type \(pushType) allows at most \(pushType.payloadLimit)")
+                            "payload is \(body.count) bytes, \(body.count - pushType.payloadLimit) over the limit of push type \(pushType), \(pushType.payloadLimit)")
         }
 
         var headers: [HTTPHeader] = []

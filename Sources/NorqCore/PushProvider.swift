@@ -194,6 +194,14 @@ public protocol ProviderType: Sendable {
     /// The push types (`apns-push-type` values) a template may name for this type's providers: templates are
     /// checked against the union of the registered types' lists (`TemplateRules`). Default: none.
     var pushTypes: Set<String> { get }
+    /// The exact payloads this type's providers would send for `content` to tokens of `platforms` (a subset of
+    /// `platforms` of the type), each with the provider's limit for it, measured by the provider's own payload
+    /// code (the same bytes `prepare` builds; `options.sendTime` nil means now). Templates check `payload_bytes`
+    /// and `norq validate` checks sizes with this (`TemplateRules.payloadSizers`). Throws the provider's error
+    /// when it cannot build a payload for the content (the error a send would get). Default: none (nothing
+    /// limits this type's payload, e.g. `console`).
+    func payloadSizes(for content: PushContent, platforms: Set<Platform>,
+                      options: SendOptions) throws(NorqError) -> [PayloadSize]
 
     /// Parses and validates a `config:` block.
     func parseConfiguration(_ node: ConfigNode, context: ProviderConfigurationContext) throws(NorqError) -> any ProviderConfiguration
@@ -209,4 +217,7 @@ public protocol ProviderType: Sendable {
 
 extension ProviderType {
     public var pushTypes: Set<String> { [] }
+
+    public func payloadSizes(for content: PushContent, platforms: Set<Platform>,
+                             options: SendOptions) throws(NorqError) -> [PayloadSize] { [] }
 }

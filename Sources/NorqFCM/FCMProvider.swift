@@ -108,7 +108,7 @@ public final class FCMProvider: PushProvider {
         let message = try messageBytes(content, blocks: blocks, options: messageOptions, contentID: options.contentID)
         guard message.count <= FCMMessage.payloadLimit else {
             throw NorqError(.fcmPayloadTooLarge,
-                            "the FCM message is \(message.count) bytes; FCM accepts at most \(FCMMessage.payloadLimit)")
+                            "the FCM message is \(message.count) bytes, \(message.count - FCMMessage.payloadLimit) over FCM's limit of \(FCMMessage.payloadLimit)")
         }
         let body = FCMMessage.body(message: message, target: target,
                                    validateOnly: configuration.validateOnly || options.validateOnly)

@@ -1,4 +1,4 @@
-import NorqCore
+public import NorqCore
 
 /// The result of one `tests.yaml` case.
 public struct TemplateTestCaseResult: Sendable, Hashable {
@@ -7,6 +7,8 @@ public struct TemplateTestCaseResult: Sendable, Hashable {
     public var passed: Bool
     /// One line per failed assertion (empty when passed).
     public var messages: [String]
+    /// The payloads measured for a case asserting `payload_bytes` (`TemplateRules.payloadSizes(of:)`), else empty.
+    public var payloadSizes: [PayloadSize] = []
 }
 
 /// The result of running a template's `tests.yaml`.
@@ -114,20 +116,39 @@ extension CompiledTemplate {
             var messages: [String] = []
             let expectsErrors = c.asserts.contains { $0.target == "diagnostics" }
             if let failure, !expectsErrors { messages.append("render failed: \(failure)") }
+            var sizes: Result<[PayloadSize], NorqError>? = nil
+            if let content, c.asserts.contains(where: { $0.target == "payload_bytes" }) {
+                do { sizes = .success(try rules.payloadSizes(of: content)) } catch { sizes = .failure(error) }
+                if let m = Self.limitFailure(sizes) { messages.append("payload_bytes: \(m)") }
+            }
             for a in c.asserts {
-                if let m = check(a.target, a.op, a.value, content: content, failure: failure) {
+                if let m = check(a.target, a.op, a.value, content: content, failure: failure, sizes: sizes) {
                     messages.append("\(a.target) \(a.op): \(m)")
                 }
             }
-            results.append(TemplateTestCaseResult(name: c.name, sample: sample ?? samples.keys.first,
-                                                  passed: messages.isEmpty, messages: messages))
+            var result = TemplateTestCaseResult(name: c.name, sample: sample ?? samples.keys.first,
+                                                passed: messages.isEmpty, messages: messages)
+            if case .success(let measured)? = sizes { result.payloadSizes = measured }
+            results.append(result)
         }
         return results
     }
 
-    /// Returns a failure message, or nil when the assertion holds.
+    /// `payload_bytes` fails when a provider cannot build the payload, or a payload is over its provider's limit
+    /// (named, with the bytes over), whatever the asserted number.
+    static func limitFailure(_ sizes: Result<[PayloadSize], NorqError>?) -> String? {
+        switch sizes {
+        case .failure(let error)?: return "cannot measure the payload: \(error)"
+        case .success(let sizes)?:
+            let over = sizes.filter { !$0.fits }
+            return over.isEmpty ? nil : "too large: " + over.map(\.description).joined(separator: "; ")
+        case nil: return nil
+        }
+    }
+
+    /// Returns a failure message, or nil when the assertion holds. `sizes`: the payloads measured for the case.
     func check(_ target: String, _ op: String, _ expected: JSONValue, content: PushContent?,
-               failure: NorqError?) -> String? {
+               failure: NorqError?, sizes: Result<[PayloadSize], NorqError>? = nil) -> String? {
         if target == "diagnostics" {
             switch op {
             case "errors":
@@ -145,7 +166,11 @@ extension CompiledTemplate {
         }
         guard let content else { return "no output (render failed)" }
         if target == "payload_bytes" {
-            let size = Double(content.approximatePayloadBytes)
+            // The largest payload of the providers measured (see TemplateRules.payloadSizes(of:)).
+            guard case .success(let measured)? = sizes, let largest = measured.max(by: { $0.bytes < $1.bytes }) else {
+                return Self.limitFailure(sizes) == nil ? "no payload measured" : nil  // reported once by run(_:)
+            }
+            let size = Double(largest.bytes)
             guard let n = expected.numberValue else { return "expects a number" }
             let ok: Bool = switch op {
             case "eq": size == n
@@ -155,7 +180,7 @@ extension CompiledTemplate {
             case "gte": size >= n
             default: false
             }
-            return ok ? nil : "payload is \(Int(size)) bytes (approximate APNs payload)"
+            return ok ? nil : "payload is \(largest.bytes) bytes (the largest: \(largest.subject)), fails \(op) \(NumberFormat.plain(n))"
         }
         let actual: String = switch target {
         case "subject", "title": content.title

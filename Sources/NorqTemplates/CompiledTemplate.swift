@@ -29,6 +29,8 @@ public struct CompiledTemplate: Sendable {
     public internal(set) var warnings: [NorqError] = []
     /// The data schema (`data.schema.yaml`) when the template has one.
     public internal(set) var schema: DataSchema? = nil
+    /// The rules it was compiled with: `runTests()` measures `payload_bytes` with their payload sizers.
+    public internal(set) var rules = TemplateRules()
 
     /// Compiles a template.
     /// - Parameters:
@@ -84,6 +86,7 @@ public struct CompiledTemplate: Sendable {
                                         titleTemplate: front.titleTemplate, testsSource: testsSource,
                                         testsFile: testsFile)
         compiled.warnings = front.warnings + rawExpressionWarnings(source, file: file)
+        compiled.rules = rules
         return compiled
     }
 
@@ -149,6 +152,7 @@ public struct CompiledTemplate: Sendable {
                                         body: .json(value), base: base, setters: front.setters, titleTemplate: nil,
                                         testsSource: testsSource, testsFile: testsFile)
         compiled.warnings = front.warnings + rawExpressionWarnings(source, file: file)
+        compiled.rules = rules
         return compiled
     }
 

@@ -32,7 +32,7 @@ public enum WebPushEncryption {
                                salt: [UInt8]? = nil) throws(NorqError) -> [UInt8] {
         guard plaintext.count <= maxPlaintextBytes else {
             throw NorqError(.webPushPayloadTooLarge,
-                            "web push payload is \(plaintext.count) bytes; at most \(maxPlaintextBytes) fit the 4,096-byte encrypted body")
+                            "web push payload is \(plaintext.count) bytes, \(plaintext.count - maxPlaintextBytes) over the \(maxPlaintextBytes) that fit the 4,096-byte encrypted body")
         }
         let padding = max(0, min(paddingBytes, maxPlaintextBytes - plaintext.count))
         let ephemeral = ephemeralKey ?? freshEphemeralKey()

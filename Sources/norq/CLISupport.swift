@@ -99,9 +99,16 @@ struct ConfigOptions: ParsableArguments {
     static var registry: ProviderTypeRegistry { registry(consoleToStandardError: false) }
 
     /// The registry, with the `console` provider printing on stderr when stdout must stay one JSON document.
-    /// What the built-in provider types allow templates to say (their push types).
-    static var templateRules: TemplateRules {
-        TemplateRules(providerTypes: registry(consoleToStandardError: true).registeredTypes)
+    /// What the provider types allow templates to say: the push types of every built-in type, and the payload
+    /// sizes (`payload_bytes`, `norq validate`) of the providers `configuration` declares, for the platforms its
+    /// routing sends them (`NorqConfiguration.payloadSizers`); of every built-in type when it declares none.
+    static func templateRules(_ configuration: NorqConfiguration?) -> TemplateRules {
+        let registry = registry(consoleToStandardError: true)
+        var rules = TemplateRules(providerTypes: registry.registeredTypes)
+        if let configuration, !configuration.providers.isEmpty {
+            rules.payloadSizers = configuration.payloadSizers(registry: registry)
+        }
+        return rules
     }
 
     static func registry(consoleToStandardError: Bool) -> ProviderTypeRegistry {
@@ -149,7 +156,7 @@ struct ConfigOptions: ParsableArguments {
     /// The template library of the configuration (see ``templatesDirectory(_:)`` and ``idStyle(_:)``).
     func library(_ configuration: NorqConfiguration?) throws(NorqError) -> TemplateLibrary {
         try TemplateLibrary(directory: templatesDirectory(configuration), idStyle: Self.idStyle(configuration),
-                            rules: Self.templateRules)
+                            rules: Self.templateRules(configuration))
     }
 }
 

@@ -174,7 +174,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let storeConfiguration = try DurableCLI.requireStore(store, configuration)
         let logger = DurableCLI.logger(verbose: verbose)
         let library = try? TemplateLibrary(directory: configOptions.templatesDirectory(configuration),
-                                           rules: ConfigOptions.templateRules)
+                                           rules: ConfigOptions.templateRules(configuration))
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
                                             templates: library, logger: logger)
         let lanes = max(1, self.lanes)

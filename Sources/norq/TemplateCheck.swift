@@ -1,4 +1,5 @@
 import Foundation
+import NorqConfig
 import NorqCore
 import NorqTemplates
 
@@ -13,12 +14,17 @@ struct TemplateCheck {
     /// Set for a notification that has no push template (only other channels' files).
     var otherChannels: [String]? = nil
 
+    /// Each rendered sample's payloads are measured by the providers of `configuration` (every built-in type when
+    /// it declares none, see `ConfigOptions.templateRules(_:)`): one over a provider's limit is an error,
+    /// `template/payload-too-large`, naming the provider and the bytes over.
     /// - Parameter required: false when the directory is only the default guess (then a missing one is fine).
-    static func run(directory: String, required: Bool, idStyle: TemplateIDStyle = .flat) -> [TemplateCheck] {
+    static func run(directory: String, required: Bool, idStyle: TemplateIDStyle = .flat,
+                    configuration: NorqConfiguration? = nil) -> [TemplateCheck] {
         let library: TemplateLibrary
         if !required, !FileManager.default.fileExists(atPath: directory) { return [] }
         do {
-            library = try TemplateLibrary(directory: directory, idStyle: idStyle, rules: ConfigOptions.templateRules)
+            library = try TemplateLibrary(directory: directory, idStyle: idStyle,
+                                          rules: ConfigOptions.templateRules(configuration))
         } catch {
             return [TemplateCheck(name: "(templates directory)", errors: [error])]
         }
@@ -44,7 +50,8 @@ struct TemplateCheck {
                     }
                 }
                 do throws(NorqError) {
-                    _ = try compiled.render(data: data)
+                    let content = try compiled.render(data: data)
+                    try library.rules.checkPayloadSize(content)
                 } catch {
                     var error = error
                     error.message += " (sample \"\(sample)\")"

@@ -12,7 +12,9 @@ struct TestCommand: AsyncParsableCommand {
         discussion: """
             Each case renders a sample (or its own data) and checks assertions on subject/title, body, image, \
             action_url, push_type, payload_bytes and diagnostics. A template that does not compile counts as a \
-            failure. Exits 1 when any case fails.
+            failure. Exits 1 when any case fails. payload_bytes is measured by the configured providers (every \
+            built-in one without a configuration), each for the platforms routed to it; a payload over a provider's \
+            limit fails the case, naming the provider and the bytes over (docs/templates.md).
 
             Examples:
               norq test                       # every template
@@ -40,6 +42,13 @@ struct TestCommand: AsyncParsableCommand {
             throw Console.fail(error)
         }
         if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// `{"provider":"fcm","platform":"android","what":"message","bytes":4210,"limit":4096,"over":114}`.
+    static func json(_ size: PayloadSize) -> JSONValue {
+        ["provider": .string(size.provider), "platform": .optional(size.platform?.rawValue), "what": .string(size.what),
+         "bytes": .int(Int64(size.bytes)), "limit": size.limit.map { .int(Int64($0)) } ?? .null,
+         "over": .int(Int64(size.excess))]
     }
 
     func runTests() throws(NorqError) -> Int {
@@ -82,8 +91,15 @@ struct TestCommand: AsyncParsableCommand {
                     out += style.red("FAIL") + " \(name) › \(testCase.name)\(sample)\n"
                     for message in testCase.messages { out += "       \(message)\n" }
                 }
-                cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
-                              "passed": .bool(testCase.passed), "messages": .array(testCase.messages.map(JSONValue.string))])
+                let messages = JSONValue.array(testCase.messages.map(JSONValue.string))
+                if testCase.payloadSizes.isEmpty {
+                    cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
+                                  "passed": .bool(testCase.passed), "messages": messages])
+                } else {
+                    cases.append(["name": .string(testCase.name), "sample": .optional(testCase.sample),
+                                  "passed": .bool(testCase.passed), "messages": messages,
+                                  "payloadSizes": .array(testCase.payloadSizes.map(Self.json))])
+                }
             }
             documents.append(["template": .string(name), "compiled": true, "cases": .array(cases)])
         }

@@ -67,7 +67,7 @@ struct ValidateCommand: AsyncParsableCommand {
         let directory = ConfigOptions(config: config, templates: templates).templatesDirectory(loaded)
         let checks = TemplateCheck.run(directory: directory,
                                        required: templates != nil || loaded.templatesDirectory != nil,
-                                       idStyle: ConfigOptions.idStyle(loaded))
+                                       idStyle: ConfigOptions.idStyle(loaded), configuration: loaded)
         for check in checks {
             for error in check.errors { Console.report(error) }
             for warning in check.warnings { Console.warn(warning) }

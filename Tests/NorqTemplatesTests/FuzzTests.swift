@@ -88,7 +88,7 @@ struct FuzzTests {
                     let content = try template.render(data: data, options: RenderOptions(strict: strict))
                     rendered += 1
                     #expect(Self.checkUTF8(content.title) && Self.checkUTF8(content.body))
-                    let payload = content.approximateAPNsPayload.serialized()
+                    let payload = TemplateRules.neutralPayload(content).serialized()
                     #expect(String(validating: payload, as: UTF8.self) != nil)
                     #expect((try? JSONValue(parsing: payload)) != nil, "payload of \(source.debugDescription)")
                 } catch {

@@ -54,7 +54,6 @@ struct LibraryTests {
         let b = try bg.render(data: bg.defaultSample)
         #expect(b.ios.contentAvailable == true)
         #expect(b.headers == PushHeaders(priority: 5, pushType: "background", expiration: .immediately))
-        #expect(b.approximateAPNsPayload["aps"] == ["content-available": 1])
     }
 
     @Test func cachedAndConcurrent() async throws {

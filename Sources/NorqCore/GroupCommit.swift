@@ -67,6 +67,10 @@ package struct GroupCommitState<Request, Waiter> {
 /// Group commit: concurrent callers' requests gathered into batches, each run by one of the callers (no task of
 /// its own), so N concurrent enqueues cost one transaction instead of N.
 ///
+/// A caller's cancellation does not cancel a batch it leads (the batch runs in a task of its own that it awaits)
+/// nor take a waiting caller's request out of the next batch: every submitted request is committed or fails
+/// with the batch, within the deadline `run` keeps.
+///
 /// Bounds: a batch holds at most `maxRequests` requests and `maxWeight` weight (e.g. rows); the requests waiting
 /// are those of callers suspended in `submit`, so the queue is bounded by the callers themselves.
 package final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
@@ -88,7 +92,7 @@ package final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable
     /// Submits `request` and returns its response. When this caller leads a batch, `run` is called with the
     /// batch's requests (this one among them) and must return one result per request, in order.
     package func submit(_ request: Request, weight: Int,
-                        run: @Sendable ([Request]) async -> [Result<Response, NorqError>]) async throws(NorqError) -> Response {
+                        run: @escaping @Sendable ([Request]) async -> [Result<Response, NorqError>]) async throws(NorqError) -> Response {
         var ownID: UInt64 = 0
         let role = await withCheckedContinuation { (continuation: CheckedContinuation<Role, Never>) in
             let action = state.withLock { box -> State.SubmitAction in
@@ -102,7 +106,10 @@ package final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable
         if case .answered(let result) = role { return try result.get() }
         // This caller leads: its own entry is the oldest pending one, so it is in the batch it takes.
         let batch = state.withLock { $0.machine.takeBatch() }
-        var results = await run(batch.map(\.request))
+        // The batch carries other callers' requests: it runs in a task of its own, awaited here, so that the
+        // cancellation of this caller does not cancel their commit.
+        let requests = batch.map(\.request)
+        var results = await Task { await run(requests) }.value
         if results.count != batch.count {
             results = Array(repeating: .failure(NorqError(.storeFailed, "a batch returned \(results.count) results for \(batch.count) requests")),
                             count: batch.count)

@@ -77,6 +77,32 @@ import Testing
         #expect(batches.count < 300, "callers that arrived during a batch shared the next one (\(batches.count) batches)")
     }
 
+    @Test func aCancelledLeaderStillCommitsTheBatchOfTheOthers() async throws {
+        let group = GroupCommit<Int, Int>(maxRequests: 64, maxWeight: 1_000)
+        let cancelledInBatch = Mutex(false)
+        let started = AsyncStream<Void>.makeStream()
+        let run: @Sendable ([Int]) async -> [Result<Int, NorqError>] = { batch in
+            started.continuation.yield()
+            try? await Task.sleep(for: .milliseconds(100))
+            if Task.isCancelled { cancelledInBatch.withLock { $0 = true } }
+            return batch.map { .success($0 * 2) }
+        }
+        // The first caller leads a batch of its own; the others pile up behind it and form the second batch,
+        // led by the oldest of them, which is then cancelled while its batch runs.
+        let first = Task { try await group.submit(1, weight: 1, run: run) }
+        var iterator = started.stream.makeAsyncIterator()
+        await iterator.next()
+        let leader = Task { try await group.submit(2, weight: 1, run: run) }
+        try await Task.sleep(for: .milliseconds(20))
+        let others = (3...10).map { value in Task { try await group.submit(value, weight: 1, run: run) } }
+        await iterator.next()  // the second batch started
+        leader.cancel()
+        #expect(try await first.value == 2)
+        #expect(try await leader.value == 4, "the cancelled leader's own request was committed too")
+        for (offset, task) in others.enumerated() { #expect(try await task.value == (offset + 3) * 2) }
+        #expect(!cancelledInBatch.withLock { $0 }, "the batch did not see its leader's cancellation")
+    }
+
     @Test func aLoneCallerCommitsAtOnce() async throws {
         let group = GroupCommit<Int, Int>(maxRequests: 64, maxWeight: 1_000)
         let runner = Runner()

@@ -51,12 +51,15 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
+# CPU seconds (user + system) a process has used so far.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # The APNs emulator, in a process of its own (JWT verification and every APNs check on).
 EMU_PORT="$(free_port)"
 "$NORQ" emulator --port "$EMU_PORT" --key "$KEY_FILE" --team "$TEAM" --key-id "$KEY_ID" --ca-out "$WORK/emulator-ca.pem" \
     > "$WORK/emulator.log" 2>&1 &
-PIDS+=($!)
+EMU_PID=$!
+PIDS+=($EMU_PID)
 wait_port 127.0.0.1 "$EMU_PORT"
 
 API_KEY="bench-$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
@@ -133,13 +136,17 @@ YAML
         perf record -g -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
         perf_pid=$!
     fi
+    local emu_before; emu_before="$(cpu_of "$EMU_PID")"
     "$LOAD" --port "$port" --key "$API_KEY" --clients "$CLIENTS" --seconds "$SECONDS_LOAD" --warmup "$WARMUP" \
         --server-pid "$server" --label "$store" > "$dir/load.json"
     after="$(load_avg)"
+    # The APNs emulator's CPU over the run (warm-up included): it shares the 2 cores with the server and the load.
+    EMU_CPU="$(python3 -c "print(round($(cpu_of "$EMU_PID") - $emu_before, 2))")"
     [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null || true
-    python3 - "$dir/load.json" "$before" "$after" "$store" >> "$RESULTS" <<'PY'
+    python3 - "$dir/load.json" "$before" "$after" "$store" "$EMU_CPU" >> "$RESULTS" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); r["load_before"] = sys.argv[2]; r["load_after"] = sys.argv[3]; r["store"] = sys.argv[4]
+r["emulator_cpu_s"] = float(sys.argv[5])
 print(json.dumps(r, sort_keys=True))
 PY
     tail -n 1 "$RESULTS" >&2

@@ -214,10 +214,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         while start < lookups.count {
             let chunk = lookups[start..<min(lookups.count, start + insertChunk)]
             start += chunk.count
-            let values = Array(repeating: "(?,?)", count: chunk.count).joined(separator: ",")
-            let rows = try await connection.query(
-                "SELECT id, scope, idempotency_key, fingerprint, created_at FROM norq_sends WHERE (scope, idempotency_key) IN (VALUES \(values))",
-                chunk.flatMap { [SQLiteData.text($0.0), .text($0.1)] })
+            let rows = try await connection.query(holderLookup(count: chunk.count),
+                                                  chunk.flatMap { [SQLiteData.text($0.0), .text($0.1)] })
             for row in rows {
                 guard let id = row.column("id")?.string, let key = row.column("idempotency_key")?.string else { continue }
                 holders[holderKey(row.column("scope")?.string ?? "", key)] =
@@ -257,6 +255,17 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     }
 
     private static func holderKey(_ scope: String, _ key: String) -> String { "\(scope)\u{0}\(key)" }
+
+    /// The sends holding `count` (scope, key) pairs. A join, not `(scope, idempotency_key) IN (VALUES …)`: SQLite
+    /// answers that one by scanning every send, this one with one search of the key index per pair.
+    static func holderLookup(count: Int) -> String {
+        let values = Array(repeating: "(?,?)", count: count).joined(separator: ",")
+        return """
+            WITH k(scope, key) AS (VALUES \(values))
+            SELECT s.id, s.scope, s.idempotency_key, s.fingerprint, s.created_at
+            FROM k JOIN norq_sends AS s ON s.scope = k.scope AND s.idempotency_key = k.key
+            """
+    }
 
     /// Inserts new sends and their outbox rows, applies the token registry and moves rows already final.
     private static func insert(_ sends: [NewSend], createdAt: [Int64], on connection: SQLiteConnection) async throws {

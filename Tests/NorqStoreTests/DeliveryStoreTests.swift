@@ -1,6 +1,6 @@
 import Foundation
 import NorqCore
-import NorqStoreSQLite
+@testable import NorqStoreSQLite
 import Testing
 
 /// A fresh temporary directory, removed by the caller.
@@ -47,6 +47,17 @@ func temporaryDirectory() throws -> URL {
 
     @Test func concurrentEnqueuesOfOneKeyMakeOneSend() async throws {
         try await Self.withStore { store, _ in try await StoreConformance.concurrentSameKey(store) }
+    }
+
+    /// The idempotency lookup of a group-committed enqueue searches the key index (a scan of every send would
+    /// grow with the table).
+    @Test func idempotencyLookupSearchesTheKeyIndex() async throws {
+        try await Self.withStore { store, directory in
+            let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
+                                                             SQLiteDeliveryStore.holderLookup(count: 3), parameters: 6)
+            #expect(plan.contains { $0.contains("SEARCH s USING INDEX norq_sends_key") }, "\(plan)")
+            #expect(!plan.contains { $0.hasPrefix("SCAN s") || $0.hasPrefix("SCAN norq_sends") }, "\(plan)")
+        }
     }
 
     @Test func twoConnectionsOnOneFileMigrateAndClaimWithoutOverlap() async throws {

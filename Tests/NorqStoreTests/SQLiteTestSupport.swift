@@ -8,3 +8,14 @@ enum SQLiteTestSupport {
         try await connection.close()
     }
 }
+
+extension SQLiteTestSupport {
+    /// The details of SQLite's query plan for `sql` (bound with `count` text parameters).
+    static func queryPlan(path: String, _ sql: String, parameters count: Int) async throws -> [String] {
+        let connection = try await SQLiteConnection.open(storage: .file(path: path))
+        let rows = try await connection.query("EXPLAIN QUERY PLAN " + sql,
+                                              (0..<count).map { SQLiteData.text("p\($0)") })
+        try await connection.close()
+        return rows.compactMap { $0.column("detail")?.string }
+    }
+}

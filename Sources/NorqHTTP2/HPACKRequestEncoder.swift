@@ -101,77 +101,98 @@ package struct HPACKRequestEncoder {
         var nameSequence: Int?
     }
     private var remembered: [Remembered?] = []
+    /// The bytes of the block being encoded (reused).
+    private var scratch: [UInt8] = []
 
     /// Appends the header block of `head`: the pseudo-headers, then its fields in order.
     package mutating func encode(_ head: HTTP2RequestHead, into buffer: inout ByteBuffer) {
-        writePendingSizeUpdate(into: &buffer)
+        var out = takeScratch()
+        defer { finish(out, into: &buffer) }
+        writePendingSizeUpdate(into: &out)
         switch head.method {
-        case "POST": buffer.writeInteger(UInt8(0x83))  // static 3
-        case "GET": buffer.writeInteger(UInt8(0x82))  // static 2
-        default: writeLiteral(nameIndex: 2, name: ":method", value: head.method, prefixBits: 4, mask: 0x00, into: &buffer)
+        case "POST": out.append(UInt8(0x83))  // static 3
+        case "GET": out.append(UInt8(0x82))  // static 2
+        default: writeLiteral(nameIndex: 2, name: ":method", value: head.method, prefixBits: 4, mask: 0x00, into: &out)
         }
         switch head.scheme {
-        case "https": buffer.writeInteger(UInt8(0x87))  // static 7
-        case "http": buffer.writeInteger(UInt8(0x86))  // static 6
-        default: writeLiteral(nameIndex: 6, name: ":scheme", value: head.scheme, prefixBits: 4, mask: 0x00, into: &buffer)
+        case "https": out.append(UInt8(0x87))  // static 7
+        case "http": out.append(UInt8(0x86))  // static 6
+        default: writeLiteral(nameIndex: 6, name: ":scheme", value: head.scheme, prefixBits: 4, mask: 0x00, into: &out)
         }
-        writeLiteral(nameIndex: 4, name: ":path", value: head.path, prefixBits: 4, mask: 0x00, into: &buffer)
-        encodeField(slot: 0, name: ":authority", value: head.authority, indexing: .indexable, into: &buffer)
+        writeLiteral(nameIndex: 4, name: ":path", value: head.path, prefixBits: 4, mask: 0x00, into: &out)
+        encodeField(slot: 0, name: ":authority", value: head.authority, indexing: .indexable, into: &out)
         for (offset, field) in head.fields.enumerated() {
             encodeField(slot: offset + 1, name: field.name, value: field.value, indexing: field.indexing.hpack,
-                        into: &buffer)
+                        into: &out)
         }
     }
 
     /// Appends the header block of `headers`, with their own indexing hints.
     package mutating func encode(_ headers: HPACKHeaders, into buffer: inout ByteBuffer) {
-        writePendingSizeUpdate(into: &buffer)
+        var out = takeScratch()
+        defer { finish(out, into: &buffer) }
+        writePendingSizeUpdate(into: &out)
         for (name, value, indexing) in headers {
-            _ = encode(name: name, value: value, indexing: indexing, into: &buffer)
+            _ = encode(name: name, value: value, indexing: indexing, into: &out)
         }
     }
 
-    private mutating func writePendingSizeUpdate(into buffer: inout ByteBuffer) {
+    /// The header block is built in a reused byte array and appended to the buffer with one write: each write to
+    /// a `ByteBuffer` checks its uniqueness and capacity, and a block is some twenty small writes.
+    private mutating func takeScratch() -> [UInt8] {
+        var out: [UInt8] = []
+        swap(&out, &scratch)
+        out.removeAll(keepingCapacity: true)
+        return out
+    }
+
+    private mutating func finish(_ out: [UInt8], into buffer: inout ByteBuffer) {
+        buffer.writeBytes(out)
+        // Kept for the next block unless one unusually large block grew it.
+        if out.capacity <= 4_096 { scratch = out }
+    }
+
+    private mutating func writePendingSizeUpdate(into out: inout [UInt8]) {
         guard let update = sizeUpdate else { return }
-        Self.writeInteger(update.smallest, prefixBits: 5, mask: 0x20, into: &buffer)
+        Self.writeInteger(update.smallest, prefixBits: 5, mask: 0x20, into: &out)
         if update.final != update.smallest {
-            Self.writeInteger(update.final, prefixBits: 5, mask: 0x20, into: &buffer)
+            Self.writeInteger(update.final, prefixBits: 5, mask: 0x20, into: &out)
         }
         sizeUpdate = nil
     }
 
     private mutating func encodeField(slot: Int, name: String, value: String, indexing: HPACKIndexing,
-                                      into buffer: inout ByteBuffer) {
+                                      into out: inout [UInt8]) {
         if slot < remembered.count, let last = remembered[slot], last.name == name, last.requested == indexing {
             if last.indexing == .indexable, last.value == value {
                 if let index = last.staticIndex ?? last.sequence.flatMap(dynamicIndex(of:)) {
-                    Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
+                    Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &out)
                     return
                 }
             } else if last.indexing != .indexable {
                 let nameIndex = last.staticNameIndex ?? last.nameSequence.flatMap(dynamicIndex(of:))
                 writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4,
-                             mask: last.indexing == .neverIndexed ? 0x10 : 0x00, into: &buffer)
+                             mask: last.indexing == .neverIndexed ? 0x10 : 0x00, into: &out)
                 return
             }
         }
-        let written = encode(name: name, value: value, indexing: indexing, into: &buffer)
+        let written = encode(name: name, value: value, indexing: indexing, into: &out)
         while remembered.count <= slot { remembered.append(nil) }
         remembered[slot] = written
     }
 
     /// Writes one field by the full rules (static table, dynamic table, literal) and says how.
     private mutating func encode(name: String, value: String, indexing: HPACKIndexing,
-                                 into buffer: inout ByteBuffer) -> Remembered {
+                                 into out: inout [UInt8]) -> Remembered {
         var written = Remembered(name: name, value: value, indexing: indexing, requested: indexing)
         let pair = Pair(name: name, value: value)
         if let index = Self.staticPairs[pair] {
-            Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
+            Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &out)
             written.staticIndex = index
             return written
         }
         if indexing == .indexable, let sequence = byPair[pair], let index = dynamicIndex(of: sequence) {
-            Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &buffer)
+            Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &out)
             written.sequence = sequence
             return written
         }
@@ -182,14 +203,14 @@ package struct HPACKRequestEncoder {
         let nameIndex = written.staticNameIndex ?? written.nameSequence.flatMap(dynamicIndex(of:))
         let size = name.utf8.count + value.utf8.count + 32
         if indexing == .indexable, size <= maxTableSize {
-            writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 6, mask: 0x40, into: &buffer)
+            writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 6, mask: 0x40, into: &out)
             insert(pair, size: size)
             written.sequence = inserted - 1
         } else {
             // Too large for the table (or not to be indexed): a literal that leaves the table alone.
             written.indexing = indexing == .indexable ? .nonIndexable : indexing
             writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4,
-                         mask: indexing == .neverIndexed ? 0x10 : 0x00, into: &buffer)
+                         mask: indexing == .neverIndexed ? 0x10 : 0x00, into: &out)
         }
         return written
     }
@@ -220,36 +241,42 @@ package struct HPACKRequestEncoder {
     }
 
     private func writeLiteral(nameIndex: Int?, name: String, value: String, prefixBits: Int, mask: UInt8,
-                              into buffer: inout ByteBuffer) {
+                              into out: inout [UInt8]) {
         if let nameIndex {
-            Self.writeInteger(nameIndex, prefixBits: prefixBits, mask: mask, into: &buffer)
+            Self.writeInteger(nameIndex, prefixBits: prefixBits, mask: mask, into: &out)
         } else {
-            buffer.writeInteger(mask)
-            Self.writeString(name, into: &buffer)
+            out.append(mask)
+            Self.writeString(name, into: &out)
         }
-        Self.writeString(value, into: &buffer)
+        Self.writeString(value, into: &out)
     }
 
     /// A string literal, not Huffman-coded.
-    private static func writeString(_ string: String, into buffer: inout ByteBuffer) {
-        writeInteger(string.utf8.count, prefixBits: 7, mask: 0x00, into: &buffer)
-        buffer.writeString(string)
+    private static func writeString(_ string: String, into out: inout [UInt8]) {
+        writeInteger(string.utf8.count, prefixBits: 7, mask: 0x00, into: &out)
+        out.append(contentsOf: string.utf8)
     }
 
     /// An HPACK integer (RFC 7541 5.1) in a byte whose high bits are `mask`.
     package static func writeInteger(_ value: Int, prefixBits: Int, mask: UInt8, into buffer: inout ByteBuffer) {
+        var out: [UInt8] = []
+        writeInteger(value, prefixBits: prefixBits, mask: mask, into: &out)
+        buffer.writeBytes(out)
+    }
+
+    static func writeInteger(_ value: Int, prefixBits: Int, mask: UInt8, into out: inout [UInt8]) {
         let limit = (1 << prefixBits) - 1
         if value < limit {
-            buffer.writeInteger(mask | UInt8(value))
+            out.append(mask | UInt8(value))
             return
         }
-        buffer.writeInteger(mask | UInt8(limit))
+        out.append(mask | UInt8(limit))
         var rest = value - limit
         while rest >= 128 {
-            buffer.writeInteger(UInt8(rest & 0x7f | 0x80))
+            out.append(UInt8(rest & 0x7f | 0x80))
             rest >>= 7
         }
-        buffer.writeInteger(UInt8(rest))
+        out.append(UInt8(rest))
     }
 }
 

@@ -63,20 +63,25 @@ package enum HTTP2Wire {
 
     package static func writeFrameHeader(length: Int, type: UInt8, flags: UInt8, streamID: Int32,
                                          into buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt8(truncatingIfNeeded: length >> 16))
-        buffer.writeInteger(UInt16(truncatingIfNeeded: length))
-        buffer.writeInteger(type)
-        buffer.writeInteger(flags)
-        buffer.writeInteger(UInt32(bitPattern: streamID))
+        let header = frameHeader(length: length, type: type, flags: flags, streamID: streamID)
+        withUnsafeBytes(of: header) { _ = buffer.writeBytes($0) }
     }
 
     package static func setFrameHeader(at index: Int, length: Int, type: UInt8, flags: UInt8, streamID: Int32,
                                        in buffer: inout ByteBuffer) {
-        buffer.setInteger(UInt8(truncatingIfNeeded: length >> 16), at: index)
-        buffer.setInteger(UInt16(truncatingIfNeeded: length), at: index + 1)
-        buffer.setInteger(type, at: index + 3)
-        buffer.setInteger(flags, at: index + 4)
-        buffer.setInteger(UInt32(bitPattern: streamID), at: index + 5)
+        let header = frameHeader(length: length, type: type, flags: flags, streamID: streamID)
+        withUnsafeBytes(of: header) { _ = buffer.setBytes($0, at: index) }
+    }
+
+    /// The nine bytes of a frame header (RFC 9113 4.1), written with one buffer access instead of five (each
+    /// access checks the buffer's uniqueness and capacity).
+    static func frameHeader(length: Int, type: UInt8, flags: UInt8,
+                            streamID: Int32) -> (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) {
+        let stream = UInt32(bitPattern: streamID)
+        return (UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
+                UInt8(truncatingIfNeeded: length), type, flags,
+                UInt8(truncatingIfNeeded: stream >> 24), UInt8(truncatingIfNeeded: stream >> 16),
+                UInt8(truncatingIfNeeded: stream >> 8), UInt8(truncatingIfNeeded: stream))
     }
 }
 

@@ -204,5 +204,6 @@ enum StoreConformance {
         ("routingOutcomesFinishAtEnqueue", routingOutcomesFinishAtEnqueue),
         ("pruneByAge", pruneByAge),
         ("migrateTwice", migrateTwice),
+        ("queueDepth", queueDepth),
     ]
 }

@@ -2,8 +2,6 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOSSL
-import NorqConfig
-import NorqCore
 import Synchronization
 
 /// The server's TLS context (certificate chain and key of `server.tls`), swapped by a SIGHUP reload: every new

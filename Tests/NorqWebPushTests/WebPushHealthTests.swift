@@ -47,7 +47,9 @@ import Testing
         try await gone.shutdown()
 
         try await WebPushEndToEndTests.withEmulator { emulator in
-            let provider = try WebPushProvider(name: "webpush", configuration: WebPushEndToEndTests.configuration(emulator))
+            var configuration = WebPushEndToEndTests.configuration(emulator)
+            configuration.requestTimeout = .seconds(3)  // bounds the wait for a connection to the dead origin
+            let provider = try WebPushProvider(name: "webpush", configuration: configuration)
             #expect(provider.health().isReady, "nothing sent yet")
 
             func send(_ subscription: WebPushEmulator.Subscription) async -> Result<DeliveryResponse, NorqError> {

@@ -52,8 +52,14 @@ public protocol DeliveryStore: Sendable {
     /// before `before`; returns how many rows were deleted. Callers loop while it returns `limit`.
     func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int
 
-    /// Counts of rows by state (hot and history), for status and tests.
+    /// Counts of rows by state (hot and history), for status and tests. It reads the whole history: for a queue
+    /// depth use ``queueDepth(now:)``.
     func counts() async throws(NorqError) -> [DeliveryState: Int]
+
+    /// The hot outbox only (pending and leased rows, never history), split by when each row can run at `now` (ms):
+    /// cheap at any history size (the SQL stores count ranges of the partial indexes the claims use). For queue
+    /// depth gauges (`/metrics`).
+    func queueDepth(now: Int64) async throws(NorqError) -> QueueDepth
 
     /// Releases connections. Calls after `close` fail.
     func close() async

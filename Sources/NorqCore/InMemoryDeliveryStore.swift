@@ -226,5 +226,16 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         }
     }
 
+    public func queueDepth(now: Int64) async throws(NorqError) -> QueueDepth {
+        try checkOpen()
+        return state.withLock { state in
+            var depth = QueueDepth()
+            for row in state.rows.values where !row.state.isFinal {
+                depth.count(state: row.state, nextAttemptAt: row.nextAttemptAt, leaseExpiresAt: row.leaseExpiresAt, now: now)
+            }
+            return depth
+        }
+    }
+
     public func close() async { state.withLock { $0.closed = true } }
 }

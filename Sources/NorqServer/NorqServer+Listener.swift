@@ -1,5 +1,4 @@
 import HummingbirdCore
-import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
@@ -10,28 +9,32 @@ public import NorqCore
 /// HummingbirdCore has a `ServerConfiguration` of its own.)
 extension NorqServer {
     /// Every connection: Hummingbird's idle timeout (between requests, and a head trickled in: it counts whole HTTP
-    /// parts) and our deadline on each request body (`BodyDeadline`); TLS around it when configured.
-    static func serverBuilder(_ settings: NorqConfig.ServerConfiguration, logger: Logger) throws(NorqError) -> HTTPServerBuilder {
+    /// parts) and our deadline on each request body (`BodyDeadline`); TLS around it when configured, with the
+    /// context a SIGHUP may swap (returned: nil for plain HTTP).
+    static func serverBuilder(_ settings: NorqConfig.ServerConfiguration,
+                              logger: Logger) throws(NorqError) -> (HTTPServerBuilder, ServerTLSContext?) {
         let limits = settings.limits
-        let http1 = HTTPServerBuilder.http1(configuration: .init(
+        let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [BodyDeadlineHandler(timeout: limits.bodyTimeout, logger: logger)],
-            idleTimeout: .seconds(max(1, limits.idleTimeout.components.seconds))))
-        guard let tls = settings.tls else { return http1 }
-        let configuration = try tlsConfiguration(tls)
-        do {
-            return try .tls(http1, tlsConfiguration: configuration)
-        } catch {
-            throw NorqError(.serverInvalidTLS, "the TLS configuration could not be used: \(error)")
+            idleTimeout: .seconds(max(1, limits.idleTimeout.components.seconds)))
+        guard let tls = settings.tls else { return (.http1(configuration: http1), nil) }
+        let holder = ServerTLSContext(try makeTLSContext(tls))
+        let builder = HTTPServerBuilder { responder in
+            ReloadableTLSChannel(base: HTTP1Channel(responder: responder, configuration: http1), tls: holder)
         }
+        return (builder, holder)
     }
 
     /// Loads `server.tls` (certificate chain and private key, PEM) into a server TLS configuration (TLS 1.2+,
     /// HTTP/1.1 over ALPN); `server/invalid-tls` when a file is missing, unreadable or not PEM.
     public static func checkTLS(_ settings: NorqConfig.ServerConfiguration) throws(NorqError) {
-        if let tls = settings.tls { _ = try tlsConfiguration(tls) }
+        if let tls = settings.tls { _ = try makeTLSContext(tls) }
     }
 
-    static func tlsConfiguration(_ tls: NorqConfig.ServerConfiguration.TLS) throws(NorqError) -> TLSConfiguration {
+    /// Reads the certificate chain and the key of `server.tls` and makes the server's TLS context (TLS 1.2+,
+    /// HTTP/1.1 over ALPN); `server/invalid-tls` when a file is missing, unreadable or not PEM, or the key is not
+    /// the certificate's.
+    static func makeTLSContext(_ tls: NorqConfig.ServerConfiguration.TLS) throws(NorqError) -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath)
@@ -53,12 +56,10 @@ extension NorqServer {
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["http/1.1"]
         do {
-            _ = try NIOSSLContext(configuration: configuration)
+            return try NIOSSLContext(configuration: configuration)
         } catch {
             throw NorqError(.serverInvalidTLS, "server.tls: the certificate and the key do not make a TLS context (\(error))",
                             hint: "is the key the certificate's own?")
         }
-        return configuration
     }
-
 }

@@ -329,11 +329,17 @@ extension NorqServer {
     }
 
     func metricsText() async -> Response {
-        // Queue depth, read at scrape time (one bounded query).
-        if let counts = try? await dependencies.delivery.store.counts() {
-            for state in [DeliveryState.pending, .leased] {
-                Gauge(label: "norq_outbox_rows", dimensions: [("state", state.rawValue)]).record(counts[state] ?? 0)
+        // Queue depth, read at scrape time: one statement over the hot outbox (never the history), with the
+        // store's call deadline. When the store does not answer, the gauges keep their last values and
+        // norq_outbox_depth_read_failures_total counts the miss.
+        do {
+            let depth = try await dependencies.delivery.store.queueDepth(now: StoreClock.system.nowMillis())
+            for (state, rows) in depth.byLabel {
+                Gauge(label: "norq_outbox_rows", dimensions: [("state", state)]).record(rows)
             }
+        } catch {
+            Counter(label: "norq_outbox_depth_read_failures_total").increment()
+            logger.debug("queue depth not read", metadata: ["norq.error": "\(error.code)"])
         }
         let text = dependencies.metrics?.emitToBuffer() ?? []
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -8,6 +8,7 @@ public import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import NIOCore
+import NIOSSL
 public import Prometheus
 import Metrics
 
@@ -56,6 +57,8 @@ public final class NorqServer: Service {
     var keys: APIKeyTable { live.withLock { $0.keys } }
     var rateLimiter: RateLimiter { live.withLock { $0.rateLimiter } }
     let gate = IdempotencyGate()
+    /// The listener's TLS context when it speaks HTTPS (set by `run()`); a reload swaps the context inside.
+    let listenerTLS = Mutex<ServerTLSContext?>(nil)
     /// Requests without a valid key, per client address: 10 a second, 20 at once, 10,000 addresses at most.
     let failedAuthentications = RateLimiter(ratePerSecond: 10, burst: 20, maximumKeys: 10_000)
     let logger: Logger
@@ -118,7 +121,8 @@ public final class NorqServer: Service {
         addRoutes(to: router)
         let onListening = self.onListening
         let host = listenHost
-        let server = try Self.serverBuilder(settings, logger: logger)
+        let (server, tls) = try Self.serverBuilder(settings, logger: logger)
+        listenerTLS.withLock { $0 = tls }
         let app = Application(
             router: router,
             server: server,
@@ -145,6 +149,9 @@ public final class NorqServer: Service {
 
     /// Reads the configuration and templates again and swaps them in; a bad configuration (or one that would be
     /// insecure) keeps the current one and logs why. Sends in flight are not affected: they are in the store.
+    /// With HTTPS, the certificate chain and key files of `server.tls` are read again (a renewed certificate) and
+    /// new connections use them; connections already open keep theirs. A certificate that does not load refuses
+    /// the whole reload (`server/invalid-tls`): the current certificate and configuration stay.
     public func reload() async {
         guard let reloader else { return }
         do {
@@ -154,9 +161,23 @@ public final class NorqServer: Service {
                 logger.notice("server.host and server.port take effect at the next start",
                               metadata: ["norq.listen": "\(listenHost):\(listenPort)"])
             }
-            if next.tls != settings.tls || next.limits.bodyTimeout != settings.limits.bodyTimeout
+            if next.limits.bodyTimeout != settings.limits.bodyTimeout
                 || next.limits.idleTimeout != settings.limits.idleTimeout {
-                logger.notice("server.tls and the connection timeouts take effect at the next start")
+                logger.notice("the connection timeouts take effect at the next start")
+            }
+            let tlsHolder = listenerTLS.withLock { $0 }
+            var newTLS: (context: NIOSSLContext, certificatePath: String)?
+            switch (tlsHolder, next.tls) {
+            case (_?, let tls?):
+                newTLS = (try Self.makeTLSContext(tls), tls.certificatePath)
+            case (_?, nil):
+                logger.notice("server.tls was removed: HTTPS goes on with the current certificate until the next start")
+                next.tls = settings.tls
+            case (nil, _?):
+                logger.notice("server.tls takes effect at the next start (the listener speaks plain HTTP)")
+                next.tls = nil
+            case (nil, nil):
+                break
             }
             next.host = listenHost
             next.port = listenPort
@@ -170,6 +191,10 @@ public final class NorqServer: Service {
                                 : live.rateLimiter)
             }
             dependencies.templates?.replace(with: library)
+            if let tlsHolder, let newTLS {
+                tlsHolder.replace(with: newTLS.context)
+                logger.notice("TLS certificate reloaded for new connections", metadata: ["norq.tls.cert": "\(newTLS.certificatePath)"])
+            }
             logger.notice("configuration reloaded", metadata: ["norq.api-keys": "\(settings.apiKeys.count)",
                                                                 "norq.templates": "\(library.templateNames.count)"])
         } catch {

@@ -130,7 +130,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         return NorqError(.storeFailed, "\(target): \(Self.describe(error))")
     }
 
-    private func call<T: Sendable>(_ what: String,
+    func call<T: Sendable>(_ what: String,
                                    _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(NorqError) -> T {
         let client = self.client
         return try await withStoreDeadline(settings.callTimeout,

@@ -95,7 +95,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     }
 
     /// One database call: the in-process lock, the deadline and the error mapping.
-    private func call<T: Sendable>(_ what: String,
+    func call<T: Sendable>(_ what: String,
                                    _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
         let connection = self.connection
         let lock = self.lock

@@ -30,6 +30,13 @@ package protocol WebPushTransport: Sendable {
     func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
                completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void)
     func shutdown() async
+    /// Set when every push-service origin tried lately could not be reached at its last attempt (see
+    /// ``WebPushOriginHealth``); nil otherwise. Default nil.
+    var unreachableOrigins: WebPushOriginHealth.Unreachable? { get }
+}
+
+extension WebPushTransport {
+    package var unreachableOrigins: WebPushOriginHealth.Unreachable? { nil }
 }
 
 /// The wall clock the provider reads (JWT `exp`, TTL from absolute expirations); injectable for tests.

@@ -200,22 +200,26 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 }
 
-/// `norq status SEND_ID`: a send's progress and outcomes.
+/// `norq status SEND_ID`: a send's progress and outcomes; `norq status`: the store's queue depth.
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show a durable send's progress and outcomes.",
+        abstract: "Show a durable send's progress and outcomes, or the store's queue depth.",
         discussion: """
+            Without a send id: the rows waiting or in flight in the store's outbox (due, scheduled for a retry, \
+            leased, lease expired), never the history.
+
             Examples:
               norq status 2c7e1f0a-…
               norq status 2c7e1f0a-… --json
+              norq status --store ./norq.db
 
             \(ExitCodes.help)
             """
     )
 
-    @Argument(help: "The send id (printed by norq send with a store).")
-    var sendID: String
+    @Argument(help: "The send id (printed by norq send with a store); without it, the queue depth.")
+    var sendID: String?
 
     @OptionGroup var configOptions: ConfigOptions
 
@@ -237,8 +241,11 @@ struct StatusCommand: AsyncParsableCommand {
         let configuration = try configOptions.loadConfigurationIfPresent()
         let storeConfiguration = try DurableCLI.requireStore(store, configuration)
         let logger = DurableCLI.logger(verbose: false)
-        let sendID = self.sendID
         let json = self.json
+        guard let sendID = self.sendID else {
+            try await showQueueDepth(storeConfiguration, logger: logger)
+            return
+        }
         do {
             try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, _ in
                 guard try await store.send(id: sendID) != nil else {
@@ -264,6 +271,31 @@ struct StatusCommand: AsyncParsableCommand {
                     if row.mayHaveBeenDelivered { line += "  (may have been delivered more than once)" }
                     Console.out(line + "\n")
                 }
+            }
+        } catch let error as NorqError {
+            throw error
+        } catch {
+            throw NorqError(.storeFailed, "\(error)")
+        }
+    }
+
+    /// The hot outbox by group (`DeliveryStore.queueDepth`).
+    func showQueueDepth(_ storeConfiguration: StoreConfiguration, logger: Logger) async throws(NorqError) {
+        let json = self.json
+        do {
+            try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, _ in
+                let depth = try await store.queueDepth(now: StoreClock.system.nowMillis())
+                if json {
+                    let queue: JSONValue = [
+                        "due": .int(Int64(depth.due)), "scheduled": .int(Int64(depth.scheduled)),
+                        "leased": .int(Int64(depth.leased)), "lease-expired": .int(Int64(depth.leaseExpired)),
+                        "total": .int(Int64(depth.total)),
+                    ]
+                    Console.out(JSONValue.object(["queue": queue]).prettyPrinted() + "\n")
+                    return
+                }
+                Console.out("queue: \(depth.total) rows waiting or in flight: "
+                            + depth.byLabel.map { "\($0.rows) \($0.label)" }.joined(separator: ", ") + "\n")
             }
         } catch let error as NorqError {
             throw error

@@ -166,7 +166,10 @@ import Glibc
         let metrics = try await served.request("GET", "/metrics")
         check("GET", "/metrics", metrics, 200)
         #expect(metrics.text.contains("norq_http_requests_total"))
-        #expect(metrics.text.contains("norq_outbox_rows"))
+        // Queue depth over the hot outbox: one gauge per state, summing to the rows waiting or in flight.
+        for state in ["due", "scheduled", "leased", "lease-expired"] {
+            #expect(metrics.text.contains("norq_outbox_rows{state=\"\(state)\"}"), "\(state)")
+        }
         #expect(!metrics.text.contains(Self.token(1)) && !metrics.text.contains("full-access"))
 
         #expect(try await served.stop() == 0, "a clean exit on SIGTERM: \(served.log.suffix(2000))")

@@ -294,6 +294,7 @@ enum StoreConformance {
         ("routingOutcomesFinishAtEnqueue", routingOutcomesFinishAtEnqueue),
         ("pruneByAge", pruneByAge),
         ("migrateTwice", migrateTwice),
+        ("queueDepth", queueDepth),
     ]
 }
 

@@ -672,6 +672,7 @@ final class MeasuredStore: DeliveryStore {
         try await inner.prune(finishedBefore: before, limit: limit)
     }
     func counts() async throws(NorqError) -> [DeliveryState: Int] { try await inner.counts() }
+    func queueDepth(now: Int64) async throws(NorqError) -> QueueDepth { try await inner.queueDepth(now: now) }
     func close() async { await inner.close() }
 }
 

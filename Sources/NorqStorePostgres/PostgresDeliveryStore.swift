@@ -270,7 +270,11 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 start += chunk.count
                 if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
                 let statement = EnqueueChunkStatement(sendID: send.id, now: now, arrays: EnqueueArrays(chunk))
-                let _: String = try await connection.execute(statement, logger: logger)
+                // The row sequence (no rows), not the command-tag overload: that one trips a precondition in
+                // postgres-nio 1.33 (`PSQLRowStream.commandTag` read before the stream ended).
+                let rows: AsyncThrowingMapSequence<PostgresRowSequence, Void> = try await connection.execute(
+                    statement, logger: logger)
+                for try await _ in rows {}
             }
             var skipped = 0
             for try await _ in try await connection.query("""

@@ -14,7 +14,8 @@
 #   POOL_SIZE [4]  PostgreSQL connections per instance (the LISTEN connection is one of them)
 #   KILL_AFTER [5]  seconds after which the second instance is killed (it must hold leases by then)
 #   PG_OPTIONS ["-c synchronous_commit=on"]  extra server options (fsync stays on unless given here)
-#   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]
+#   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]  BIN [the release bin path]  where norq-bench is (another build:
+#   the before of an A/B, with NO_BUILD=1)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
@@ -46,7 +47,7 @@ esac
 [ "$missing" = 0 ] || exit 1
 
 if [ "$NO_BUILD" != 1 ]; then swift build -c release --package-path Benchmarks >&2; fi
-BIN="$(swift build -c release --package-path Benchmarks --show-bin-path)"
+BIN="${BIN:-$(swift build -c release --package-path Benchmarks --show-bin-path)}"
 BENCH="$BIN/norq-bench"
 
 mkdir -p "$WORK"

@@ -8,16 +8,22 @@ import PostgresNIO
 /// The durable store for many instances: PostgreSQL through `postgres-nio`'s `PostgresClient` (a pool of
 /// `settings.poolSize` connections).
 ///
-/// - Enqueue: one transaction; the idempotency key is serialized with a transaction-scoped advisory lock on its
-///   hash, rows go in with multi-row `INSERT … SELECT FROM unnest(arrays)` (5,000 rows per statement).
-/// - Claims: `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers never wait on
-///   each other nor take the same row. Expired leases first, then due pending rows, each an index scan of its
-///   partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the limit: a scan
-///   by row id with both conditions ORed became a bitmap scan of the whole (bloated) heap after a burst.
-/// - Completions: compare-and-sets on (row id, lease token), one statement per kind per batch: finished rows move
-///   from the hot outbox to `norq_history` in one `DELETE … USING unnest(…) RETURNING` feeding an `INSERT` (never
-///   updated first); retries and releases are one `UPDATE … FROM unnest(…)`. History is pruned in batches (never an
-///   unbounded `DELETE`).
+/// - Enqueue: a send of at most 5,000 targets without an idempotency key is one statement (its own transaction, one
+///   round trip): the send, the registry check and the rows, pending ones into the hot outbox and finished ones
+///   (routing outcomes, `token/invalid`) into history. An idempotency key adds a transaction around it, serialized
+///   with a transaction-scoped advisory lock on the key's hash. A bigger send inserts chunks of 5,000 rows from
+///   `unnest(arrays)` in one transaction.
+/// - Claims: one statement, `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers
+///   never wait on each other nor take the same row. Expired leases first, then due pending rows, each an index
+///   scan of its partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the
+///   limit: a scan by row id with both conditions ORed became a bitmap scan of the whole (bloated) heap after a
+///   burst.
+/// - Completions: compare-and-sets on (row id, lease token), one statement per kind per batch (a batch of only
+///   finished rows, the usual case, is one round trip): finished rows move from the hot outbox to `norq_history` in
+///   one `DELETE … USING unnest(…) RETURNING` feeding an `INSERT` (never updated first); retries and releases are
+///   one `UPDATE … FROM unnest(…)`. History is pruned in batches (never an unbounded `DELETE`).
+/// - The hot-path statements are prepared once per connection (`PostgresDeliveryStore+Statements.swift`). Behind a
+///   pooler in transaction mode that needs PgBouncer 1.21 or later with `max_prepared_statements` set.
 /// - Wake-ups: `NOTIFY norq_outbox` after each enqueue; `run()` LISTENs and turns notifications into hints
 ///   (debounced: at most one pending), always backed by the workers' poll; `listen: false` polls only.
 /// - Deadlines: every call has `settings.callTimeout`, and the server's `statement_timeout` and
@@ -217,6 +223,16 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
 
     public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
         let logger = self.logger
+        if send.idempotencyKey == nil, send.targets.count <= Self.insertChunk {
+            // The common small send: one statement, its own transaction, one round trip.
+            let statement = EnqueueSendStatement(send: send, now: now, arrays: EnqueueArrays(send.targets[...]))
+            return try await call("enqueueing a send") { client in
+                try await client.withConnection { connection in
+                    for try await _ in try await connection.execute(statement, logger: logger) {}
+                }
+                return EnqueueResult.created(sendID: send.id)
+            }
+        }
         return try await transaction("enqueueing a send") { connection in
             if let key = send.idempotencyKey {
                 let lockKey = send.scope + "\u{1}" + key
@@ -237,6 +253,12 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 case .create: break
                 }
             }
+            if send.targets.count <= Self.insertChunk {
+                let statement = EnqueueSendStatement(send: send, now: now, arrays: EnqueueArrays(send.targets[...]))
+                for try await _ in try await connection.execute(statement, logger: logger) {}
+                return EnqueueResult.created(sendID: send.id)
+            }
+            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once.
             try await connection.query("""
                 INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
                 VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now), \(send.targets.count))
@@ -247,29 +269,12 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
                 start += chunk.count
                 if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
-                let positions = chunk.map(\.position)
-                let targets = chunk.map(\.target)
-                let identities = chunk.map(\.identity)
-                let providers = chunk.map { $0.provider ?? "" }
-                let recipients = chunk.map { $0.recipientID ?? "" }
-                let messages = chunk.map { $0.messageID ?? "" }
-                let states = chunk.map { ($0.outcome?.state ?? .pending).rawValue }
-                let lastStates = chunk.map { $0.outcome?.state.rawValue ?? "" }
-                let statuses = chunk.map { $0.outcome?.status ?? -1 }
-                let reasons = chunk.map { $0.outcome?.reason ?? "" }
-                let codes = chunk.map { $0.outcome?.code ?? "" }
-                let classes = chunk.map { $0.outcome?.classification ?? "" }
-                try await connection.query("""
-                    INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id,
-                        state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification)
-                    SELECT \(send.id), u.position, u.target, u.identity, NULLIF(u.provider, ''), NULLIF(u.recipient, ''),
-                        NULLIF(u.message, ''), u.state, \(now), NULLIF(u.last_state, ''), NULLIF(u.status, -1),
-                        NULLIF(u.reason, ''), NULLIF(u.code, ''), NULLIF(u.class, '')
-                    FROM unnest(\(positions)::int[], \(targets)::text[], \(identities)::text[], \(providers)::text[],
-                        \(recipients)::text[], \(messages)::text[], \(states)::text[], \(lastStates)::text[],
-                        \(statuses)::int[], \(reasons)::text[], \(codes)::text[], \(classes)::text[])
-                        AS u(position, target, identity, provider, recipient, message, state, last_state, status, reason, code, class)
-                    """, logger: logger)
+                let statement = EnqueueChunkStatement(sendID: send.id, now: now, arrays: EnqueueArrays(chunk))
+                // The row sequence (no rows), not the command-tag overload: that one trips a precondition in
+                // postgres-nio 1.33 (`PSQLRowStream.commandTag` read before the stream ended).
+                let rows: AsyncThrowingMapSequence<PostgresRowSequence, Void> = try await connection.execute(
+                    statement, logger: logger)
+                for try await _ in rows {}
             }
             var skipped = 0
             for try await _ in try await connection.query("""
@@ -300,46 +305,30 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
 
     public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
         guard limit > 0 else { return [] }
-        let base = RequestID.random()
+        // One statement (its own transaction): one round trip.
+        let statement = ClaimStatement(now: now, limit: limit, owner: owner, tokenBase: RequestID.random(),
+                                       leaseUntil: leaseUntil)
         let logger = self.logger
-        return try await transaction("claiming rows") { connection in
-            let rows = try await connection.query("""
-                WITH expired AS (
-                    SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= \(now)
-                    ORDER BY lease_expires_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
-                pending AS (
-                    SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= \(now)
-                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
-                due AS (SELECT id FROM expired UNION ALL SELECT id FROM pending LIMIT \(limit))
-                UPDATE norq_outbox o SET
-                    may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',
-                    state = 'leased', attempts = o.attempts + 1, lease_owner = \(owner),
-                    lease_token = \(base) || '-' || o.id, lease_expires_at = \(leaseUntil)
-                FROM due WHERE o.id = due.id
-                RETURNING \(unescaped: PostgresSchema.qualifiedRowColumns("o")), NULL::bigint AS finished_at
-                """, logger: logger)
-            var result: [OutboxRow] = []
-            for try await row in rows { result.append(try PostgresSchema.outboxRow(row)) }
-            return result.sorted { $0.id < $1.id }
+        return try await call("claiming rows") { client in
+            try await client.withConnection { connection in
+                var result: [OutboxRow] = []
+                result.reserveCapacity(limit)
+                for try await row in try await connection.execute(statement, logger: logger) { result.append(row) }
+                return result.sorted { $0.id < $1.id }
+            }
         }
     }
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }
-        let ids = leases.map(\.rowID)
-        let tokens = leases.map(\.token)
+        let statement = RenewStatement(ids: leases.map(\.rowID), tokens: leases.map(\.token), until: until)
         let logger = self.logger
         return try await call("renewing leases") { client in
-            var renewed: Set<Int64> = []
-            for try await id in try await client.query("""
-                UPDATE norq_outbox o SET lease_expires_at = \(until)
-                FROM unnest(\(ids)::bigint[], \(tokens)::text[]) AS i(id, token)
-                WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
-                RETURNING o.id
-                """, logger: logger).decode(Int64.self) {
-                renewed.insert(id)
+            try await client.withConnection { connection in
+                var renewed: Set<Int64> = []
+                for try await id in try await connection.execute(statement, logger: logger) { renewed.insert(id) }
+                return renewed
             }
-            return renewed
         }
     }
 
@@ -351,35 +340,30 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let others = UpdateArrays(sorted)
         let logger = self.logger
         let allIDs = sorted.map(\.lease.rowID)
+        let finish = FinishStatement(arrays: finishes, now: now)
+        let update = UpdateStatement(arrays: others)
+        let anyInvalid = finishes.outcomes.values.contains { $0.classification == "token-invalid" }
+        if finishes.ids.isEmpty || (others.ids.isEmpty && !anyInvalid) {
+            // One statement (its own transaction): one round trip. A batch of deliveries is this case.
+            return try await call("completing rows") { client in
+                try await client.withConnection { connection in
+                    var applied: Set<Int64> = []
+                    if finishes.ids.isEmpty {
+                        for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
+                    } else {
+                        for try await (id, _, _) in try await connection.execute(finish, logger: logger) {
+                            applied.insert(id)
+                        }
+                    }
+                    return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
+                }
+            }
+        }
         return try await transaction("completing rows") { connection in
             var applied: Set<Int64> = []
             var invalid: [(String, String?, StoredOutcome)] = []
             if !finishes.ids.isEmpty {
-                // Finished rows go straight from the hot outbox to history (one DELETE … RETURNING into an INSERT:
-                // the row is not updated first), still a compare-and-set on (row id, lease token).
-                let f = finishes
-                for try await (id, identity, provider) in try await connection.query("""
-                    WITH i AS (
-                        SELECT * FROM unnest(\(f.ids)::bigint[], \(f.tokens)::text[], \(f.states)::text[],
-                            \(f.statuses)::int[], \(f.reasons)::text[], \(f.codes)::text[], \(f.classes)::text[],
-                            \(f.sinces)::bigint[], \(f.messages)::text[], \(f.maybes)::bool[])
-                            AS i(id, token, state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)),
-                    moved AS (
-                        DELETE FROM norq_outbox o USING i
-                        WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
-                        RETURNING o.id, o.send_id, o.position, o.target, o.identity, o.provider, o.recipient_id,
-                            i.state, o.attempts, o.next_attempt_at, o.message_id,
-                            o.may_have_been_delivered OR i.maybe AS maybe, NULLIF(i.l_status, -1) AS l_status,
-                            NULLIF(i.l_reason, '') AS l_reason, NULLIF(i.l_code, '') AS l_code,
-                            NULLIF(i.l_class, '') AS l_class, NULLIF(i.l_since, -1) AS l_since,
-                            NULLIF(i.l_message, '') AS l_message)
-                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
-                    SELECT id, send_id, position, target, identity, provider, recipient_id, state, attempts,
-                        next_attempt_at, NULL, NULL, NULL, message_id, maybe, state, l_status, l_reason, l_code,
-                        l_class, l_since, l_message, \(now)
-                    FROM moved
-                    RETURNING id, identity, provider
-                    """, logger: logger).decode((Int64, String, String?).self) {
+                for try await (id, identity, provider) in try await connection.execute(finish, logger: logger) {
                     applied.insert(id)
                     if let outcome = finishes.outcomes[id], outcome.classification == "token-invalid" {
                         invalid.append((identity, provider, outcome))
@@ -387,31 +371,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 }
             }
             if !others.ids.isEmpty {
-                let u = others
-                for try await id in try await connection.query("""
-                    UPDATE norq_outbox o SET
-                        state = i.state,
-                        next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE o.next_attempt_at END,
-                        attempts = CASE WHEN i.kind = 'release' THEN greatest(0, o.attempts - 1) ELSE o.attempts END,
-                        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-                        may_have_been_delivered = o.may_have_been_delivered OR i.maybe,
-                        last_state = CASE WHEN i.kind = 'release' THEN o.last_state ELSE NULLIF(i.l_state, '') END,
-                        last_status = CASE WHEN i.kind = 'release' THEN o.last_status ELSE NULLIF(i.l_status, -1) END,
-                        last_reason = CASE WHEN i.kind = 'release' THEN o.last_reason ELSE NULLIF(i.l_reason, '') END,
-                        last_code = CASE WHEN i.kind = 'release' THEN o.last_code ELSE NULLIF(i.l_code, '') END,
-                        last_classification = CASE WHEN i.kind = 'release' THEN o.last_classification ELSE NULLIF(i.l_class, '') END,
-                        last_invalid_since = CASE WHEN i.kind = 'release' THEN o.last_invalid_since ELSE NULLIF(i.l_since, -1) END,
-                        last_message_id = CASE WHEN i.kind = 'release' THEN o.last_message_id ELSE NULLIF(i.l_message, '') END
-                    FROM unnest(\(u.ids)::bigint[], \(u.tokens)::text[], \(u.kinds)::text[], \(u.states)::text[],
-                        \(u.ats)::bigint[],
-                        \(u.lastStates)::text[], \(u.statuses)::int[], \(u.reasons)::text[], \(u.codes)::text[],
-                        \(u.classes)::text[], \(u.sinces)::bigint[], \(u.messages)::text[], \(u.maybes)::bool[])
-                        AS i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
-                    WHERE o.id = i.id AND o.lease_token = i.token AND o.state = 'leased'
-                    RETURNING o.id
-                    """, logger: logger).decode(Int64.self) {
-                    applied.insert(id)
-                }
+                for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
             }
             for (identity, provider, outcome) in invalid {
                 let since = outcome.invalidSince ?? now
@@ -495,6 +455,23 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                                   content: content, createdAt: createdAt, targetCount: count)
             }
             return send
+        }
+    }
+
+    /// The sends with these ids, by id, in one query (what a worker reads once per claimed batch).
+    public func sends(ids: [String]) async throws(NorqError) -> [String: StoredSend] {
+        let unique = Array(Set(ids))
+        guard !unique.isEmpty else { return [:] }
+        let logger = self.logger
+        return try await call("reading sends") { client in
+            var sends: [String: StoredSend] = [:]
+            for try await (sendID, scope, key, fingerprint, content, createdAt, count) in try await client.query(
+                "SELECT id, scope, idempotency_key, fingerprint, content, created_at, target_count FROM norq_sends WHERE id = ANY(\(unique)::text[])",
+                logger: logger).decode((String, String, String?, String, String, Int64, Int).self) {
+                sends[sendID] = StoredSend(id: sendID, scope: scope, idempotencyKey: key, fingerprint: fingerprint,
+                                           content: content, createdAt: createdAt, targetCount: count)
+            }
+            return sends
         }
     }
 

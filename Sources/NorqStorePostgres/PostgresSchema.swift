@@ -58,29 +58,25 @@ enum PostgresSchema {
         ],
     ]
 
-    /// A row selected with `rowColumns` followed by `finished_at`.
+    /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).
     static func outboxRow(_ row: PostgresRow) throws -> OutboxRow {
         let r = row.makeRandomAccess()
-        let lastState = try r["last_state"].decode(String?.self)
-        let maybe = try r["may_have_been_delivered"].decode(Bool.self)
-        let last = try lastState.map {
-            StoredOutcome(state: DeliveryState(rawValue: $0), status: try r["last_status"].decode(Int?.self),
-                          reason: try r["last_reason"].decode(String?.self), code: try r["last_code"].decode(String?.self),
-                          classification: try r["last_classification"].decode(String?.self),
-                          invalidSince: try r["last_invalid_since"].decode(Int64?.self),
-                          messageID: try r["last_message_id"].decode(String?.self), mayHaveBeenDelivered: maybe)
+        let maybe = try r[14].decode(Bool.self)
+        let last = try r[15].decode(String?.self).map {
+            StoredOutcome(state: DeliveryState(rawValue: $0), status: try r[16].decode(Int?.self),
+                          reason: try r[17].decode(String?.self), code: try r[18].decode(String?.self),
+                          classification: try r[19].decode(String?.self),
+                          invalidSince: try r[20].decode(Int64?.self),
+                          messageID: try r[21].decode(String?.self), mayHaveBeenDelivered: maybe)
         }
-        return OutboxRow(id: try r["id"].decode(Int64.self), sendID: try r["send_id"].decode(String.self),
-                         position: try r["position"].decode(Int.self), target: try r["target"].decode(String.self),
-                         identity: try r["identity"].decode(String.self), provider: try r["provider"].decode(String?.self),
-                         recipientID: try r["recipient_id"].decode(String?.self),
-                         state: DeliveryState(rawValue: try r["state"].decode(String.self)),
-                         attempts: try r["attempts"].decode(Int.self),
-                         nextAttemptAt: try r["next_attempt_at"].decode(Int64.self),
-                         leaseOwner: try r["lease_owner"].decode(String?.self),
-                         leaseToken: try r["lease_token"].decode(String?.self),
-                         leaseExpiresAt: try r["lease_expires_at"].decode(Int64?.self),
-                         messageID: try r["message_id"].decode(String?.self), mayHaveBeenDelivered: maybe, last: last,
-                         finishedAt: try r["finished_at"].decode(Int64?.self))
+        return OutboxRow(id: try r[0].decode(Int64.self), sendID: try r[1].decode(String.self),
+                         position: try r[2].decode(Int.self), target: try r[3].decode(String.self),
+                         identity: try r[4].decode(String.self), provider: try r[5].decode(String?.self),
+                         recipientID: try r[6].decode(String?.self),
+                         state: DeliveryState(rawValue: try r[7].decode(String.self)),
+                         attempts: try r[8].decode(Int.self), nextAttemptAt: try r[9].decode(Int64.self),
+                         leaseOwner: try r[10].decode(String?.self), leaseToken: try r[11].decode(String?.self),
+                         leaseExpiresAt: try r[12].decode(Int64?.self), messageID: try r[13].decode(String?.self),
+                         mayHaveBeenDelivered: maybe, last: last, finishedAt: try r[22].decode(Int64?.self))
     }
 }

@@ -1,0 +1,96 @@
+import NorqCore
+import NorqStorePostgres
+import Testing
+
+/// The PostgreSQL store's prepared hot-path statements: they keep their compare-and-set over many executions on one
+/// connection (from the sixth, PostgreSQL may run its generic plan, planned without the arrays' lengths), and the
+/// bulk enqueue path (more than 5,000 targets) files rows exactly like the one-statement path.
+@Suite(PostgresTestServer.enabled) struct PostgresStatementTests {
+    static let window = Duration.seconds(3600)
+
+    /// Two connections (the LISTEN loop holds one), so every statement runs often enough on the other for the
+    /// generic plan.
+    static let oneConnection = DeliveryStoreSettings(callTimeout: .seconds(20), poolSize: 2)
+
+    @Test func compareAndSetHoldsUnderTheGenericPlan() async throws {
+        try await PostgresTestServer.withStore(settings: Self.oneConnection) { store, _ in
+            // Twelve rounds of claim / renew / complete on one connection: the later ones may run the generic plans.
+            for round in 0..<12 {
+                let now = Int64(round * 1_000)
+                let send = StoreConformance.send(tokens: ["a\(round)", "b\(round)", "c\(round)", "d\(round)"])
+                _ = try await store.enqueue(send, now: now, idempotencyWindow: Self.window)
+                let first = try await store.claim(owner: "w1", limit: 10, now: now, leaseUntil: now + 100)
+                #expect(first.count == 4)
+                // Two leases expire and another worker takes them over.
+                let second = try await store.claim(owner: "w2", limit: 2, now: now + 100, leaseUntil: now + 500)
+                #expect(second.count == 2)
+                #expect(second.allSatisfy { $0.mayHaveBeenDelivered })
+                let taken = Set(second.map(\.id))
+                // The first worker can renew, finish, retry or release only the rows it still holds.
+                let renewed = try await store.renew(first.compactMap(\.lease), until: now + 400)
+                #expect(renewed == Set(first.map(\.id)).subtracting(taken))
+                let delivered = StoredOutcome(state: .delivered, status: 200)
+                let retry = StoredOutcome(state: .rejected, status: 503, classification: "retryable")
+                let report = try await store.complete([
+                    .finish(first[0].lease!, delivered), .finish(first[1].lease!, delivered),
+                    .retry(first[2].lease!, at: now + 900, last: retry), .release(first[3].lease!),
+                ], now: now + 150)
+                #expect(report.applied == Set(first.map(\.id)).subtracting(taken))
+                #expect(report.lost == taken)
+                // Finishes alone and updates alone are one statement each: the same compare-and-set.
+                let stale = try await store.complete(first.filter { taken.contains($0.id) }
+                    .map { .finish($0.lease!, StoredOutcome(state: .failed)) }, now: now + 160)
+                #expect(stale.applied.isEmpty && stale.lost == taken)
+                let staleRelease = try await store.complete(first.filter { taken.contains($0.id) }
+                    .map { .release($0.lease!) }, now: now + 160)
+                #expect(staleRelease.applied.isEmpty)
+                let won = try await store.complete(second.map { .finish($0.lease!, delivered) }, now: now + 200)
+                #expect(won.applied == taken)
+                // What is left of the send (one retry, one released row) is taken and finished once.
+                let rest = try await store.claim(owner: "w3", limit: 10, now: now + 900, leaseUntil: now + 1_000)
+                #expect(rest.count == 2)
+                let done = try await store.complete(rest.map { .finish($0.lease!, delivered) }, now: now + 950)
+                #expect(done.applied.count == 2)
+                let rows = try await store.deliveries(ofSend: send.id)
+                #expect(rows.count == 4 && rows.allSatisfy { $0.state == .delivered && $0.finishedAt != nil })
+            }
+            let counts = try await store.counts()
+            #expect(counts == [.delivered: 48])
+        }
+    }
+
+    @Test func bulkSendFilesRowsLikeASmallSend() async throws {
+        try await PostgresTestServer.withStore { store, _ in
+            // A token reported invalid, then a send of 12,001 targets (three chunks) with it and a routing outcome.
+            _ = try await store.enqueue(StoreConformance.send(tokens: ["dead"]), now: 0, idempotencyWindow: Self.window)
+            let claimed = try await store.claim(owner: "w", limit: 1, now: 0, leaseUntil: 100)
+            _ = try await store.complete([
+                .finish(claimed[0].lease!, StoredOutcome(state: .rejected, status: 410, reason: "Unregistered",
+                                                         classification: "token-invalid", invalidSince: 5)),
+            ], now: 10)
+            var bulk = StoreConformance.send(tokens: (0..<12_000).map { "t\($0)" } + ["dead"])
+            bulk.targets[7].provider = nil
+            bulk.targets[7].outcome = StoredOutcome(state: .failed, reason: "no provider", code: "routing/no-provider")
+            let small = StoreConformance.send(tokens: ["dead", "t7", "x"])
+            var smallSend = small
+            smallSend.targets[1].provider = nil
+            smallSend.targets[1].outcome = bulk.targets[7].outcome
+            for send in [bulk, smallSend] {
+                #expect(try await store.enqueue(send, now: 20, idempotencyWindow: Self.window) == .created(sendID: send.id))
+                let rows = try await store.deliveries(ofSend: send.id)
+                #expect(rows.count == send.targets.count)
+                #expect(rows.map(\.position) == Array(0..<send.targets.count))
+                let dead = try #require(rows.first { $0.identity == "dead" })
+                #expect(dead.state == .skipped && dead.last?.code == "token/invalid" && dead.finishedAt == 20)
+                #expect(dead.last?.invalidSince == 5 && dead.messageID == "m-dead")
+                let routed = try #require(rows.first { $0.identity == "t7" })
+                #expect(routed.state == .failed && routed.last?.code == "routing/no-provider" && routed.finishedAt == 20)
+                #expect(rows.filter { $0.state == .pending }.count == send.targets.count - 2)
+                #expect(rows.allSatisfy { $0.state != .pending || ($0.nextAttemptAt == 20 && $0.finishedAt == nil) })
+            }
+            let sends = try await store.sends(ids: [bulk.id, smallSend.id, bulk.id, "missing"])
+            #expect(Set(sends.keys) == [bulk.id, smallSend.id])
+            #expect(sends[bulk.id]?.targetCount == 12_001)
+        }
+    }
+}

@@ -286,25 +286,24 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                 "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES \(values)",
                 binds)
         }
+        // One statement per chunk inserts the rows and applies the token registry: a pending target whose token
+        // is invalid and not registered again since is inserted already skipped (`token/invalid`).
         var anyFinal = false
-        var sql = ""
+        var values = ""
         var binds: [SQLiteData] = []
         var rowsInStatement = 0
         func flush() async throws {
             guard rowsInStatement > 0 else { return }
-            _ = try await connection.query(sql, binds)
-            sql = ""
+            let rows = try await connection.query(outboxInsert(values: values), binds)
+            if !anyFinal { anyFinal = rows.contains { $0.column("state")?.string != DeliveryState.pending.rawValue } }
+            values = ""
             binds.removeAll(keepingCapacity: true)
             rowsInStatement = 0
         }
         for (index, send) in sends.enumerated() {
             let now = createdAt[index]
             for target in send.targets {
-                if rowsInStatement == 0 {
-                    sql = "INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                } else {
-                    sql += ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                }
+                values += rowsInStatement == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 let outcome = target.outcome
                 if outcome != nil { anyFinal = true }
                 binds += [.text(send.id), .integer(target.position), .text(target.target), .text(target.identity),
@@ -322,26 +321,36 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             }
         }
         try await flush()
-        // The token registry: targets whose token is invalid and not registered again are skipped.
+        guard anyFinal else { return }
         start = 0
         while start < sends.count {
             let chunk = sends[start..<min(sends.count, start + insertChunk)]
             start += chunk.count
             let ids = chunk.map { SQLiteData.text($0.id) }
             let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
-            let skipped = try await connection.query("""
-                UPDATE norq_outbox SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
-                    last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
-                    last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
-                FROM norq_invalid_tokens AS t
-                WHERE norq_outbox.send_id IN (\(list)) AND norq_outbox.state = 'pending' AND t.token = norq_outbox.identity
-                    AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
-                RETURNING norq_outbox.id
-                """, ids)
-            if anyFinal || !skipped.isEmpty {
-                try await moveFinished(connection, where: "send_id IN (\(list))", ids, now: createdAt.max() ?? 0)
-            }
+            try await moveFinished(connection, where: "send_id IN (\(list))", ids, now: createdAt.max() ?? 0)
         }
+    }
+
+    /// The INSERT of outbox rows given as `values` (14 per row, in the column order below) that applies the token
+    /// registry on the way: `t` joins only for a pending target whose token is invalid and not registered again.
+    static func outboxInsert(values: String) -> String {
+        """
+        INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state,
+            next_attempt_at, last_state, last_status, last_reason, last_code, last_classification, last_invalid_since)
+        SELECT v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7,
+            CASE WHEN t.token IS NULL THEN v.column8 ELSE 'skipped' END, v.column9,
+            CASE WHEN t.token IS NULL THEN v.column10 ELSE 'skipped' END, v.column11,
+            CASE WHEN t.token IS NULL THEN v.column12
+                ELSE 'the token was reported invalid (' || t.reason || ') and not registered again since' END,
+            CASE WHEN t.token IS NULL THEN v.column13 ELSE 'token/invalid' END,
+            CASE WHEN t.token IS NULL THEN v.column14 ELSE 'token-invalid' END,
+            t.invalid_since
+        FROM (VALUES \(values)) AS v
+        LEFT JOIN norq_invalid_tokens AS t ON t.token = v.column4 AND v.column8 = 'pending'
+            AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
+        RETURNING state
+        """
     }
 
     /// Moves finished rows matching `condition` from the hot outbox to history.

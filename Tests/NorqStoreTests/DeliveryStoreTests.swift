@@ -51,12 +51,19 @@ func temporaryDirectory() throws -> URL {
 
     /// The idempotency lookup of a group-committed enqueue searches the key index (a scan of every send would
     /// grow with the table).
-    @Test func idempotencyLookupSearchesTheKeyIndex() async throws {
+    @Test func enqueueLookupsSearchTheirIndexes() async throws {
         try await Self.withStore { store, directory in
             let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
                                                              SQLiteDeliveryStore.holderLookup(count: 3), parameters: 6)
             #expect(plan.contains { $0.contains("SEARCH s USING INDEX norq_sends_key") }, "\(plan)")
             #expect(!plan.contains { $0.hasPrefix("SCAN s") || $0.hasPrefix("SCAN norq_sends") }, "\(plan)")
+            // The outbox insert looks each token up in the registry by its key.
+            let insert = try await SQLiteTestSupport.queryPlan(
+                path: directory.appendingPathComponent("norq.db").path,
+                SQLiteDeliveryStore.outboxInsert(values: "(?,?,?,?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+                parameters: 28)
+            #expect(insert.contains { $0.hasPrefix("SEARCH t USING INDEX") }, "\(insert)")
+            #expect(!insert.contains { $0.hasPrefix("SCAN t") }, "\(insert)")
         }
     }
 

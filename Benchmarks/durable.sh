@@ -12,7 +12,8 @@
 #   RATE_SQLITE [7500] RATE_POSTGRES [6000]  pushes/s of the latency phase (half the targets)
 #   LATENCY_COUNT [30000]  SEND_SIZE [10]  RECOVERY [1] run the crash-recovery measurement (nghttpd)
 #   POOL_SIZE [4]  PostgreSQL connections per instance (the LISTEN connection is one of them)
-#   KILL_AFTER [5]  seconds after which the second instance is killed (it must hold leases by then)
+#   KILL_AFTER [3]  seconds after which the second instance is killed (it must hold leases by then: at 25,000
+#   pushes/s the first instance has delivered all 100,000 by 5 s)
 #   PG_OPTIONS ["-c synchronous_commit=on"]  extra server options (fsync stays on unless given here)
 #   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]  BIN [the release bin path]  where norq-bench is (another build:
 #   the before of an A/B, with NO_BUILD=1)
@@ -26,7 +27,7 @@ RUNS="${RUNS:-1}"; PHASES="${PHASES:-enqueue,deliver,store,latency}"
 LANES="${LANES:-4}"; CLAIM_BATCH="${CLAIM_BATCH:-256}"; IN_FLIGHT="${IN_FLIGHT:-1000}"; CONNECTIONS="${CONNECTIONS:-1}"
 LEASE="${LEASE:-10}"; RATE_SQLITE="${RATE_SQLITE:-7500}"; RATE_POSTGRES="${RATE_POSTGRES:-6000}"
 LATENCY_COUNT="${LATENCY_COUNT:-30000}"; SEND_SIZE="${SEND_SIZE:-10}"; RECOVERY="${RECOVERY:-1}"
-KILL_AFTER="${KILL_AFTER:-5}"; POOL_SIZE="${POOL_SIZE:-4}"
+KILL_AFTER="${KILL_AFTER:-3}"; POOL_SIZE="${POOL_SIZE:-4}"
 PG_OPTIONS="${PG_OPTIONS:--c synchronous_commit=on}"
 WORK="${WORK:-/tmp/norq-bench-durable}"; NO_BUILD="${NO_BUILD:-0}"
 KEY="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000

@@ -338,8 +338,17 @@ package struct DurableBench {
                 held.value.withLock { $0 = ids }
                 heldCount.value.store(ids.count, ordering: .relaxed)
                 store.watch(ids)
-                // Rows the killed instance finished count towards the total.
+                // Rows the killed instance finished count towards the total. A completion it wrote just before
+                // the kill can still commit after this read (one statement needs no reply from the client), so
+                // the count is read again every second until every row is accounted for (bounded by the drain's
+                // deadline).
                 store.countFinished(elsewhere: Set(rows.filter(\.state.isFinal).map(\.id)))
+                let deadline = ContinuousClock.now.advanced(by: .seconds(options.timeout * 10))
+                while store.finished < options.count, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .seconds(1))
+                    let now = try await store.deliveries(ofSend: receipt.sendID)
+                    store.countFinished(elsewhere: Set(now.filter(\.state.isFinal).map(\.id)))
+                }
             }
             let finishedAt = store.watchedFinishTimes()
             let killTime = killedAt.value.withLock { $0 }

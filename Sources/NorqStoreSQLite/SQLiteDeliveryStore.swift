@@ -288,13 +288,17 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         }
         // One statement per chunk inserts the rows and applies the token registry: a pending target whose token
         // is invalid and not registered again since is inserted already skipped (`token/invalid`).
+        // A batch that fits one statement learns from RETURNING whether a row went in final (no statement more);
+        // a larger one (a bulk send) asks once at the end instead of returning every row.
+        let totalRows = sends.reduce(0) { $0 + $1.targets.count }
+        let returning = totalRows <= insertChunk
         var anyFinal = false
         var values = ""
         var binds: [SQLiteData] = []
         var rowsInStatement = 0
         func flush() async throws {
             guard rowsInStatement > 0 else { return }
-            let rows = try await connection.query(outboxInsert(values: values), binds)
+            let rows = try await connection.query(outboxInsert(values: values, returning: returning), binds)
             if !anyFinal { anyFinal = rows.contains { $0.column("state")?.string != DeliveryState.pending.rawValue } }
             values = ""
             binds.removeAll(keepingCapacity: true)
@@ -321,20 +325,27 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             }
         }
         try await flush()
-        guard anyFinal else { return }
+        // With an empty registry (the usual case) nothing was skipped: no need to look.
+        let registryEmpty = returning || anyFinal
+            ? true : try await connection.query("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
         start = 0
         while start < sends.count {
             let chunk = sends[start..<min(sends.count, start + insertChunk)]
             start += chunk.count
             let ids = chunk.map { SQLiteData.text($0.id) }
             let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
+            if !anyFinal && !returning && !registryEmpty {
+                anyFinal = try await !connection.query(
+                    "SELECT 1 FROM norq_outbox WHERE send_id IN (\(list)) AND state = 'skipped' LIMIT 1", ids).isEmpty
+            }
+            guard anyFinal else { continue }
             try await moveFinished(connection, where: "send_id IN (\(list))", ids, now: createdAt.max() ?? 0)
         }
     }
 
     /// The INSERT of outbox rows given as `values` (14 per row, in the column order below) that applies the token
     /// registry on the way: `t` joins only for a pending target whose token is invalid and not registered again.
-    static func outboxInsert(values: String) -> String {
+    static func outboxInsert(values: String, returning: Bool = true) -> String {
         """
         INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state,
             next_attempt_at, last_state, last_status, last_reason, last_code, last_classification, last_invalid_since)
@@ -349,7 +360,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         FROM (VALUES \(values)) AS v
         LEFT JOIN norq_invalid_tokens AS t ON t.token = v.column4 AND v.column8 = 'pending'
             AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
-        RETURNING state
+        \(returning ? "RETURNING state" : "")
         """
     }
 

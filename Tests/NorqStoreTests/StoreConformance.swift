@@ -221,6 +221,33 @@ enum StoreConformance {
         #expect(try await store.sends(ids: many).count == 600, "more ids than one statement binds")
     }
 
+    /// A send larger than one insert statement applies the registry and routing outcomes like a small one.
+    static func largeSendAppliesRegistryAndRoutingOutcomes(_ store: any DeliveryStore) async throws {
+        let plainTokens = (0..<1_200).map { "bulk\($0)" }
+        let plain = try await store.enqueue(send(tokens: plainTokens), now: 0, idempotencyWindow: window).sendID
+        #expect(try await store.deliveries(ofSend: plain).allSatisfy { $0.state == .pending && $0.finishedAt == nil })
+        // "bulk7" becomes invalid; a later large send skips it.
+        let claimed = try await store.claim(owner: "w", limit: 2_000, now: 0, leaseUntil: 100)
+        let dead = try #require(claimed.first { $0.identity == "bulk7" })
+        _ = try await store.complete([.finish(dead.lease!, StoredOutcome(
+            state: .rejected, status: 410, reason: "Unregistered", code: "provider/rejected",
+            classification: "token-invalid", invalidSince: 5))], now: 10)
+        let skipping = try await store.enqueue(send(tokens: plainTokens), now: 20, idempotencyWindow: window).sendID
+        let rows = try await store.deliveries(ofSend: skipping)
+        #expect(rows.count == 1_200)
+        #expect(rows.filter { $0.state == .skipped }.map(\.identity) == ["bulk7"])
+        #expect(rows.first { $0.identity == "bulk7" }?.finishedAt != nil, "the skipped row is finished (history)")
+        #expect(rows.filter { $0.state == .pending }.count == 1_199)
+        // Routing outcomes in a large send finish at enqueue too.
+        var routed = send(tokens: (0..<1_200).map { "r\($0)" })
+        routed.targets[1_100].provider = nil
+        routed.targets[1_100].outcome = StoredOutcome(state: .failed, reason: "no provider", code: "routing/no-provider")
+        let routedID = try await store.enqueue(routed, now: 30, idempotencyWindow: window).sendID
+        let routedRows = try await store.deliveries(ofSend: routedID)
+        #expect(routedRows.filter { $0.state == .failed }.map(\.position) == [1_100])
+        #expect(routedRows[1_100].finishedAt != nil)
+    }
+
     static func tokenRegistry(_ store: any DeliveryStore) async throws {
         _ = try await store.enqueue(send(tokens: ["dead", "alive"]), now: 0, idempotencyWindow: window)
         let claimed = try await store.claim(owner: "w", limit: 10, now: 0, leaseUntil: 100)
@@ -286,6 +313,7 @@ enum StoreConformance {
         ("enqueueClaimComplete", enqueueClaimComplete),
         ("concurrentMixedEnqueues", concurrentMixedEnqueues),
         ("readSendsByID", readSendsByID),
+        ("largeSendAppliesRegistryAndRoutingOutcomes", largeSendAppliesRegistryAndRoutingOutcomes),
         ("compareAndSetOnLease", compareAndSetOnLease),
         ("retryAndRelease", retryAndRelease),
         ("claimLimit", claimLimit),

@@ -8,12 +8,14 @@ import Synchronization
 /// in a child task: a database driver call that ignores cancellation (a query written to a connection that stopped
 /// answering) must not hold the caller past its deadline, and a task group would wait for it.
 package func withStoreDeadline<T: Sendable>(
-    _ timeout: Duration, _ what: String,
+    _ timeout: Duration, _ what: String, executor: (any TaskExecutor)? = nil,
     mapError: @escaping @Sendable (any Error) -> NorqError,
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws(NorqError) -> T {
     let gate = DeadlineGate<T>()
-    let operationTask = Task {
+    // `executor`: where the operation's jobs run (a store whose driver answers on one thread resumes there
+    // without another thread hop).
+    let operationTask = Task(executorPreference: executor) {
         do { gate.finish(.success(try await operation())) } catch { gate.finish(.failure(error)) }
     }
     let timer = Task {

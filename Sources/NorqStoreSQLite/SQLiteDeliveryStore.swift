@@ -22,6 +22,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public let settings: DeliveryStoreSettings
     private let connection: SQLiteConnection
     private let lock = AsyncExclusiveLock()
+    /// The connection's event loop as the executor of its calls.
+    private let executor: EventLoopTaskExecutor
     private let enqueueGroup = GroupCommit<EnqueueRequest, EnqueueResult>(maxRequests: groupSends, maxWeight: groupRows)
     private let logger: Logger
 
@@ -54,6 +56,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         self.path = path
         self.settings = settings
         self.connection = connection
+        self.executor = EventLoopTaskExecutor(connection.eventLoop)
         self.logger = logger
     }
 
@@ -99,7 +102,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                                    _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
         let connection = self.connection
         let lock = self.lock
-        return try await withStoreDeadline(settings.callTimeout, "\(what) (SQLite \(path))",
+        return try await withStoreDeadline(settings.callTimeout, "\(what) (SQLite \(path))", executor: executor,
                                            mapError: { [self] in mapError($0) }) {
             try await lock.withLock { try await body(connection) }
         }

@@ -194,8 +194,9 @@ public final class DurableWorker: Service {
 
     /// The plans (content, options, key) of a batch's sends, read with one store call.
     private func plans(for sendIDs: [String]) async -> [String: PlanLookup] {
-        var plans = delivery.recentPlans.plans(for: Set(sendIDs)).mapValues(PlanLookup.plan)
-        let unique = Set(sendIDs).subtracting(plans.keys)
+        let all = Set(sendIDs)
+        var plans = delivery.recentPlans.plans(for: all).mapValues(PlanLookup.plan)
+        let unique = all.subtracting(plans.keys)
         guard !unique.isEmpty else { return plans }
         let sends: [String: StoredSend]
         do {

@@ -64,8 +64,9 @@ package struct GroupCommitState<Request, Waiter> {
     }
 }
 
-/// Group commit: concurrent callers' requests gathered into batches, each run by one of the callers (no task of
-/// its own), so N concurrent enqueues cost one transaction instead of N.
+/// Group commit: concurrent callers' requests gathered into batches, each led by one of the callers (there is no
+/// background task: the leader runs its batch in a task that it awaits), so N concurrent enqueues cost one
+/// transaction instead of N.
 ///
 /// A caller's cancellation does not cancel a batch it leads (the batch runs in a task of its own that it awaits)
 /// nor take a waiting caller's request out of the next batch: every submitted request is committed or fails

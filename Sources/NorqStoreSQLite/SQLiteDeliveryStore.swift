@@ -328,16 +328,18 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             }
         }
         try await flush()
-        // With an empty registry (the usual case) nothing was skipped: no need to look.
-        let registryEmpty = returning || anyFinal
-            ? true : try await connection.query("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
+        // Without RETURNING (a bulk batch), skipped rows are looked for only when the registry holds any token.
+        var lookForSkips = false
+        if !returning && !anyFinal {
+            lookForSkips = try await !connection.query("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
+        }
         start = 0
         while start < sends.count {
             let chunk = sends[start..<min(sends.count, start + insertChunk)]
             start += chunk.count
             let ids = chunk.map { SQLiteData.text($0.id) }
             let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
-            if !anyFinal && !returning && !registryEmpty {
+            if lookForSkips && !anyFinal {
                 anyFinal = try await !connection.query(
                     "SELECT 1 FROM norq_outbox WHERE send_id IN (\(list)) AND state = 'skipped' LIMIT 1", ids).isEmpty
             }

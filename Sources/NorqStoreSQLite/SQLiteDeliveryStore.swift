@@ -9,9 +9,11 @@ import SQLiteNIO
 /// One connection per store, used by one transaction at a time (an in-process lock); writers start with
 /// `BEGIN IMMEDIATE`, so two processes on one file serialize on SQLite's lock and wait at most `busy_timeout`
 /// (the call timeout) for it. Claims are one `UPDATE … RETURNING`. Completions are compare-and-sets on (row id,
-/// lease token), a statement per kind per batch: finished rows move from the hot `norq_outbox` to `norq_history`
-/// with one `INSERT … SELECT` of the rows still leased under their token and one `DELETE` (never updated first);
-/// retries and releases are one `UPDATE … FROM (VALUES …)`; all in one transaction.
+/// lease token), one `UPDATE … FROM (VALUES …)` per batch (up to 500 rows) of the rows still leased under their
+/// token; a row it sets final is moved from the hot `norq_outbox` to `norq_history` (and a token-invalid outcome
+/// recorded in the registry) by a trigger, within that statement. A single statement runs without `BEGIN` and
+/// `COMMIT`: SQLite's autocommit takes the write lock up front and waits for it like `BEGIN IMMEDIATE` does, and
+/// the statement is atomic.
 ///
 /// Deadlines: every call has `settings.callTimeout`. Waiting for this process's lock is cancelled at the
 /// deadline; a statement waiting for another process's lock gives up at `busy_timeout` (the same value), so a
@@ -384,7 +386,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
         guard limit > 0 else { return [] }
         let base = RequestID.random()
-        return try await transaction("claiming rows") { connection in
+        // One statement, atomic by itself (see `complete`).
+        return try await call("claiming rows") { connection in
             let rows = try await connection.query("""
                 UPDATE norq_outbox SET
                     may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
@@ -403,7 +406,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }
-        return try await transaction("renewing leases") { connection in
+        let renew: @Sendable (SQLiteConnection) async throws -> Set<Int64> = { connection in
             var renewed: Set<Int64> = []
             var start = 0
             while start < leases.count {
@@ -423,134 +426,118 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             }
             return renewed
         }
+        // One statement is atomic by itself (see `complete`).
+        return leases.count <= Self.insertChunk
+            ? try await call("renewing leases", renew) : try await transaction("renewing leases", renew)
     }
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
-        // Finished rows go straight from the hot outbox to history (an INSERT … SELECT of the leased rows, then a
-        // DELETE of those inserted: the row is not updated first), still a compare-and-set on (row id, lease token).
-        let finishes = completions.filter {
-            if case .finish(_, let outcome) = $0 { return outcome.state.isFinal }
-            return false
+        var statements: [(sql: String, binds: [SQLiteData])] = []
+        var start = 0
+        while start < completions.count {
+            let chunk = completions[start..<min(completions.count, start + Self.insertChunk)]
+            start += chunk.count
+            statements.append(Self.completion(chunk, now: now))
         }
-        let updates = completions.filter {
-            if case .finish(_, let outcome) = $0 { return !outcome.state.isFinal }
-            return true
-        }
-        return try await transaction("completing rows") { connection in
+        let run: @Sendable (SQLiteConnection) async throws -> Set<Int64> = { [statements] connection in
             var applied: Set<Int64> = []
-            var invalid: [(identity: String, provider: String?, outcome: StoredOutcome)] = []
-            var moved: [Int64] = []
-            var start = 0
-            while start < finishes.count {
-                let chunk = finishes[start..<min(finishes.count, start + Self.insertChunk)]
-                start += chunk.count
-                let values = Array(repeating: "(?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ",")
-                var binds: [SQLiteData] = []
-                binds.reserveCapacity(chunk.count * 10)
-                var outcomes: [Int64: StoredOutcome] = [:]
-                for case .finish(let lease, let outcome) in chunk {
-                    outcomes[lease.rowID] = outcome
-                    binds += [.integer(Int(lease.rowID)), .text(lease.token), .text(outcome.state.rawValue),
-                              outcome.status.map(SQLiteData.integer) ?? .null, outcome.reason.map(SQLiteData.text) ?? .null,
-                              outcome.code.map(SQLiteData.text) ?? .null,
-                              outcome.classification.map(SQLiteData.text) ?? .null,
-                              outcome.invalidSince.map { .integer(Int($0)) } ?? .null,
-                              outcome.messageID.map(SQLiteData.text) ?? .null,
-                              .integer(outcome.mayHaveBeenDelivered ? 1 : 0)]
-                }
-                let rows = try await connection.query("""
-                    WITH i(id, token, state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
-                        AS (VALUES \(values))
-                    INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
-                    SELECT o.id, o.send_id, o.position, o.target, o.identity, o.provider, o.recipient_id, i.state,
-                        o.attempts, o.next_attempt_at, NULL, NULL, NULL, o.message_id,
-                        max(o.may_have_been_delivered, i.maybe), i.state, i.l_status, i.l_reason, i.l_code, i.l_class,
-                        i.l_since, i.l_message, \(now)
-                    FROM i JOIN norq_outbox AS o ON o.id = i.id
-                    WHERE o.lease_token = i.token AND o.state = 'leased'
-                    RETURNING id, identity, provider
-                    """, binds)
-                for row in rows {
-                    guard let id = row.column("id")?.integer.map(Int64.init) else { continue }
-                    applied.insert(id)
-                    moved.append(id)
-                    if let outcome = outcomes[id], outcome.classification == "token-invalid",
-                       let identity = row.column("identity")?.string {
-                        invalid.append((identity, row.column("provider")?.string, outcome))
-                    }
+            for statement in statements {
+                for row in try await connection.query(statement.sql, statement.binds) {
+                    if let id = row.column("id")?.integer { applied.insert(Int64(id)) }
                 }
             }
-            if !moved.isEmpty {
-                _ = try await connection.query("DELETE FROM norq_outbox WHERE id IN (\(moved.map(String.init).joined(separator: ",")))")
-            }
-            start = 0
-            while start < updates.count {
-                let chunk = updates[start..<min(updates.count, start + Self.insertChunk)]
-                start += chunk.count
-                let values = Array(repeating: "(?,?,?,?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ",")
-                var binds: [SQLiteData] = []
-                var outcomes: [Int64: StoredOutcome] = [:]
-                for completion in chunk {
-                    let lease = completion.lease
-                    let kind: String, state: DeliveryState, at: Int64, last: StoredOutcome?
-                    switch completion {
-                    case .finish(_, let outcome): (kind, state, at, last) = ("finish", outcome.state, 0, outcome)
-                    case .retry(_, let time, let outcome): (kind, state, at, last) = ("retry", .pending, time, outcome)
-                    case .release: (kind, state, at, last) = ("release", .pending, 0, nil)
-                    }
-                    if case .finish(_, let outcome) = completion { outcomes[lease.rowID] = outcome }
-                    binds += [.integer(Int(lease.rowID)), .text(lease.token), .text(kind), .text(state.rawValue),
-                              .integer(Int(at)), last.map { .text($0.state.rawValue) } ?? .null,
-                              last?.status.map(SQLiteData.integer) ?? .null, last?.reason.map(SQLiteData.text) ?? .null,
-                              last?.code.map(SQLiteData.text) ?? .null, last?.classification.map(SQLiteData.text) ?? .null,
-                              last?.invalidSince.map { .integer(Int($0)) } ?? .null,
-                              last?.messageID.map(SQLiteData.text) ?? .null,
-                              .integer(last?.mayHaveBeenDelivered == true ? 1 : 0)]
-                }
-                let rows = try await connection.query("""
-                    WITH i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
-                        AS (VALUES \(values))
-                    UPDATE norq_outbox SET
-                        state = i.state,
-                        next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE norq_outbox.next_attempt_at END,
-                        attempts = CASE WHEN i.kind = 'release' THEN max(0, norq_outbox.attempts - 1) ELSE norq_outbox.attempts END,
-                        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-                        may_have_been_delivered = max(norq_outbox.may_have_been_delivered, i.maybe),
-                        last_state = CASE WHEN i.kind = 'release' THEN norq_outbox.last_state ELSE i.l_state END,
-                        last_status = CASE WHEN i.kind = 'release' THEN norq_outbox.last_status ELSE i.l_status END,
-                        last_reason = CASE WHEN i.kind = 'release' THEN norq_outbox.last_reason ELSE i.l_reason END,
-                        last_code = CASE WHEN i.kind = 'release' THEN norq_outbox.last_code ELSE i.l_code END,
-                        last_classification = CASE WHEN i.kind = 'release' THEN norq_outbox.last_classification ELSE i.l_class END,
-                        last_invalid_since = CASE WHEN i.kind = 'release' THEN norq_outbox.last_invalid_since ELSE i.l_since END,
-                        last_message_id = CASE WHEN i.kind = 'release' THEN norq_outbox.last_message_id ELSE i.l_message END
-                    FROM i
-                    WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
-                    RETURNING norq_outbox.id, norq_outbox.identity, norq_outbox.provider
-                    """, binds)
-                for row in rows {
-                    guard let id = row.column("id")?.integer.map(Int64.init) else { continue }
-                    applied.insert(id)
-                    if let outcome = outcomes[id], outcome.classification == "token-invalid",
-                       let identity = row.column("identity")?.string {
-                        invalid.append((identity, row.column("provider")?.string, outcome))
-                    }
-                }
-            }
-            for entry in invalid {
-                _ = try await connection.query("""
-                    INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
-                    VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
-                        invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
-                    WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
-                    """, [.text(entry.identity), entry.provider.map(SQLiteData.text) ?? .null,
-                          .text(entry.outcome.reason ?? "invalid"), .integer(Int(entry.outcome.invalidSince ?? now)),
-                          .integer(Int(now))])
-            }
-            let lost = Set(completions.map(\.lease.rowID)).subtracting(applied)
-            return CompletionReport(applied: applied, lost: lost)
+            return applied
         }
+        // One statement is atomic by itself (SQLite's autocommit takes the write lock up front and waits for it
+        // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
+        let applied = statements.count == 1
+            ? try await call("completing rows", run) : try await transaction("completing rows", run)
+        let lost = Set(completions.map(\.lease.rowID)).subtracting(applied)
+        return CompletionReport(applied: applied, lost: lost)
+    }
+
+    /// What one completing UPDATE sets apart from the row: completions that share it share one `o` row.
+    private struct CompletionEffect: Hashable {
+        var kind: String
+        var state: DeliveryState
+        var retryAt: Int64
+        var last: StoredOutcome?
+    }
+
+    /// The UPDATE completing `chunk`: a compare-and-set on (row id, lease token) of rows still leased. Each row
+    /// (`i`: id, token, effect number, message id) points at its effect (`o`), so a batch of like outcomes binds
+    /// four values per row. A row set to a final state is moved to history, and a token-invalid outcome
+    /// recorded, by the `norq_outbox_finished` trigger (`SQLiteSchema`), which takes the finish time from
+    /// `lease_expires_at`.
+    static func completion(_ chunk: ArraySlice<RowCompletion>, now: Int64) -> (sql: String, binds: [SQLiteData]) {
+        var effects: [CompletionEffect: Int] = [:]
+        var effectBinds: [SQLiteData] = []
+        var rowBinds: [SQLiteData] = []
+        rowBinds.reserveCapacity(chunk.count * 4)
+        for completion in chunk {
+            let effect: CompletionEffect
+            switch completion {
+            case .finish(_, let outcome):
+                var last = outcome
+                last.messageID = nil
+                effect = CompletionEffect(kind: "finish", state: outcome.state, retryAt: 0, last: last)
+            case .retry(_, let time, let outcome):
+                var last = outcome
+                last.messageID = nil
+                effect = CompletionEffect(kind: "retry", state: .pending, retryAt: time, last: last)
+            case .release:
+                effect = CompletionEffect(kind: "release", state: .pending, retryAt: 0, last: nil)
+            }
+            let number: Int
+            if let known = effects[effect] {
+                number = known
+            } else {
+                number = effects.count
+                effects[effect] = number
+                let last = effect.last
+                effectBinds += [.integer(number), .text(effect.kind), .text(effect.state.rawValue),
+                                .integer(Int(effect.retryAt)), last.map { .text($0.state.rawValue) } ?? .null,
+                                last?.status.map(SQLiteData.integer) ?? .null, last?.reason.map(SQLiteData.text) ?? .null,
+                                last?.code.map(SQLiteData.text) ?? .null,
+                                last?.classification.map(SQLiteData.text) ?? .null,
+                                last?.invalidSince.map { .integer(Int($0)) } ?? .null,
+                                .integer(last?.mayHaveBeenDelivered == true ? 1 : 0)]
+            }
+            let lease = completion.lease
+            var messageID: String?
+            switch completion {
+            case .finish(_, let outcome), .retry(_, _, let outcome): messageID = outcome.messageID
+            case .release: messageID = nil
+            }
+            rowBinds += [.integer(Int(lease.rowID)), .text(lease.token), .integer(number),
+                         messageID.map(SQLiteData.text) ?? .null]
+        }
+        let effectValues = Array(repeating: "(?,?,?,?,?,?,?,?,?,?,?)", count: effects.count).joined(separator: ",")
+        let rowValues = Array(repeating: "(?,?,?,?)", count: chunk.count).joined(separator: ",")
+        let sql = """
+            WITH o(n, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, maybe)
+                    AS (VALUES \(effectValues)),
+                i(id, token, n, l_message) AS (VALUES \(rowValues))
+            UPDATE norq_outbox SET
+                state = o.state,
+                next_attempt_at = CASE WHEN o.kind = 'retry' THEN o.at ELSE norq_outbox.next_attempt_at END,
+                attempts = CASE WHEN o.kind = 'release' THEN max(0, norq_outbox.attempts - 1) ELSE norq_outbox.attempts END,
+                lease_owner = NULL, lease_token = NULL,
+                lease_expires_at = CASE WHEN o.kind = 'finish' THEN \(now) ELSE NULL END,
+                may_have_been_delivered = max(norq_outbox.may_have_been_delivered, o.maybe),
+                last_state = CASE WHEN o.kind = 'release' THEN norq_outbox.last_state ELSE o.l_state END,
+                last_status = CASE WHEN o.kind = 'release' THEN norq_outbox.last_status ELSE o.l_status END,
+                last_reason = CASE WHEN o.kind = 'release' THEN norq_outbox.last_reason ELSE o.l_reason END,
+                last_code = CASE WHEN o.kind = 'release' THEN norq_outbox.last_code ELSE o.l_code END,
+                last_classification = CASE WHEN o.kind = 'release' THEN norq_outbox.last_classification ELSE o.l_class END,
+                last_invalid_since = CASE WHEN o.kind = 'release' THEN norq_outbox.last_invalid_since ELSE o.l_since END,
+                last_message_id = CASE WHEN o.kind = 'release' THEN norq_outbox.last_message_id ELSE i.l_message END
+            FROM i JOIN o ON o.n = i.n
+            WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+            RETURNING norq_outbox.id
+            """
+        return (sql, effectBinds + rowBinds)
     }
 
     // MARK: - Reading

@@ -51,6 +51,31 @@ enum SQLiteSchema {
                 recorded_at INTEGER NOT NULL, registered_at INTEGER)
             """,
         ],
+        // 2: a completion is one UPDATE. A row updated to a final state moves to history, and a token-invalid
+        // outcome is recorded in the registry, by this trigger, inside the UPDATE's own statement (so atomically,
+        // without a transaction of several statements). The completing UPDATE passes its finish time in
+        // `lease_expires_at` (which a finished row does not need): it becomes the history row's `finished_at`.
+        [
+            """
+            CREATE TRIGGER norq_outbox_finished AFTER UPDATE OF state ON norq_outbox
+            WHEN NEW.state NOT IN ('pending', 'leased')
+            BEGIN
+                INSERT INTO norq_history (\(rowColumns), finished_at)
+                VALUES (NEW.id, NEW.send_id, NEW.position, NEW.target, NEW.identity, NEW.provider, NEW.recipient_id,
+                    NEW.state, NEW.attempts, NEW.next_attempt_at, NULL, NULL, NULL, NEW.message_id,
+                    NEW.may_have_been_delivered, NEW.last_state, NEW.last_status, NEW.last_reason, NEW.last_code,
+                    NEW.last_classification, NEW.last_invalid_since, NEW.last_message_id, NEW.lease_expires_at);
+                INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
+                SELECT NEW.identity, NEW.provider, coalesce(NEW.last_reason, 'invalid'),
+                    coalesce(NEW.last_invalid_since, NEW.lease_expires_at), NEW.lease_expires_at
+                WHERE NEW.last_classification = 'token-invalid'
+                ON CONFLICT(token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
+                    invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since;
+                DELETE FROM norq_outbox WHERE id = NEW.id;
+            END
+            """,
+        ],
     ]
 
     /// An outbox or history row (`finished_at` when the query selected it).

@@ -92,13 +92,40 @@ func temporaryDirectory() throws -> URL {
     @Test func schemaNewerThanTheCodeRefusesToRun() async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path
-            #expect(try await store.schemaVersion() == 1)
+            #expect(try await store.schemaVersion() == 2)
             // Another (newer) norq moved the schema on.
             try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 99")
             let newer = try await SQLiteDeliveryStore.open(path: path)
             defer { Task { await newer.close() } }
             await #expect(throws: NorqError.self) { try await newer.migrate() }
             do { try await newer.migrate() } catch let error as NorqError { #expect(error.code == .storeSchemaTooNew) }
+        }
+    }
+
+    /// A database of schema version 1 (before completions moved rows by trigger) migrates to version 2, and a row
+    /// completed after the migration still leaves the outbox for history, with its finish time.
+    @Test func versionOneDatabaseMigratesAndStillMovesFinishedRows() async throws {
+        try await Self.withStore { store, directory in
+            let path = directory.appendingPathComponent("norq.db").path
+            await store.close()
+            try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_outbox_finished")
+            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 1")
+            let reopened = try await SQLiteDeliveryStore.open(path: path)
+            #expect(try await reopened.schemaVersion() == 1)
+            try await reopened.migrate()
+            #expect(try await reopened.schemaVersion() == 2)
+            let sendID = try await reopened.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 10,
+                                                    idempotencyWindow: StoreConformance.window).sendID
+            let claimed = try await reopened.claim(owner: "w", limit: 10, now: 10, leaseUntil: 1_000)
+            let report = try await reopened.complete(claimed.map {
+                .finish($0.lease!, StoredOutcome(state: .delivered, status: 200, messageID: "m"))
+            }, now: 20)
+            #expect(report.applied.count == 2)
+            let rows = try await reopened.deliveries(ofSend: sendID)
+            #expect(rows.map(\.state) == [.delivered, .delivered])
+            #expect(rows.allSatisfy { $0.finishedAt == 20 && $0.leaseExpiresAt == nil && $0.leaseToken == nil })
+            #expect(try await reopened.claim(owner: "w", limit: 10, now: 5_000, leaseUntil: 6_000).isEmpty)
+            await reopened.close()
         }
     }
 

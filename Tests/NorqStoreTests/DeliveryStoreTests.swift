@@ -67,6 +67,25 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// The completing UPDATE finds each row by its primary key, not by scanning the leased rows.
+    @Test func completionSearchesRowsByID() async throws {
+        try await Self.withStore { store, directory in
+            let lease = Lease(rowID: 1, token: "t")
+            let completions: [RowCompletion] = [
+                .finish(lease, StoredOutcome(state: .delivered, status: 200, messageID: "a")),
+                .finish(Lease(rowID: 2, token: "u"), StoredOutcome(state: .delivered, status: 200, messageID: "b")),
+                .retry(Lease(rowID: 3, token: "v"), at: 5, last: StoredOutcome(state: .failed, status: 503)),
+            ]
+            let statements = SQLiteDeliveryStore.completions(completions, now: 10)
+            #expect(statements.count == 2, "the two deliveries share a statement, the retry has its own")
+            let statement = statements[0]
+            let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
+                                                             statement.sql, parameters: statement.binds.count)
+            #expect(plan.contains { $0.hasPrefix("SEARCH norq_outbox USING INTEGER PRIMARY KEY") }, "\(plan)")
+            #expect(!plan.contains { $0.hasPrefix("SCAN norq_outbox") }, "\(plan)")
+        }
+    }
+
     @Test func twoConnectionsOnOneFileMigrateAndClaimWithoutOverlap() async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path

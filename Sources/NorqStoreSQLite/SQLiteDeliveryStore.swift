@@ -467,7 +467,9 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     /// trigger, SQLite runs that join twice as slowly as the statements apart.)
     static func completions(_ completions: [RowCompletion], now: Int64) -> [(sql: String, binds: [SQLiteData])] {
         var order: [CompletionEffect] = []
-        var groups: [CompletionEffect: [(lease: Lease, at: Int64, messageID: String?)]] = [:]
+        var groups: [[(lease: Lease, at: Int64, messageID: String?)]] = []
+        var numbers: [CompletionEffect: Int] = [:]
+        var previous: (effect: CompletionEffect, number: Int)?
         for completion in completions {
             let effect: CompletionEffect, at: Int64, messageID: String?
             switch completion {
@@ -484,12 +486,23 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             case .release:
                 (effect, at, messageID) = (CompletionEffect(kind: "release", state: .pending, last: nil), 0, nil)
             }
-            if groups[effect] == nil { order.append(effect) }
-            groups[effect, default: []].append((completion.lease, at, messageID))
+            // A batch's outcomes come in runs of like ones: compare with the last before hashing.
+            let number: Int
+            if let previous, previous.effect == effect {
+                number = previous.number
+            } else if let known = numbers[effect] {
+                number = known
+            } else {
+                number = order.count
+                numbers[effect] = number
+                order.append(effect)
+                groups.append([])
+            }
+            previous = (effect, number)
+            groups[number].append((completion.lease, at, messageID))
         }
         var statements: [(sql: String, binds: [SQLiteData])] = []
-        for effect in order {
-            let rows = groups[effect] ?? []
+        for (effect, rows) in zip(order, groups) {
             var start = 0
             while start < rows.count {
                 let chunk = rows[start..<min(rows.count, start + insertChunk)]

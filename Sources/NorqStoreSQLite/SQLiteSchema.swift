@@ -78,23 +78,23 @@ enum SQLiteSchema {
         ],
     ]
 
-    /// An outbox or history row (`finished_at` when the query selected it).
+    /// An outbox or history row, from a query that selected `rowColumns` in their order (then, for history,
+    /// `finished_at`). Read by position: a lookup by name hashes each of the 22 names again for every row.
     @Sendable static func outboxRow(_ row: SQLiteRow) -> OutboxRow {
-        func text(_ name: String) -> String? { row.column(name)?.string }
-        func int(_ name: String) -> Int64? { row.column(name)?.integer.map(Int64.init) }
-        let last = text("last_state").map {
-            StoredOutcome(state: DeliveryState(rawValue: $0), status: int("last_status").map(Int.init),
-                          reason: text("last_reason"), code: text("last_code"),
-                          classification: text("last_classification"), invalidSince: int("last_invalid_since"),
-                          messageID: text("last_message_id"), mayHaveBeenDelivered: int("may_have_been_delivered") == 1)
+        let data = row.columns.map(\.data)
+        func text(_ index: Int) -> String? { index < data.count ? data[index].string : nil }
+        func int(_ index: Int) -> Int64? { index < data.count ? data[index].integer.map(Int64.init) : nil }
+        // The positions in `rowColumns`.
+        let last = text(15).map {
+            StoredOutcome(state: DeliveryState(rawValue: $0), status: int(16).map(Int.init), reason: text(17),
+                          code: text(18), classification: text(19), invalidSince: int(20), messageID: text(21),
+                          mayHaveBeenDelivered: int(14) == 1)
         }
-        return OutboxRow(id: int("id") ?? 0, sendID: text("send_id") ?? "", position: Int(int("position") ?? 0),
-                         target: text("target") ?? "", identity: text("identity") ?? "", provider: text("provider"),
-                         recipientID: text("recipient_id"), state: DeliveryState(rawValue: text("state") ?? "pending"),
-                         attempts: Int(int("attempts") ?? 0), nextAttemptAt: int("next_attempt_at") ?? 0,
-                         leaseOwner: text("lease_owner"), leaseToken: text("lease_token"),
-                         leaseExpiresAt: int("lease_expires_at"), messageID: text("message_id"),
-                         mayHaveBeenDelivered: int("may_have_been_delivered") == 1, last: last,
-                         finishedAt: int("finished_at"))
+        return OutboxRow(id: int(0) ?? 0, sendID: text(1) ?? "", position: Int(int(2) ?? 0), target: text(3) ?? "",
+                         identity: text(4) ?? "", provider: text(5), recipientID: text(6),
+                         state: DeliveryState(rawValue: text(7) ?? "pending"), attempts: Int(int(8) ?? 0),
+                         nextAttemptAt: int(9) ?? 0, leaseOwner: text(10), leaseToken: text(11),
+                         leaseExpiresAt: int(12), messageID: text(13), mayHaveBeenDelivered: int(14) == 1, last: last,
+                         finishedAt: int(22))
     }
 }

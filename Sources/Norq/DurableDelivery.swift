@@ -114,7 +114,8 @@ public final class DurableDelivery: Sendable {
         optionsForFingerprint.idempotencyKey = nil
         optionsForFingerprint.sendTime = callerSendTime
         DurableCodec.encode(optionsForFingerprint).write(into: &fingerprint)
-        let send = NewSend(id: RequestID.random(), scope: scope, idempotencyKey: callerKey,
+        // Time-ordered: the stores' indexes of send ids then grow at their right edge.
+        let send = NewSend(id: RequestID.timeOrdered(unixMillis: now), scope: scope, idempotencyKey: callerKey,
                            fingerprint: RequestID.uuidV5(namespace: RequestID.namespace, name: fingerprint),
                            content: DurableCodec.encode(content: content, templateName: templateName, options: options),
                            targets: targets)

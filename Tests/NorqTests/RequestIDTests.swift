@@ -33,4 +33,21 @@ struct RequestIDTests {
         #expect(Array(a)[14] == "4")
         #expect("89ab".contains(Array(a)[19]))
     }
+
+    @Test("time-ordered ids are version 7, carry the time, and sort by it as text")
+    func timeOrdered() {
+        let millis: Int64 = 1_764_000_000_123
+        let a = RequestID.timeOrdered(unixMillis: millis)
+        #expect(a.utf8.count == 36)
+        #expect(Array(a)[14] == "7")
+        #expect("89ab".contains(Array(a)[19]))
+        // The first 48 bits are the time: 12 hex digits around the first dash.
+        let hex = a.replacingOccurrences(of: "-", with: "").prefix(12)
+        #expect(Int64(hex, radix: 16) == millis)
+        #expect(a != RequestID.timeOrdered(unixMillis: millis), "74 random bits keep ids of one millisecond apart")
+        let later = (1...50).map { RequestID.timeOrdered(unixMillis: millis + Int64($0)) }
+        #expect(later.sorted() == later)
+        #expect(later.allSatisfy { $0 > a })
+        #expect(RequestID.timeOrdered(unixMillis: -5).hasPrefix("00000000-0000-7"), "a time before 1970 is clamped")
+    }
 }

@@ -387,7 +387,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         guard limit > 0 else { return [] }
         let base = RequestID.random()
         // One statement, atomic by itself (see `complete`).
-        return try await call("claiming rows") { connection in
+        let rows = try await call("claiming rows") { connection in
             let rows = try await connection.query("""
                 UPDATE norq_outbox SET
                     may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
@@ -400,8 +400,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                     LIMIT ?5)
                 RETURNING \(SQLiteSchema.rowColumns)
                 """, [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now)), .integer(limit)])
-            return rows.map(SQLiteSchema.outboxRow).sorted { $0.id < $1.id }
+            return rows
         }
+        // Decoded after the lock is released: the next call need not wait for it.
+        return rows.map(SQLiteSchema.outboxRow).sorted { $0.id < $1.id }
     }
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
@@ -525,14 +527,23 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         return statements
     }
 
-    /// The completing UPDATE of `rows` rows: parameters 1-10 are the effect (kind, state, last state, status,
+    /// The `VALUES` rows of the largest completing UPDATE, `(?11,?12,?13,?14),(?15,…)`, and where each row ends: a
+    /// statement of n rows takes the first n (built once, 12 KB). Numbered, since the rows' parameters come first
+    /// in the text but are bound after the effect's.
+    private static let completionRows: (text: String, ends: [String.Index]) = {
+        var text = "", ends: [String.Index] = []
+        for row in 0..<insertChunk {
+            let first = 11 + row * 4
+            text += "\(row == 0 ? "" : ",")(?\(first),?\(first + 1),?\(first + 2),?\(first + 3))"
+            ends.append(text.endIndex)
+        }
+        return (text, ends)
+    }()
+
+    /// The completing UPDATE of `rows` rows (1 to `insertChunk`): parameters 1-10 are the effect (kind, state, last state, status,
     /// reason, code, classification, invalid-since, may-have-been-delivered, now), then four per row.
     static func completionUpdate(rows: Int) -> String {
-        // Numbered, since the rows' parameters come first in the text but are bound after the effect's.
-        let values = (0..<rows).map { row in
-            let first = 11 + row * 4
-            return "(?\(first),?\(first + 1),?\(first + 2),?\(first + 3))"
-        }.joined(separator: ",")
+        let values = completionRows.text[..<completionRows.ends[min(max(rows, 1), insertChunk) - 1]]
         return """
             WITH i(id, token, at, l_message) AS (VALUES \(values))
             UPDATE norq_outbox SET

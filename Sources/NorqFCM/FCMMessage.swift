@@ -11,6 +11,17 @@ import NorqAPNs
 public enum FCMMessage {
     /// The largest message FCM accepts, in bytes of the serialized message without its target.
     public static let payloadLimit = 4096
+    /// The largest message FCM accepts for a topic or a condition (Google: 2,048 bytes for topic messages),
+    /// measured the same way.
+    public static let topicPayloadLimit = 2048
+
+    /// The limit for a message to `target`: `topicPayloadLimit` for a topic or a condition, else `payloadLimit`.
+    public static func payloadLimit(for target: FCMTarget) -> Int {
+        switch target {
+        case .token: payloadLimit
+        case .topic, .condition: topicPayloadLimit
+        }
+    }
     /// The longest `android.ttl` FCM accepts: four weeks.
     public static let maximumTTL: Int64 = 2_419_200
     /// The keys of a hand-written (`push.json`) message.

@@ -106,9 +106,11 @@ public final class FCMProvider: PushProvider {
                                                 collapseID: options.collapseID,
                                                 sendTime: options.sendTime ?? clock.epochSeconds())
         let message = try messageBytes(content, blocks: blocks, options: messageOptions, contentID: options.contentID)
-        guard message.count <= FCMMessage.payloadLimit else {
+        let limit = FCMMessage.payloadLimit(for: target)
+        guard message.count <= limit else {
+            let kind = limit == FCMMessage.payloadLimit ? "" : " for a topic or condition message"
             throw NorqError(.fcmPayloadTooLarge,
-                            "the FCM message is \(message.count) bytes, \(message.count - FCMMessage.payloadLimit) over FCM's limit of \(FCMMessage.payloadLimit)")
+                            "the FCM message is \(message.count) bytes, \(message.count - limit) over FCM's limit of \(limit)\(kind)")
         }
         let body = FCMMessage.body(message: message, target: target,
                                    validateOnly: configuration.validateOnly || options.validateOnly)
@@ -118,7 +120,7 @@ public final class FCMProvider: PushProvider {
             headers: [HTTPHeader("content-type", "application/json; charset=UTF-8"),
                       HTTPHeader("authorization", authorization)],
             body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
-            payloadLimit: FCMMessage.payloadLimit, redactions: redactions)
+            payloadLimit: limit, redactions: redactions)
     }
 
     /// The serialized message without target, reusing the last one when the content id, blocks and options

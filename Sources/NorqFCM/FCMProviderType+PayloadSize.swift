@@ -16,7 +16,8 @@ extension FCMMessage {
 extension FCMProviderType {
     /// One message per platform of `platforms` FCM serves (iOS: the `apns` block; Android: `notification`,
     /// `data`, `android`; web: `notification`, `data`, `webpush`), measured as `FCMProvider.prepare` builds it.
-    /// Topic and condition messages (every block at once) are not measured here; `prepare` checks them.
+    /// Topic and condition messages (every block at once, limit 2,048 bytes) are not measured here, since a
+    /// template does not say whether it goes to topics; `prepare` checks them before sending.
     public func payloadSizes(for content: PushContent, platforms: Set<Platform>,
                              options: SendOptions) throws(NorqError) -> [PayloadSize] {
         let messageOptions = FCMMessage.Options(priority: options.priority, expiration: options.expiration,

@@ -15,6 +15,8 @@ struct FCMEmulatorAnswer: Error, Sendable {
 enum FCMEmulatorRules {
     static let fcmErrorType = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
     static let payloadLimit = 4096
+    /// FCM's limit for topic and condition messages.
+    static let topicPayloadLimit = 2048
     static let maximumTTLSeconds = 2_419_200.0
     static let scopes = ["https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform"]
 
@@ -105,8 +107,9 @@ enum FCMEmulatorRules {
         if message["webpush"] != nil { blocks.append("webpush") }
         message.removeValue(forKey: kind)
         let size = json(message).count
-        if size > payloadLimit {
-            return .failure(invalid("Message is too big: \(size) bytes (4096 allowed)", field: "message"))
+        let limit = kind == "token" ? payloadLimit : topicPayloadLimit
+        if size > limit {
+            return .failure(invalid("Message is too big: \(size) bytes (\(limit) allowed)", field: "message"))
         }
         let validateOnly = (object["validate_only"] as? Bool) ?? (object["validateOnly"] as? Bool) ?? false
         return .success(ValidMessage(targetKind: kind, target: target, blocks: blocks, validateOnly: validateOnly))

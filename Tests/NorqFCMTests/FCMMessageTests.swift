@@ -224,6 +224,23 @@ import Testing
         #expect(fcmError { _ = try fcm.prepare(tooBig, for: token, options: SendOptions()) }?.code == "fcm/payload-too-large")
     }
 
+    /// Topic and condition messages have FCM's smaller limit, 2,048 bytes: a message that fits a token does not
+    /// fit a topic.
+    @Test func topicAndConditionMessagesHaveTheSmallerLimit() throws {
+        let fcm = try provider()
+        let content = PushContent(title: "x", body: String(repeating: "a", count: 1000))
+        let token = PushToken(token: "tok:APA91b", platform: .android)
+        #expect(try fcm.prepare(content, for: token, options: SendOptions()).payloadLimit == 4096)
+        for channel in ["news", "'dogs' in topics && 'cats' in topics"] {
+            let recipient = ChannelRecipient(channel: channel)
+            let error = fcmError { _ = try fcm.prepare(content, forChannel: recipient, options: SendOptions()) }
+            #expect(error?.code == "fcm/payload-too-large")
+            #expect(error?.message.contains("limit of 2048 for a topic or condition message") == true, "\(String(describing: error))")
+            let small = PushContent(title: "x", body: "short")
+            #expect(try fcm.prepare(small, forChannel: recipient, options: SendOptions()).payloadLimit == 2048)
+        }
+    }
+
     @Test func tokensThatAreNotFCMTokensAreRefused() throws {
         let fcm = try provider()
         for bad in ["https://updates.push.services.mozilla.com/wpush/v2/x", "has space", ""] {

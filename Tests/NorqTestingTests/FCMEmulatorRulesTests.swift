@@ -18,6 +18,8 @@ struct FCMEmulatorRulesTests {
         #expect(check(#"{"message":{"token":"t:1","data":{"a":"1"},"android":{"priority":"HIGH","ttl":"30s"}}}"#).status == 200)
         #expect(check(#"{"validate_only":true,"message":{"topic":"news","notification":{"title":"x"}}}"#).status == 200)
         #expect(check(#"{"message":{"condition":"'a' in topics","apns":{"payload":{"aps":{}}}}}"#).status == 200)
+        // 2,100 bytes of data fit a token's limit (4,096), not a topic's (2,048).
+        #expect(check(#"{"message":{"token":"t","data":{"big":"\#(String(repeating: "x", count: 2100))"}}}"#).status == 200)
     }
 
     @Test func refusalsAreInvalidArgument() {
@@ -34,6 +36,8 @@ struct FCMEmulatorRulesTests {
             #"{"message":{"token":"t","bogus":1}}"#,                              // unknown field
             #"{"message":{"token":"t"},"extra":1}"#,
             #"{"message":{"token":"t","data":{"big":"\#(String(repeating: "x", count: 4100))"}}}"#,  // too big
+            #"{"message":{"topic":"news","data":{"big":"\#(String(repeating: "x", count: 2100))"}}}"#,  // too big for a topic
+            #"{"message":{"condition":"'a' in topics","data":{"big":"\#(String(repeating: "x", count: 2100))"}}}"#,
         ]
         for body in refused {
             let result = check(body)

@@ -168,17 +168,46 @@ public final class DurableDelivery: Sendable {
                       report: SendReport(outcomes: rows.compactMap(DurableCodec.outcome(of:))), rows: rows)
     }
 
+    /// The progress of a send without its rows: how many targets are in each state.
+    public struct Progress: Sendable, Hashable {
+        public var sendID: String
+        public var targetCount: Int
+        /// Rows by state.
+        public var states: [DeliveryState: Int]
+        /// Targets with their final outcome.
+        public var finished: Int { states.reduce(0) { $0 + ($1.key.isFinal ? $1.value : 0) } }
+        /// True when every target has its final outcome.
+        public var isFinished: Bool { finished >= targetCount }
+    }
+
+    /// The progress of a send, counted by the store (cheap for any size); throws `store/send-not-found` for an
+    /// unknown id.
+    public func progress(of sendID: String) async throws(NorqError) -> Progress {
+        guard let send = try await store.send(id: sendID) else {
+            throw NorqError(.storeSendNotFound, "no send with id \(sendID)",
+                            hint: "sends are kept for the retention period after they finish")
+        }
+        return Progress(sendID: sendID, targetCount: send.targetCount,
+                        states: try await store.stateCounts(ofSend: sendID))
+    }
+
+    /// The rows of a send at target positions `positions` (one page), in target order.
+    public func rows(of sendID: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
+        try await store.deliveries(ofSend: sendID, positions: positions)
+    }
+
     /// Waits until every target of the send has its outcome (woken by completions in this process, else every
-    /// poll interval), then returns the report. Throws `store/deadline-exceeded` after `timeout`.
+    /// poll interval), then returns the report. Throws `store/deadline-exceeded` after `timeout`. Polls the
+    /// progress (counts), and reads the rows once, when the send has finished.
     public func wait(for sendID: String, timeout: Duration) async throws(NorqError) -> SendReport {
         let end = ContinuousClock.now.advanced(by: timeout)
         while true {
-            let current = try await status(of: sendID)
-            if current.isFinished { return current.report }
+            let current = try await progress(of: sendID)
+            if current.isFinished { return try await status(of: sendID).report }
             let left = ContinuousClock.now.duration(to: end)
             guard left > .zero else {
                 throw NorqError(.storeDeadlineExceeded,
-                                "send \(sendID) did not finish within \(timeout): \(current.report.outcomes.count) of \(current.targetCount) targets have an outcome",
+                                "send \(sendID) did not finish within \(timeout): \(current.finished) of \(current.targetCount) targets have an outcome",
                                 hint: "is a worker running (norq worker)?")
             }
             if Task.isCancelled {

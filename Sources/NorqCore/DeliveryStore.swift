@@ -42,6 +42,14 @@ public protocol DeliveryStore: Sendable {
     /// Every row of a send, hot and finished, in target order.
     func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow]
 
+    /// The rows of a send whose target position is in `positions`, hot and finished, in target order: one page of
+    /// a large send without reading the rest. The default reads every row and keeps the page.
+    func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow]
+
+    /// How many of a send's rows are in each state, hot and finished: its progress without reading its rows.
+    /// The default reads every row.
+    func stateCounts(ofSend id: String) async throws(NorqError) -> [DeliveryState: Int]
+
     /// The token registry: invalid tokens, newest first, at most `limit`.
     func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord]
 
@@ -318,6 +326,16 @@ public struct InvalidTokenRecord: Sendable, Hashable {
 }
 
 extension DeliveryStore {
+    public func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
+        try await deliveries(ofSend: id).filter { positions.contains($0.position) }
+    }
+
+    public func stateCounts(ofSend id: String) async throws(NorqError) -> [DeliveryState: Int] {
+        var counts: [DeliveryState: Int] = [:]
+        for row in try await deliveries(ofSend: id) { counts[row.state, default: 0] += 1 }
+        return counts
+    }
+
     public func sends(ids: [String]) async throws(NorqError) -> [String: StoredSend] {
         var found: [String: StoredSend] = [:]
         for id in Set(ids) {

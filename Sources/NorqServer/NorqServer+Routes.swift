@@ -181,14 +181,19 @@ extension NorqServer {
         }
         let offset = max(0, Int(request.uri.queryParameters.get("offset") ?? "") ?? 0)
         let limit = min(1000, max(1, Int(request.uri.queryParameters.get("limit") ?? "") ?? 100))
-        let status = try await dependencies.delivery.status(of: id)
+        // The counts and one page of rows: never every row of a large send.
+        let progress = try await dependencies.delivery.progress(of: id)
         var states: [String: JSONValue] = [:]
-        for (state, count) in status.states { states[state.rawValue] = .int(Int64(count)) }
-        let page = status.rows.dropFirst(offset).prefix(limit)
-        let next = offset + page.count < status.rows.count ? JSONValue.int(Int64(offset + page.count)) : .null
+        for (state, count) in progress.states { states[state.rawValue] = .int(Int64(count)) }
+        let end = offset.addingReportingOverflow(limit)
+        let page = offset < progress.targetCount
+            ? try await dependencies.delivery.rows(of: id, positions: offset..<min(progress.targetCount, end.overflow ? Int.max : end.partialValue))
+            : []
+        let next = offset + page.count < progress.targetCount && !page.isEmpty
+            ? JSONValue.int(Int64(offset + page.count)) : .null
         return ServerJSON.response(200, Self.sorted([
-            "id": .string(id), "targets": .int(Int64(status.targetCount)), "finished": .bool(status.isFinished),
-            "states": Self.sorted(states), "summary": ServerJSON.summary(status.report),
+            "id": .string(id), "targets": .int(Int64(progress.targetCount)), "finished": .bool(progress.isFinished),
+            "states": Self.sorted(states), "summary": ServerJSON.summary(progress),
             "rows": .array(page.map(ServerJSON.row)),
             "page": ["offset": .int(Int64(offset)), "limit": .int(Int64(limit)), "next": next],
         ]))

@@ -144,6 +144,18 @@ enum ServerJSON {
         ]
     }
 
+    /// The same summary from a durable send's counts by state (a final state other than delivered, rejected or
+    /// skipped is a failure, as `DurableCodec` reads it; durable outcomes are never duplicates).
+    static func summary(_ progress: DurableDelivery.Progress) -> JSONValue {
+        let delivered = progress.states[.delivered] ?? 0, rejected = progress.states[.rejected] ?? 0
+        let skipped = progress.states[.skipped] ?? 0
+        let failed = progress.finished - delivered - rejected - skipped
+        return [
+            "delivered": .int(Int64(delivered)), "rejected": .int(Int64(rejected)), "failed": .int(Int64(failed)),
+            "skipped": .int(Int64(skipped)), "duplicates": 0, "allDelivered": .bool(delivered == progress.finished),
+        ]
+    }
+
     static func summary(_ report: SendReport) -> JSONValue {
         [
             "delivered": .int(Int64(report.delivered)), "rejected": .int(Int64(report.rejected)),

@@ -608,6 +608,36 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         }
     }
 
+    public func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
+        guard !positions.isEmpty else { return [] }
+        let binds: [SQLiteData] = [.text(id), .integer(positions.lowerBound), .integer(positions.upperBound)]
+        let rows = try await call("reading a page of a send's rows") { connection in
+            let hot = try await connection.query(
+                "SELECT \(SQLiteSchema.rowColumns), NULL AS finished_at FROM norq_outbox WHERE send_id = ? AND position >= ? AND position < ?",
+                binds)
+            let done = try await connection.query(
+                "SELECT \(SQLiteSchema.rowColumns), finished_at FROM norq_history WHERE send_id = ? AND position >= ? AND position < ?",
+                binds)
+            return hot + done
+        }
+        return rows.map(SQLiteSchema.outboxRow).sorted { $0.position < $1.position }
+    }
+
+    public func stateCounts(ofSend id: String) async throws(NorqError) -> [DeliveryState: Int] {
+        try await call("counting a send's rows") { connection in
+            var counts: [DeliveryState: Int] = [:]
+            for table in ["norq_outbox", "norq_history"] {
+                for row in try await connection.query(
+                    "SELECT state, count(*) AS n FROM \(table) WHERE send_id = ? GROUP BY state", [.text(id)]) {
+                    if let state = row.column("state")?.string {
+                        counts[DeliveryState(rawValue: state), default: 0] += row.column("n")?.integer ?? 0
+                    }
+                }
+            }
+            return counts
+        }
+    }
+
     public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {
         try await call("reading the token registry") { connection in
             try await connection.query(

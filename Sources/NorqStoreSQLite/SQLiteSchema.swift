@@ -51,7 +51,8 @@ enum SQLiteSchema {
                 recorded_at INTEGER NOT NULL, registered_at INTEGER)
             """,
         ],
-        // 2: a completion is one UPDATE. A row updated to a final state moves to history, and a token-invalid
+        // 2: a completion is one UPDATE, and the send indexes include the target position.
+        // A completion is one UPDATE. A row updated to a final state moves to history, and a token-invalid
         // outcome is recorded in the registry, by this trigger, inside the UPDATE's own statement (so atomically,
         // without a transaction of several statements). The completing UPDATE passes its finish time in
         // `lease_expires_at` (which a finished row does not need): it becomes the history row's `finished_at`.
@@ -75,6 +76,11 @@ enum SQLiteSchema {
                 DELETE FROM norq_outbox WHERE id = NEW.id;
             END
             """,
+            // A send's rows by target position: a page of a large send reads only its rows.
+            "DROP INDEX norq_outbox_send",
+            "CREATE INDEX norq_outbox_send ON norq_outbox (send_id, position)",
+            "DROP INDEX norq_history_send",
+            "CREATE INDEX norq_history_send ON norq_history (send_id, position)",
         ],
     ]
 

@@ -309,7 +309,29 @@ enum StoreConformance {
         try await store.migrate()
     }
 
+    /// A send's progress by state and a page of its rows by target position, hot and finished rows alike, without
+    /// another send's rows.
+    static func progressAndPages(_ store: any DeliveryStore) async throws {
+        let sendID = try await store.enqueue(send(tokens: ["a", "b", "c", "d", "e"]), now: 0, idempotencyWindow: window).sendID
+        _ = try await store.enqueue(send(tokens: ["x", "y"]), now: 0, idempotencyWindow: window)
+        let claimed = try await store.claim(owner: "w", limit: 3, now: 0, leaseUntil: 100).filter { $0.sendID == sendID }
+        #expect(claimed.count == 3)
+        let finished = claimed.prefix(2)
+        _ = try await store.complete(finished.map { .finish($0.lease!, StoredOutcome(state: .delivered, status: 200)) },
+                                     now: 10)
+        #expect(try await store.stateCounts(ofSend: sendID) == [.delivered: 2, .leased: 1, .pending: 2])
+        #expect(try await store.stateCounts(ofSend: "no-such-send").isEmpty)
+        let page = try await store.deliveries(ofSend: sendID, positions: 1..<4)
+        #expect(page.map(\.position) == [1, 2, 3])
+        #expect(page.allSatisfy { $0.sendID == sendID })
+        let all = try await store.deliveries(ofSend: sendID)
+        #expect(page == Array(all[1..<4]), "a page holds the same rows as the full read")
+        #expect(try await store.deliveries(ofSend: sendID, positions: 5..<10).isEmpty)
+        #expect(try await store.deliveries(ofSend: sendID, positions: 0..<0).isEmpty)
+    }
+
     static let all: [(String, @Sendable (any DeliveryStore) async throws -> Void)] = [
+        ("progressAndPages", progressAndPages),
         ("enqueueClaimComplete", enqueueClaimComplete),
         ("concurrentMixedEnqueues", concurrentMixedEnqueues),
         ("readSendsByID", readSendsByID),

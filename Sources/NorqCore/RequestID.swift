@@ -54,11 +54,15 @@ public enum RequestID {
     /// A random UUID version 4 from the given generator (tests pass a seeded one).
     public static func random(using generator: inout some RandomNumberGenerator) -> String {
         // Two draws of 64 bits (the system generator makes one getrandom call per draw, not one per byte).
-        let high = generator.next(), low = generator.next()
-        return format(count: 16) { index in
+        format(high: generator.next(), low: generator.next(), version: 4)
+    }
+
+    /// The UUID of 128 bits given as two halves, with its version and the RFC 4122 variant set, formatted.
+    static func format(high: UInt64, low: UInt64, version: UInt8) -> String {
+        format(count: 16) { index in
             let byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (UInt64(7 - index % 8) * 8))
             switch index {
-            case 6: return (byte & 0x0f) | 0x40 // version 4
+            case 6: return (byte & 0x0f) | (version << 4)
             case 8: return (byte & 0x3f) | 0x80 // RFC 4122 variant
             default: return byte
             }
@@ -76,15 +80,7 @@ public enum RequestID {
     /// A UUID version 7 from the given time and generator (tests pass a seeded one).
     public static func timeOrdered(unixMillis: Int64, using generator: inout some RandomNumberGenerator) -> String {
         let time = UInt64(clamping: max(0, unixMillis)) & 0xffff_ffff_ffff
-        let high = (time << 16) | (generator.next() & 0xffff), low = generator.next()
-        return format(count: 16) { index in
-            let byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (UInt64(7 - index % 8) * 8))
-            switch index {
-            case 6: return (byte & 0x0f) | 0x70 // version 7
-            case 8: return (byte & 0x3f) | 0x80 // RFC 4122 variant
-            default: return byte
-            }
-        }
+        return format(high: (time << 16) | (generator.next() & 0xffff), low: generator.next(), version: 7)
     }
 
     /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` from 16 bytes.

@@ -212,7 +212,11 @@ extension NotificationRouter {
     }
 
     func endSend() {
-        lifecycle.withLock { $0.activeSends -= 1 }
+        let drained = lifecycle.withLock { state in
+            state.activeSends -= 1
+            return !state.accepting && state.activeSends == 0
+        }
+        if drained { self.drained.latch() }
     }
 
     var isStopped: Bool { lifecycle.withLock { $0.stopped } }

@@ -24,16 +24,13 @@ extension NotificationRouter {
             return !state.shutdownStarted
         }
         guard first else {
-            // Another caller is shutting down: wait until it has finished.
-            while !lifecycle.withLock({ $0.shutdownFinished }) {
-                do { try await Task.sleep(for: .milliseconds(2)) } catch { return }
-            }
+            // Another caller is shutting down: wait until it has finished (or this task is cancelled).
+            await shutDown.wait()
             return
         }
-        let wallClock = ContinuousClock()
-        let end = wallClock.now.advanced(by: gracePeriod ?? shutdownGracePeriod)
-        while lifecycle.withLock({ $0.activeSends }) > 0, wallClock.now < end {
-            do { try await Task.sleep(for: .milliseconds(2)) } catch { break }
+        // Sends in flight end by themselves; the last one latches `drained` (no send starts any more).
+        if lifecycle.withLock({ $0.activeSends }) > 0 {
+            await drained.wait(upTo: gracePeriod ?? shutdownGracePeriod)
         }
         let remaining = lifecycle.withLock { state in
             state.stopped = true
@@ -47,6 +44,7 @@ extension NotificationRouter {
         }
         invalidTokenContinuation.finish()
         lifecycle.withLock { $0.shutdownFinished = true }
+        shutDown.latch()
         logger.info("router shut down")
     }
 

@@ -35,6 +35,10 @@ public final class NotificationRouter: Service {
     let onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)?
     let invalidTokenContinuation: AsyncStream<InvalidTokenEvent>.Continuation
     let lifecycle = Mutex(Lifecycle())
+    /// Latched when, shutdown begun, the last send in flight ends: what `shutdown()` waits for.
+    let drained = WakeSignal()
+    /// Latched when `shutdown()` has finished: what a second caller of it waits for.
+    let shutDown = WakeSignal()
 
     struct Lifecycle {
         /// False once shutdown began: new sends throw `provider/shut-down`.

@@ -27,9 +27,15 @@ struct ShutdownTests {
             #expect(error.code == .providerShutDown)
         }
         #expect(apns.shutdownCalls == 0)
+        // A second caller waits for the first one's shutdown to finish.
+        let second = Task { await r.shutdown() }
+        let opened = ContinuousClock.now
         gate.open()
         let report = try await send.value
         await shutdown.value
+        await second.value
+        // The last send's end wakes the shutdown: it does not sit out the 20 s grace period.
+        #expect(opened.duration(to: .now) < .seconds(10))
         #expect(report.delivered == 20)
         #expect(apns.shutdownCalls == 1)
     }

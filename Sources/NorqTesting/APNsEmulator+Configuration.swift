@@ -32,8 +32,15 @@ extension APNsEmulator {
         public var jwtFutureSkew: Duration
         /// The current time in epoch seconds; inject a fake clock to simulate hours.
         public var now: @Sendable () -> Int64
-        /// Keep every request in ``APNsEmulator/requests`` (turn off for long benchmarks to save memory).
+        /// Keep requests in ``APNsEmulator/requests`` (turn off for long benchmarks to save memory): at most
+        /// ``recordLimit`` of them, the newest.
         public var recordRequests: Bool
+        /// The most requests ``APNsEmulator/requests`` holds (default 100,000). When full, the oldest tenth is
+        /// dropped; ``APNsEmulator/droppedRequestCount`` counts them.
+        public var recordLimit = 100_000
+        /// Called with every request recorded, on the connection's event loop (it must not block): how
+        /// `norq emulator` prints them as they come.
+        public var onRequest: (@Sendable (RecordedRequest) -> Void)?
         /// Keep request bodies in records (turn off for benchmarks).
         public var recordBodies: Bool
         /// Injected faults (can be changed at runtime with ``APNsEmulator/setFaults(_:)``).

@@ -177,7 +177,9 @@ public final class APNsEmulator: Sendable {
     }
 
     /// Every request received so far, in order of answer (or of giving up on it).
-    public var requests: [RecordedRequest] { shared.state.withLock { $0.records } }
+    public var requests: [RecordedRequest] { shared.state.withLock { $0.records.all } }
+    /// Requests dropped from ``requests`` to stay within ``Configuration/recordLimit``.
+    public var droppedRequestCount: Int { shared.state.withLock { $0.records.dropped } }
 
     /// Forgets the recorded requests.
     public func resetRecords() {

@@ -15,7 +15,7 @@ final class EmulatorShared: Sendable {
     struct State {
         var faults: APNsEmulator.Faults
         var rng: FastUUIDGenerator
-        var records: [RecordedRequest] = []
+        var records: EmulatorRecords<RecordedRequest>
         var connectionCount = 0
         var channels: [Int: any Channel] = [:]
         var maxConcurrentStreams: Int
@@ -37,6 +37,7 @@ final class EmulatorShared: Sendable {
         self.state = Mutex(State(
             faults: configuration.faults,
             rng: FastUUIDGenerator(seed: configuration.faults.seed),
+            records: EmulatorRecords(limit: configuration.recordLimit),
             maxConcurrentStreams: configuration.maxConcurrentStreams))
     }
 
@@ -102,6 +103,7 @@ final class EmulatorShared: Sendable {
     func record(_ r: RecordedRequest) {
         guard configuration.recordRequests else { return }
         state.withLock { $0.records.append(r) }
+        configuration.onRequest?(r)
     }
 
     func register(_ channel: any Channel) -> (id: Int, maxConcurrentStreams: Int) {

@@ -20,8 +20,12 @@ extension FCMEmulator {
         public var maxConcurrentStreams: Int
         /// The current time in epoch seconds; inject a fake clock to simulate hours.
         public var now: @Sendable () -> Int64
-        /// Keep every request in ``FCMEmulator/requests`` (turn off for long benchmarks to save memory).
+        /// Keep requests in ``FCMEmulator/requests`` (turn off for long benchmarks to save memory): at most
+        /// ``recordLimit`` of them, the newest.
         public var recordRequests: Bool
+        /// The most requests ``FCMEmulator/requests`` holds (default 100,000). When full, the oldest tenth is
+        /// dropped; ``FCMEmulator/droppedRequestCount`` counts them.
+        public var recordLimit = 100_000
         /// Injected faults (change them at runtime with ``FCMEmulator/setFaults(_:)``).
         public var faults: Faults
 

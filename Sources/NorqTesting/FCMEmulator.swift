@@ -124,7 +124,9 @@ public final class FCMEmulator: Sendable {
     }
 
     /// Every request received so far (messages and token requests), in order of answer.
-    public var requests: [RecordedRequest] { shared.state.withLock { $0.records } }
+    public var requests: [RecordedRequest] { shared.state.withLock { $0.records.all } }
+    /// Requests dropped from ``requests`` to stay within ``Configuration/recordLimit``.
+    public var droppedRequestCount: Int { shared.state.withLock { $0.records.dropped } }
 
     /// The `messages:send` requests answered with 200.
     public var deliveredMessages: [RecordedRequest] { requests.filter { $0.path.hasSuffix("messages:send") && $0.status == 200 } }
@@ -158,7 +160,7 @@ final class FCMEmulatorShared: Sendable {
     struct State {
         var faults: FCMEmulator.Faults
         var rng: FastUUIDGenerator
-        var records: [FCMEmulator.RecordedRequest] = []
+        var records: EmulatorRecords<FCMEmulator.RecordedRequest>
         var connectionCount = 0
         var channels: [Int: any Channel] = [:]
         var perTokenAttempts: [String: Int] = [:]
@@ -177,7 +179,8 @@ final class FCMEmulatorShared: Sendable {
             keys[email] = try _RSA.Signing.PublicKey(pemRepresentation: pem)
         }
         self.keys = keys
-        self.state = Mutex(State(faults: configuration.faults, rng: FastUUIDGenerator(seed: configuration.faults.seed)))
+        self.state = Mutex(State(faults: configuration.faults, rng: FastUUIDGenerator(seed: configuration.faults.seed),
+                                 records: EmulatorRecords(limit: configuration.recordLimit)))
     }
 
     struct StreamFaults {

@@ -67,8 +67,11 @@ extension WebPushEmulator {
         public var now: @Sendable () -> Int64
         /// Advertised `SETTINGS_MAX_CONCURRENT_STREAMS` (HTTP/2).
         public var maxConcurrentStreams: Int
-        /// Keep every decrypted message (and each request's answer) for inspection.
+        /// Keep decrypted messages (and each request's answer) for inspection: at most ``recordLimit``, the newest.
         public var recordMessages: Bool
+        /// The most messages ``WebPushEmulator/messages`` holds (default 100,000). When full, the oldest tenth is
+        /// dropped; ``WebPushEmulator/droppedMessageCount`` counts them.
+        public var recordLimit = 100_000
         public var faults: Faults
 
         public init(host: String = "127.0.0.1", port: Int = 0, endpointHost: String = "127.0.0.1",

@@ -37,7 +37,7 @@ final class WebPushEmulatorShared: Sendable {
         var paths: [String: String] = [:]
         var nextSubscription = 0
         var nextMessage = 0
-        var messages: [WebPushEmulator.Message] = []
+        var messages: EmulatorRecords<WebPushEmulator.Message>
         var faults: WebPushEmulator.Faults
         var attempts: [String: Int] = [:]
         var burstIndex = 0
@@ -48,7 +48,7 @@ final class WebPushEmulatorShared: Sendable {
 
     init(configuration: WebPushEmulator.Configuration) {
         self.configuration = configuration
-        self.state = Mutex(State(faults: configuration.faults))
+        self.state = Mutex(State(messages: EmulatorRecords(limit: configuration.recordLimit), faults: configuration.faults))
     }
 
     func setPort(_ port: Int) { state.withLock { $0.port = port } }

@@ -155,11 +155,13 @@ public final class WebPushEmulator: Sendable {
 
     /// The decrypted plaintexts received for a subscription, in order.
     public func messages(for subscriptionID: String) -> [Message] {
-        shared.state.withLock { $0.messages.filter { $0.subscriptionID == subscriptionID } }
+        shared.state.withLock { $0.messages.all.filter { $0.subscriptionID == subscriptionID } }
     }
 
     /// Every request answered (or abandoned) so far.
-    public var messages: [Message] { shared.state.withLock { $0.messages } }
+    public var messages: [Message] { shared.state.withLock { $0.messages.all } }
+    /// Messages dropped from ``messages`` to stay within ``Configuration/recordLimit``.
+    public var droppedMessageCount: Int { shared.state.withLock { $0.messages.dropped } }
 
     public func resetMessages() { shared.state.withLock { $0.messages.removeAll() } }
 

@@ -49,7 +49,7 @@ extension EmulatorCommand {
         banner += JSONValue.array(tokens).prettyPrinted() + "\n"
         banner += "Ctrl-C to stop.\n"
         Console.out(banner)
-        await Self.waitForSignal(emulator: nil)
+        await Self.waitForSignal(printing: nil)
         if logRequests {
             for message in emulator.messages {
                 let line: JSONValue = [

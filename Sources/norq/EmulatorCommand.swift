@@ -173,12 +173,19 @@ struct EmulatorCommand: AsyncParsableCommand {
             retryAfterSeconds: retryAfter, latency: .milliseconds(latencyMs), silentTokens: Set(silentToken),
             goAwayAfterStreams: goawayAfter, dropConnectionAfterStreams: dropAfter)
         let emulator: APNsEmulator
+        // Requests are printed as the emulator records them (the newest 10,000 wait when the terminal is slow).
+        let (requests, printer) = AsyncStream.makeStream(of: RecordedRequest.self,
+                                                         bufferingPolicy: .bufferingNewest(10_000))
         do {
-            emulator = try APNsEmulator(configuration: .init(
+            var configuration = APNsEmulator.Configuration(
                 host: host, port: port, teamID: teamID, signingKeys: keys,
                 bundleIDs: bundleId.isEmpty ? nil : Set(bundleId), requireClientCertificate: requireClientCert,
                 maxConcurrentStreams: maxStreams, recordRequests: logRequests, recordBodies: logRequests,
-                faults: faults))
+                faults: faults)
+            // Nothing reads the records here: keep few.
+            configuration.recordLimit = 1_000
+            if logRequests { configuration.onRequest = { printer.yield($0) } }
+            emulator = try APNsEmulator(configuration: configuration)
             try await emulator.start()
         } catch {
             throw NorqError(.cliEmulatorFailed, "the APNs emulator could not start on \(host):\(port): \(error)")
@@ -213,7 +220,8 @@ struct EmulatorCommand: AsyncParsableCommand {
         banner += "Ctrl-C to stop.\n"
         Console.out(banner)
 
-        await Self.waitForSignal(emulator: logRequests ? emulator : nil)
+        await Self.waitForSignal(printing: logRequests ? requests : nil)
+        printer.finish()
         try? await emulator.shutdown()
         try? await fcmEmulator?.shutdown()
         if caOut == nil { try? FileManager.default.removeItem(atPath: caPath) }
@@ -258,8 +266,8 @@ struct EmulatorCommand: AsyncParsableCommand {
         return (emulator, caPath, lines)
     }
 
-    /// Waits for SIGINT or SIGTERM; meanwhile prints new requests when `emulator` is given.
-    static func waitForSignal(emulator: APNsEmulator?) async {
+    /// Waits for SIGINT or SIGTERM; meanwhile prints the requests of `printing` as they come.
+    static func waitForSignal(printing: AsyncStream<RecordedRequest>?) async {
         let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
@@ -269,21 +277,17 @@ struct EmulatorCommand: AsyncParsableCommand {
             source.resume()
             sources.append(source)
         }
-        let printer = Task {
-            guard let emulator else { return }
-            var printed = 0
-            while !Task.isCancelled {
-                let records = emulator.requests
-                if records.count > printed {
-                    for record in records[printed...] { Console.out(requestJSON(record).compactDescription + "\n") }
-                    printed = records.count
+        await withTaskGroup(of: Void.self) { group in
+            if let printing {
+                group.addTask {
+                    for await record in printing { Console.out(requestJSON(record).compactDescription + "\n") }
                 }
-                try? await Task.sleep(for: .milliseconds(20))
             }
+            group.addTask { for await _ in signals { break } }
+            // The first to end is the signal (the printer ends only when cancelled).
+            await group.next()
+            group.cancelAll()
         }
-        for await _ in signals { break }
-        printer.cancel()
-        _ = await printer.value
         sources.forEach { $0.cancel() }
     }
 

@@ -16,11 +16,17 @@ package struct HTTP2ConnectionStateMachine {
         package var pingInterval: TimeAmount?
         package var idleTimeout: TimeAmount?
         package var warmUp: TimeAmount?
+        /// What the server may send on the connection before this client gives window back (RFC 9113 6.9): at
+        /// least the protocol's 65,535. A small one throttles a server answering many streams with bodies at once
+        /// (1,000 FCM answers of 85 bytes exceed 65,535); what is kept of each body stays bounded per stream.
+        package var connectionWindowSize: Int
 
         package init(maxConcurrentStreams: Int = 1000, maxHeaderListSize: Int = 16_384,
                      maxResponseBodyBytes: Int = 65_536, pingInterval: TimeAmount? = nil,
-                     idleTimeout: TimeAmount? = nil, warmUp: TimeAmount? = nil) {
+                     idleTimeout: TimeAmount? = nil, warmUp: TimeAmount? = nil,
+                     connectionWindowSize: Int = HTTP2ConnectionStateMachine.localConnectionWindowSize) {
             self.maxConcurrentStreams = max(1, maxConcurrentStreams)
+            self.connectionWindowSize = min(max(65_535, connectionWindowSize), HTTP2Wire.maxWindow)
             self.maxHeaderListSize = max(1_024, maxHeaderListSize)
             self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
             self.pingInterval = pingInterval
@@ -92,6 +98,8 @@ package struct HTTP2ConnectionStateMachine {
 
     /// The receive window of each response stream, announced in the preface.
     package static let localInitialWindowSize = 1 << 20
+    /// The connection's receive window, opened by a WINDOW_UPDATE right after the preface's SETTINGS.
+    package static let localConnectionWindowSize = 4 << 20
 
     /// Bytes for the socket, in order.
     package var outbound: ByteBuffer
@@ -186,9 +194,10 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
 
-    /// The end of a read: gives the peer back the connection window it used, in one WINDOW_UPDATE.
+    /// The end of a read: gives the peer back the connection window it used, in one WINDOW_UPDATE, once an eighth
+    /// of the window (at least 16 KiB) is used.
     package mutating func readComplete() {
-        guard !isClosed, connectionUnacknowledgedBytes >= 16_384 else { return }
+        guard !isClosed, connectionUnacknowledgedBytes >= max(16_384, configuration.connectionWindowSize / 8) else { return }
         writeWindowUpdate(streamID: 0, increment: connectionUnacknowledgedBytes)
         connectionReceiveWindow += connectionUnacknowledgedBytes
         connectionUnacknowledgedBytes = 0
@@ -694,7 +703,7 @@ package struct HTTP2ConnectionStateMachine {
     // MARK: outbound
 
     /// The connection preface and this client's SETTINGS: no server push, a 1 MiB receive window per stream, the
-    /// configured header list size.
+    /// configured header list size; then a WINDOW_UPDATE opening the connection's receive window.
     private mutating func writePreface() {
         outbound.writeBytes(HTTP2Wire.preface)
         let settings: [(UInt16, UInt32)] = [
@@ -709,6 +718,8 @@ package struct HTTP2ConnectionStateMachine {
             outbound.writeInteger(identifier)
             outbound.writeInteger(value)
         }
+        writeWindowUpdate(streamID: 0, increment: configuration.connectionWindowSize - connectionReceiveWindow)
+        connectionReceiveWindow = configuration.connectionWindowSize
     }
 
     /// HEADERS (and CONTINUATION when the block exceeds the peer's frame size), then the body as DATA now or as

@@ -89,7 +89,8 @@ package struct HTTP2ConnectionStateMachine {
         var status: Int?
         /// The final response's header block as decoded, trailers appended.
         var fields = HPACKHeaders()
-        var body = ByteBuffer()
+        /// Nil until DATA arrives (most push answers have none).
+        var body: ByteBuffer?
         var sendWindow: Int
         /// What the peer may still send on this stream.
         var receiveWindow: Int
@@ -103,6 +104,9 @@ package struct HTTP2ConnectionStateMachine {
 
     /// Bytes for the socket, in order.
     package var outbound: ByteBuffer
+    /// The body of answers without DATA: this connection's own empty buffer. `ByteBuffer()` is one storage
+    /// shared by the whole process, so every answer retained and released it from every event loop.
+    private let emptyBody: ByteBuffer
     private var actions = CircularBuffer<Action>(initialCapacity: 16)
     package var counts = Counts()
     /// Set by the handler: recorded in each request written, so its own deadline timer can cancel the stream.
@@ -115,6 +119,9 @@ package struct HTTP2ConnectionStateMachine {
     private var encoder = HPACKRequestEncoder()
 
     private var queue = CircularBuffer<HTTP2RequestContext>()
+    /// No deadline of a request queued or in flight is earlier (a lower bound: lowered by each request taken,
+    /// recomputed by each scan of ``expire(now:)``).
+    private var earliestDeadline = NIODeadline.distantFuture
     private var streams: [Int32: Stream] = [:]
     private var nextStreamID: Int32 = 1
     /// The highest stream id opened: frames on higher (or even) ids are on idle streams.
@@ -139,6 +146,9 @@ package struct HTTP2ConnectionStateMachine {
     package init(configuration: Configuration, now: NIODeadline, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
         self.configuration = configuration
         self.outbound = allocator.buffer(capacity: 16_384)
+        var empty = allocator.buffer(capacity: 1)  // capacity 0 would be the shared one
+        empty.clear()
+        self.emptyBody = empty
         self.decoder = HTTP2FrameDecoder(maxHeaderBlockBytes: configuration.maxHeaderBlockBytes)
         self.hpackDecoder = HPACKDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
                                          maxHeaderListSize: configuration.maxHeaderBlockBytes)
@@ -175,6 +185,7 @@ package struct HTTP2ConnectionStateMachine {
             actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
         case .awaitingSettings, .active:
             queue.append(request)
+            earliestDeadline = min(earliestDeadline, request.deadline)
             startStreams(now: now)
         }
     }
@@ -349,17 +360,17 @@ package struct HTTP2ConnectionStateMachine {
             return
         }
         if payload.readableBytes > 0 {
-            guard stream.body.readableBytes + payload.readableBytes <= configuration.maxResponseBodyBytes else {
+            guard (stream.body?.readableBytes ?? 0) + payload.readableBytes <= configuration.maxResponseBodyBytes else {
                 streams[id] = stream
                 streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                             "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
                 return
             }
-            if stream.body.readableBytes == 0 {
+            if stream.body == nil || stream.body!.readableBytes == 0 {
                 stream.body = payload
             } else {
                 var payload = payload
-                stream.body.writeBuffer(&payload)
+                stream.body!.writeBuffer(&payload)
             }
         }
         if endStream {
@@ -585,18 +596,21 @@ package struct HTTP2ConnectionStateMachine {
             streams[id] = Stream(request: request, sendWindow: peerInitialWindowSize,
                                  receiveWindow: Self.localInitialWindowSize)
             let written = writeRequest(streamID: id, request)
-            if written > 0 { streams[id]!.sendWindow -= written }
+            // In place: `streams[id]!.sendWindow -= written` copied the stream out and back.
+            if written > 0, let index = streams.index(forKey: id) { streams.values[index].sendWindow -= written }
             counts.opened += 1
             lastStreamActivity = now
         }
     }
 
-    private mutating func finish(_ stream: Stream, now: NIODeadline) {
+    /// Completes a stream taken out of the table; `consuming`: its parts move into the response (a borrowed stream
+    /// was copied, each part retained, per answer).
+    private mutating func finish(_ stream: consuming Stream, now: NIODeadline) {
         warmingUp = false  // any complete answer ends the warm-up
         counts.completed += 1
         lastStreamActivity = now
         actions.append(.succeed(stream.request, HTTP2Response(status: stream.status ?? 0, fields: stream.fields,
-                                                              body: stream.body)))
+                                                              body: stream.body ?? emptyBody)))
         startStreams(now: now)
         closeIfDrained()
     }
@@ -664,7 +678,12 @@ package struct HTTP2ConnectionStateMachine {
         actions.append(.close)
     }
 
+    /// Fails the queued requests and cancels the streams whose deadline has passed. Scans only once the earliest
+    /// deadline held may have passed: a scan every tick copied every stream (its request, fields and body
+    /// retained and released) 100 times a second.
     private mutating func expire(now: NIODeadline) {
+        guard earliestDeadline <= now else { return }
+        var earliest = NIODeadline.distantFuture
         if queue.contains(where: { $0.deadline <= now }) {
             var kept = CircularBuffer<HTTP2RequestContext>(initialCapacity: queue.count)
             for request in queue {
@@ -677,8 +696,13 @@ package struct HTTP2ConnectionStateMachine {
             }
             queue = kept
         }
+        for request in queue { earliest = min(earliest, request.deadline) }
         var expired: [Int32] = []
-        for (id, stream) in streams where stream.request.deadline <= now { expired.append(id) }
+        for (id, stream) in streams {
+            let deadline = stream.request.deadline
+            if deadline <= now { expired.append(id) } else { earliest = min(earliest, deadline) }
+        }
+        earliestDeadline = earliest
         guard !expired.isEmpty else { return }
         for id in expired {
             guard let stream = streams.removeValue(forKey: id) else { continue }

@@ -21,6 +21,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private var inReadBatch = false
     /// `runActions` is on the stack.
     private var runningActions = false
+    /// The clock read of the read being handled: requests its completions start use it (one clock read per read,
+    /// not one more per request).
+    private var readNow: NIODeadline?
     private let readyPromise: EventLoopPromise<Void>
     private var readySettled = false
     private var opened = false
@@ -191,7 +194,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// Takes a batch of requests: opens what the stream limit allows, one flush.
     func enqueue(_ requests: some Collection<HTTP2RequestContext>) {
         guard !requests.isEmpty else { return }
-        let now = NIODeadline.now()
+        let now = readNow ?? .now()
         for request in requests { machine.enqueue(request, now: now) }
         runActions()
         scheduleWrite()
@@ -265,8 +268,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         // The answers of one read complete as one batch (ended in channelReadComplete).
         beginReadBatch()
         var bytes = unwrapInboundIn(data)
-        machine.receive(&bytes, now: .now())
+        let now = NIODeadline.now()
+        readNow = now
+        machine.receive(&bytes, now: now)
         runActions()
+        readNow = nil
         scheduleWrite()  // SETTINGS and PING acknowledgements
     }
 

@@ -61,16 +61,13 @@ package final class HTTP2ConnectionPool: Sendable {
 
     // MARK: requests
 
-    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns.
+    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns. A request
+    /// whose deadline has passed is never written: it fails, not processed, when a connection takes it (or when
+    /// its timer fires while it waits for one), without a clock read here.
     package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
                        completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
-            return
-        }
-        guard deadline > .now() else {
-            completion(.failure(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: false,
-                                                 "the deadline passed before the request was sent")))
             return
         }
         outstanding.add(1, ordering: .relaxed)

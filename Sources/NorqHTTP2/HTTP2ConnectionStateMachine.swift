@@ -342,73 +342,83 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
 
+    // The stream table is read and changed in place (``withStream(at:_:)``), and a stream leaves it (a move) only
+    // when it ends: a stream taken out into a local and put back, or read through `streams.values[index]` (a
+    // getter), was copied, each of its parts retained and released, per frame.
+
+    private mutating func withStream<T>(at index: [Int32: Stream].Index, _ body: (inout Stream) -> T) -> T {
+        body(&streams.values[index])
+    }
+
+    private enum DataVerdict {
+        case overrun, beforeHeaders, tooLarge, end, more
+        case giveBack(Int)
+    }
+
     private mutating func receiveData(streamID id: Int32, _ payload: ByteBuffer, endStream: Bool,
                                       flowControlledLength: Int, now: NIODeadline) {
-        // Taken out (a move, not a copy) and put back unless it ends here.
-        guard var stream = streams.removeValue(forKey: id) else { return }  // closed (answered, reset, expired): ignored
-        stream.receiveWindow -= flowControlledLength
-        guard stream.receiveWindow >= 0 else {
-            streams[id] = stream
+        guard let index = streams.index(forKey: id) else { return }  // closed (answered, reset, expired): ignored
+        let maxBody = configuration.maxResponseBodyBytes
+        let verdict = withStream(at: index) { stream -> DataVerdict in
+            stream.receiveWindow -= flowControlledLength
+            guard stream.receiveWindow >= 0 else { return .overrun }
+            guard stream.status != nil else { return .beforeHeaders }
+            if payload.readableBytes > 0 {
+                let held = stream.body?.readableBytes ?? 0
+                guard held + payload.readableBytes <= maxBody else { return .tooLarge }
+                if held == 0 {
+                    stream.body = payload
+                } else {
+                    var payload = payload
+                    stream.body!.writeBuffer(&payload)
+                }
+            }
+            if endStream { return .end }
+            // A long answer gets stream window back before it runs out.
+            stream.unacknowledgedBytes += flowControlledLength
+            guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .more }
+            let increment = stream.unacknowledgedBytes
+            stream.receiveWindow += increment
+            stream.unacknowledgedBytes = 0
+            return .giveBack(increment)
+        }
+        switch verdict {
+        case .overrun:
             streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
                         "the server overran the stream's receive window", now: now)
-            return
-        }
-        guard stream.status != nil else {
-            streams[id] = stream
+        case .beforeHeaders:
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 DATA before the response headers", now: now)
-            return
+        case .tooLarge:
+            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
+                        "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
+        case .end:
+            finish(streams.remove(at: index).value, now: now)
+        case .more:
+            break
+        case .giveBack(let increment):
+            writeWindowUpdate(streamID: id, increment: increment)
         }
-        if payload.readableBytes > 0 {
-            guard (stream.body?.readableBytes ?? 0) + payload.readableBytes <= configuration.maxResponseBodyBytes else {
-                streams[id] = stream
-                streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
-                            "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
-                return
-            }
-            if stream.body == nil || stream.body!.readableBytes == 0 {
-                stream.body = payload
-            } else {
-                var payload = payload
-                stream.body!.writeBuffer(&payload)
-            }
-        }
-        if endStream {
-            finish(stream, now: now)
-            return
-        }
-        // A long answer gets stream window back before it runs out.
-        stream.unacknowledgedBytes += flowControlledLength
-        if stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 {
-            writeWindowUpdate(streamID: id, increment: stream.unacknowledgedBytes)
-            stream.receiveWindow += stream.unacknowledgedBytes
-            stream.unacknowledgedBytes = 0
-        }
-        streams[id] = stream
     }
 
     private mutating func receiveHeaders(streamID id: Int32, _ headers: HPACKHeaders, endStream: Bool, now: NIODeadline) {
-        // Taken out of the table (a move: reading it in place copied the stream, retaining each of its parts) and
-        // put back unless it ends here.
-        guard var stream = streams.removeValue(forKey: id) else { return }
+        guard let index = streams.index(forKey: id) else { return }
         var listSize = 0
         for header in headers { listSize += header.name.utf8.count + header.value.utf8.count + 32 }
         guard listSize <= configuration.maxHeaderListSize else {
             // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
-            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                         "response header list of \(listSize) bytes exceeds the \(configuration.maxHeaderListSize) announced",
                         now: now)
             return
         }
-        if stream.status == nil {
+        if withStream(at: index, { $0.status == nil }) {
             var status: Int?
             for header in headers where header.name == ":status" {
                 status = Int(header.value)
                 break
             }
             guard let status, (100...999).contains(status) else {
-                streams[id] = stream
                 streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                             "HTTP/2 response without a valid :status", now: now)
                 return
@@ -416,31 +426,29 @@ package struct HTTP2ConnectionStateMachine {
             if status < 200 {
                 // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
                 // interim response cannot end the stream.
-                streams[id] = stream
                 if status == 101 || endStream {
                     streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                                 "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
                 }
                 return
             }
-            stream.status = status
-            stream.fields = headers  // kept as decoded: no copy
+            withStream(at: index) { stream in
+                stream.status = status
+                stream.fields = headers  // kept as decoded: no copy
+            }
         } else if !endStream {
-            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 trailers that do not end the stream", now: now)
             return
         } else {
             // Trailers: their regular fields join the response's.
-            for header in headers where !header.name.hasPrefix(":") {
-                stream.fields.add(name: header.name, value: header.value)
+            withStream(at: index) { stream in
+                for header in headers where !header.name.hasPrefix(":") {
+                    stream.fields.add(name: header.name, value: header.value)
+                }
             }
         }
-        if endStream {
-            finish(stream, now: now)
-        } else {
-            streams[id] = stream
-        }
+        if endStream { finish(streams.remove(at: index).value, now: now) }
     }
 
     private mutating func receiveReset(streamID id: Int32, errorCode: UInt32, now: NIODeadline) {
@@ -597,7 +605,7 @@ package struct HTTP2ConnectionStateMachine {
                                  receiveWindow: Self.localInitialWindowSize)
             let written = writeRequest(streamID: id, request)
             // In place: `streams[id]!.sendWindow -= written` copied the stream out and back.
-            if written > 0, let index = streams.index(forKey: id) { streams.values[index].sendWindow -= written }
+            if written > 0, let index = streams.index(forKey: id) { withStream(at: index) { $0.sendWindow -= written } }
             counts.opened += 1
             lastStreamActivity = now
         }

@@ -86,12 +86,14 @@ package final class HTTP2ConnectionPool: Sendable {
     }
 
     private func submit(_ request: HTTP2RequestContext) {
-        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop
+        // Compared by identity: `channel.eventLoop === currentLoop` retained and released the loop objects, which
+        // every event loop's picks touched.
+        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0) }
         let capacity = self.capacity
         let decision = state.withLock { machine in
             machine.submit(request) { ready, turn in
                 HTTP2PoolStateMachine<HTTP2Connection>.pick(from: ready, turn: turn, capacity: capacity,
-                                           isLocal: { $0.eventLoop === currentLoop }, load: { $0.load })
+                                           isLocal: { $0.eventLoopID == currentLoop }, load: { $0.load })
             }
         }
         if let connect = decision.connect { order(connect) }
@@ -283,9 +285,14 @@ package final class HTTP2Connection: Sendable {
         self.channel = channel
         self.handler = handler
         self.pool = pool
+        self.eventLoop = channel.eventLoop
+        self.eventLoopID = ObjectIdentifier(channel.eventLoop)
     }
 
-    var eventLoop: any EventLoop { channel.eventLoop }
+    /// The channel's event loop, kept (`channel.eventLoop` is a call through the protocol returning it retained).
+    let eventLoop: any EventLoop
+    /// Its identity: what `pick` compares with the calling thread's loop.
+    let eventLoopID: ObjectIdentifier
 
     /// Requests handed over from other threads, taken by the event loop in batches: one `execute` per batch.
     private let inbox = Mutex<[HTTP2RequestContext]>([])

@@ -274,9 +274,16 @@ public final class APNsProvider: PushProvider {
     /// caller's), per-request values are not indexed, everything else (topic, push type, priority, the JWT,
     /// which stays one table entry for its 20-55 minutes) is.
     static func indexing(of name: String) -> HTTP2HeaderIndexing {
-        switch name {
-        case "apns-id", "apns-request-id", "apns-channel-id": .neverIndexed
-        case "apns-expiration", "apns-collapse-id": .notIndexed
+        // By length first: most names match none, and a string comparison per case and header showed in profiles.
+        switch name.utf8.count {
+        case 7: name == "apns-id" ? .neverIndexed : .indexed
+        case 15:
+            switch name {
+            case "apns-request-id", "apns-channel-id": .neverIndexed
+            case "apns-expiration": .notIndexed
+            default: .indexed
+            }
+        case 16: name == "apns-collapse-id" ? .notIndexed : .indexed
         default: .indexed
         }
     }
@@ -304,14 +311,29 @@ public final class APNsProvider: PushProvider {
             default: break
             }
         }
+        // One pass over the header fields, by name length first (three searches compared every name with four
+        // strings per answer).
         var retryAfter: Duration?
-        if let value = response.headers.first(where: { $0.name == "retry-after" })?.value, let seconds = Int64(value) {
-            retryAfter = .seconds(seconds)
+        var retryAfterSeen = false
+        var messageID: String?
+        var uniqueID: String?
+        for header in response.headers {
+            switch header.name.utf8.count {
+            case 11 where !retryAfterSeen && header.name == "retry-after":
+                retryAfterSeen = true
+                if let seconds = Int64(header.value) { retryAfter = .seconds(seconds) }
+            case 7 where messageID == nil && header.name == "apns-id",
+                 15 where messageID == nil && header.name == "apns-request-id":
+                messageID = header.value
+            case 14 where uniqueID == nil && header.name == "apns-unique-id":
+                uniqueID = header.value
+            default:
+                break
+            }
         }
         var result = DeliveryResponse(
             status: response.status, headers: response.headers, body: response.body,
-            messageID: response.headers.first(where: { $0.name == "apns-id" || $0.name == "apns-request-id" })?.value,
-            uniqueID: response.headers.first(where: { $0.name == "apns-unique-id" })?.value,
+            messageID: messageID, uniqueID: uniqueID,
             reason: reason, invalidSince: response.status == 410 ? timestamp : nil, retryAfter: retryAfter,
             classification: APNsResponseTable.classify(status: response.status, reason: reason))
         if response.status != 200 { result.code = APNsResponseTable.code(status: response.status, reason: reason) }

@@ -25,6 +25,9 @@ final class FCMConnectionTransport: FCMTransport {
         client.maxConcurrentStreams = configuration.maxConcurrentStreams
         client.connectTimeout = min(configuration.requestTimeout, .seconds(10))
         if let proxy = configuration.proxy { client.proxy = HTTP2Proxy(host: proxy.host, port: proxy.port) }
+        // The answers of one read complete as one batch: the router wakes its outcome consumer and refills its
+        // free slots once per read, not once per answer.
+        client.completionBatching = HTTP2CompletionBatching(begin: { CompletionBatch.begin() }, end: { CompletionBatch.end() })
         self.pool = HTTP2ConnectionPool(configuration: client, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
                                         logger: logger)
     }

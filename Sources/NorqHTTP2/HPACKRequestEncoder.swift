@@ -121,9 +121,11 @@ package struct HPACKRequestEncoder {
         }
         writeLiteral(nameIndex: 4, name: ":path", value: head.path, prefixBits: 4, mask: 0x00, into: &out)
         encodeField(slot: 0, name: ":authority", value: head.authority, indexing: .indexable, into: &out)
-        for (offset, field) in head.fields.enumerated() {
-            encodeField(slot: offset + 1, name: field.name, value: field.value, indexing: field.indexing.hpack,
-                        into: &out)
+        // By index, not `for field in`: each field copied retained its strings (the bearer token's is shared by
+        // every request, on every event loop).
+        for index in head.fields.indices {
+            encodeField(slot: index + 1, name: head.fields[index].name, value: head.fields[index].value,
+                        indexing: head.fields[index].indexing.hpack, into: &out)
         }
     }
 
@@ -161,19 +163,43 @@ package struct HPACKRequestEncoder {
         sizeUpdate = nil
     }
 
+    /// What the field remembered at a position says about the field now there.
+    private enum Reuse {
+        case index(Int)
+        case literal(nameIndex: Int?, neverIndexed: Bool)
+    }
+
+    /// Read in place (`inout`): a copy of the remembered field retained its strings per field and request.
+    private static func reuse(_ last: inout Remembered?, name: String, value: String, indexing: HPACKIndexing,
+                              inserted: Int, entries: Int) -> Reuse? {
+        guard last != nil, last!.name == name, last!.requested == indexing else { return nil }
+        func dynamicIndex(_ sequence: Int?) -> Int? {
+            guard let sequence else { return nil }
+            let age = inserted - 1 - sequence
+            return age >= 0 && age < entries ? 62 + age : nil
+        }
+        if last!.indexing == .indexable {
+            guard last!.value == value, let index = last!.staticIndex ?? dynamicIndex(last!.sequence) else { return nil }
+            return .index(index)
+        }
+        return .literal(nameIndex: last!.staticNameIndex ?? dynamicIndex(last!.nameSequence),
+                        neverIndexed: last!.indexing == .neverIndexed)
+    }
+
     private mutating func encodeField(slot: Int, name: String, value: String, indexing: HPACKIndexing,
                                       into out: inout [UInt8]) {
-        if slot < remembered.count, let last = remembered[slot], last.name == name, last.requested == indexing {
-            if last.indexing == .indexable, last.value == value {
-                if let index = last.staticIndex ?? last.sequence.flatMap(dynamicIndex(of:)) {
-                    Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &out)
-                    return
-                }
-            } else if last.indexing != .indexable {
-                let nameIndex = last.staticNameIndex ?? last.nameSequence.flatMap(dynamicIndex(of:))
-                writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4,
-                             mask: last.indexing == .neverIndexed ? 0x10 : 0x00, into: &out)
+        if slot < remembered.count {
+            switch Self.reuse(&remembered[slot], name: name, value: value, indexing: indexing, inserted: inserted,
+                              entries: entries.count) {
+            case .index(let index)?:
+                Self.writeInteger(index, prefixBits: 7, mask: 0x80, into: &out)
                 return
+            case .literal(let nameIndex, let neverIndexed)?:
+                writeLiteral(nameIndex: nameIndex, name: name, value: value, prefixBits: 4,
+                             mask: neverIndexed ? 0x10 : 0x00, into: &out)
+                return
+            case nil:
+                break
             }
         }
         let written = encode(name: name, value: value, indexing: indexing, into: &out)

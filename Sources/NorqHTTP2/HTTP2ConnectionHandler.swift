@@ -19,6 +19,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// The interval `tickScheduled` was scheduled with: a tick that near is due no later than one asked for now.
     private var tickScheduledInterval: TimeAmount?
     private var inReadBatch = false
+    /// `runActions` is on the stack.
+    private var runningActions = false
+    /// The clock read of the read being handled: requests its completions start use it (one clock read per read,
+    /// not one more per request).
+    private var readNow: NIODeadline?
     private let readyPromise: EventLoopPromise<Void>
     private var readySettled = false
     private var opened = false
@@ -133,8 +138,19 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     /// Carries out what the state machine decided. Completions may re-enter (a completion starts the caller's
-    /// next request on this connection): the machine is never borrowed while one runs.
+    /// next request on this connection): the machine is never borrowed while one runs, and a re-entered call
+    /// leaves the actions it added to the loop already running (no recursion as deep as the answers of a read).
+    ///
+    /// The load the pool balances on is published before the completions run (the streams they free are free
+    /// when they start the caller's next requests) and on every re-entry: a stale, full-looking load sent the next
+    /// request of a completion to another event loop's connection, and every object of that request across cores.
     private func runActions() {
+        guard !runningActions else {
+            publishLoad()
+            return
+        }
+        runningActions = true
+        publishLoad()
         while let action = machine.popAction() {
             switch action {
             case .succeed(let request, let response):
@@ -165,6 +181,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 machine.resumeStreams(now: .now())
             }
         }
+        runningActions = false
+        publishLoad()
+    }
+
+    private func publishLoad() {
         if let connection { connection.publishedLoad.store(inPlace { $0.load }, ordering: .relaxed) }
     }
 
@@ -173,7 +194,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// Takes a batch of requests: opens what the stream limit allows, one flush.
     func enqueue(_ requests: some Collection<HTTP2RequestContext>) {
         guard !requests.isEmpty else { return }
-        let now = NIODeadline.now()
+        let now = readNow ?? .now()
         for request in requests { machine.enqueue(request, now: now) }
         runActions()
         scheduleWrite()
@@ -247,8 +268,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         // The answers of one read complete as one batch (ended in channelReadComplete).
         beginReadBatch()
         var bytes = unwrapInboundIn(data)
-        machine.receive(&bytes, now: .now())
+        let now = NIODeadline.now()
+        readNow = now
+        machine.receive(&bytes, now: now)
         runActions()
+        readNow = nil
         scheduleWrite()  // SETTINGS and PING acknowledgements
     }
 

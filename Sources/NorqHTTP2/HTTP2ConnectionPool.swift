@@ -61,16 +61,13 @@ package final class HTTP2ConnectionPool: Sendable {
 
     // MARK: requests
 
-    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns.
+    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns. A request
+    /// whose deadline has passed is never written: it fails, not processed, when a connection takes it (or when
+    /// its timer fires while it waits for one), without a clock read here.
     package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
                        completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
-            return
-        }
-        guard deadline > .now() else {
-            completion(.failure(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: false,
-                                                 "the deadline passed before the request was sent")))
             return
         }
         outstanding.add(1, ordering: .relaxed)
@@ -89,12 +86,14 @@ package final class HTTP2ConnectionPool: Sendable {
     }
 
     private func submit(_ request: HTTP2RequestContext) {
-        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop
+        // Compared by identity: `channel.eventLoop === currentLoop` retained and released the loop objects, which
+        // every event loop's picks touched.
+        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0) }
         let capacity = self.capacity
         let decision = state.withLock { machine in
             machine.submit(request) { ready, turn in
                 HTTP2PoolStateMachine<HTTP2Connection>.pick(from: ready, turn: turn, capacity: capacity,
-                                           isLocal: { $0.eventLoop === currentLoop }, load: { $0.load })
+                                           isLocal: { $0.eventLoopID == currentLoop }, load: { $0.load })
             }
         }
         if let connect = decision.connect { order(connect) }
@@ -286,9 +285,14 @@ package final class HTTP2Connection: Sendable {
         self.channel = channel
         self.handler = handler
         self.pool = pool
+        self.eventLoop = channel.eventLoop
+        self.eventLoopID = ObjectIdentifier(channel.eventLoop)
     }
 
-    var eventLoop: any EventLoop { channel.eventLoop }
+    /// The channel's event loop, kept (`channel.eventLoop` is a call through the protocol returning it retained).
+    let eventLoop: any EventLoop
+    /// Its identity: what `pick` compares with the calling thread's loop.
+    let eventLoopID: ObjectIdentifier
 
     /// Requests handed over from other threads, taken by the event loop in batches: one `execute` per batch.
     private let inbox = Mutex<[HTTP2RequestContext]>([])

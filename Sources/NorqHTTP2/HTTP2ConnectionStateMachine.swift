@@ -16,11 +16,17 @@ package struct HTTP2ConnectionStateMachine {
         package var pingInterval: TimeAmount?
         package var idleTimeout: TimeAmount?
         package var warmUp: TimeAmount?
+        /// What the server may send on the connection before this client gives window back (RFC 9113 6.9): at
+        /// least the protocol's 65,535. A small one throttles a server answering many streams with bodies at once
+        /// (1,000 FCM answers of 85 bytes exceed 65,535); what is kept of each body stays bounded per stream.
+        package var connectionWindowSize: Int
 
         package init(maxConcurrentStreams: Int = 1000, maxHeaderListSize: Int = 16_384,
                      maxResponseBodyBytes: Int = 65_536, pingInterval: TimeAmount? = nil,
-                     idleTimeout: TimeAmount? = nil, warmUp: TimeAmount? = nil) {
+                     idleTimeout: TimeAmount? = nil, warmUp: TimeAmount? = nil,
+                     connectionWindowSize: Int = HTTP2ConnectionStateMachine.localConnectionWindowSize) {
             self.maxConcurrentStreams = max(1, maxConcurrentStreams)
+            self.connectionWindowSize = min(max(65_535, connectionWindowSize), HTTP2Wire.maxWindow)
             self.maxHeaderListSize = max(1_024, maxHeaderListSize)
             self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
             self.pingInterval = pingInterval
@@ -83,7 +89,8 @@ package struct HTTP2ConnectionStateMachine {
         var status: Int?
         /// The final response's header block as decoded, trailers appended.
         var fields = HPACKHeaders()
-        var body = ByteBuffer()
+        /// Nil until DATA arrives (most push answers have none).
+        var body: ByteBuffer?
         var sendWindow: Int
         /// What the peer may still send on this stream.
         var receiveWindow: Int
@@ -92,9 +99,14 @@ package struct HTTP2ConnectionStateMachine {
 
     /// The receive window of each response stream, announced in the preface.
     package static let localInitialWindowSize = 1 << 20
+    /// The connection's receive window, opened by a WINDOW_UPDATE right after the preface's SETTINGS.
+    package static let localConnectionWindowSize = 4 << 20
 
     /// Bytes for the socket, in order.
     package var outbound: ByteBuffer
+    /// The body of answers without DATA: this connection's own empty buffer. `ByteBuffer()` is one storage
+    /// shared by the whole process, so every answer retained and released it from every event loop.
+    private let emptyBody: ByteBuffer
     private var actions = CircularBuffer<Action>(initialCapacity: 16)
     package var counts = Counts()
     /// Set by the handler: recorded in each request written, so its own deadline timer can cancel the stream.
@@ -107,6 +119,9 @@ package struct HTTP2ConnectionStateMachine {
     private var encoder = HPACKRequestEncoder()
 
     private var queue = CircularBuffer<HTTP2RequestContext>()
+    /// No deadline of a request queued or in flight is earlier (a lower bound: lowered by each request taken,
+    /// recomputed by each scan of ``expire(now:)``).
+    private var earliestDeadline = NIODeadline.distantFuture
     private var streams: [Int32: Stream] = [:]
     private var nextStreamID: Int32 = 1
     /// The highest stream id opened: frames on higher (or even) ids are on idle streams.
@@ -131,6 +146,9 @@ package struct HTTP2ConnectionStateMachine {
     package init(configuration: Configuration, now: NIODeadline, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
         self.configuration = configuration
         self.outbound = allocator.buffer(capacity: 16_384)
+        var empty = allocator.buffer(capacity: 1)  // capacity 0 would be the shared one
+        empty.clear()
+        self.emptyBody = empty
         self.decoder = HTTP2FrameDecoder(maxHeaderBlockBytes: configuration.maxHeaderBlockBytes)
         self.hpackDecoder = HPACKDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
                                          maxHeaderListSize: configuration.maxHeaderBlockBytes)
@@ -167,6 +185,7 @@ package struct HTTP2ConnectionStateMachine {
             actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
         case .awaitingSettings, .active:
             queue.append(request)
+            earliestDeadline = min(earliestDeadline, request.deadline)
             startStreams(now: now)
         }
     }
@@ -186,9 +205,10 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
 
-    /// The end of a read: gives the peer back the connection window it used, in one WINDOW_UPDATE.
+    /// The end of a read: gives the peer back the connection window it used, in one WINDOW_UPDATE, once an eighth
+    /// of the window (at least 16 KiB) is used.
     package mutating func readComplete() {
-        guard !isClosed, connectionUnacknowledgedBytes >= 16_384 else { return }
+        guard !isClosed, connectionUnacknowledgedBytes >= max(16_384, configuration.connectionWindowSize / 8) else { return }
         writeWindowUpdate(streamID: 0, increment: connectionUnacknowledgedBytes)
         connectionReceiveWindow += connectionUnacknowledgedBytes
         connectionUnacknowledgedBytes = 0
@@ -322,73 +342,83 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
 
+    // The stream table is read and changed in place (``withStream(at:_:)``), and a stream leaves it (a move) only
+    // when it ends: a stream taken out into a local and put back, or read through `streams.values[index]` (a
+    // getter), was copied, each of its parts retained and released, per frame.
+
+    private mutating func withStream<T>(at index: [Int32: Stream].Index, _ body: (inout Stream) -> T) -> T {
+        body(&streams.values[index])
+    }
+
+    private enum DataVerdict {
+        case overrun, beforeHeaders, tooLarge, end, more
+        case giveBack(Int)
+    }
+
     private mutating func receiveData(streamID id: Int32, _ payload: ByteBuffer, endStream: Bool,
                                       flowControlledLength: Int, now: NIODeadline) {
-        // Taken out (a move, not a copy) and put back unless it ends here.
-        guard var stream = streams.removeValue(forKey: id) else { return }  // closed (answered, reset, expired): ignored
-        stream.receiveWindow -= flowControlledLength
-        guard stream.receiveWindow >= 0 else {
-            streams[id] = stream
+        guard let index = streams.index(forKey: id) else { return }  // closed (answered, reset, expired): ignored
+        let maxBody = configuration.maxResponseBodyBytes
+        let verdict = withStream(at: index) { stream -> DataVerdict in
+            stream.receiveWindow -= flowControlledLength
+            guard stream.receiveWindow >= 0 else { return .overrun }
+            guard stream.status != nil else { return .beforeHeaders }
+            if payload.readableBytes > 0 {
+                let held = stream.body?.readableBytes ?? 0
+                guard held + payload.readableBytes <= maxBody else { return .tooLarge }
+                if held == 0 {
+                    stream.body = payload
+                } else {
+                    var payload = payload
+                    stream.body!.writeBuffer(&payload)
+                }
+            }
+            if endStream { return .end }
+            // A long answer gets stream window back before it runs out.
+            stream.unacknowledgedBytes += flowControlledLength
+            guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .more }
+            let increment = stream.unacknowledgedBytes
+            stream.receiveWindow += increment
+            stream.unacknowledgedBytes = 0
+            return .giveBack(increment)
+        }
+        switch verdict {
+        case .overrun:
             streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
                         "the server overran the stream's receive window", now: now)
-            return
-        }
-        guard stream.status != nil else {
-            streams[id] = stream
+        case .beforeHeaders:
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 DATA before the response headers", now: now)
-            return
+        case .tooLarge:
+            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
+                        "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
+        case .end:
+            finish(streams.remove(at: index).value, now: now)
+        case .more:
+            break
+        case .giveBack(let increment):
+            writeWindowUpdate(streamID: id, increment: increment)
         }
-        if payload.readableBytes > 0 {
-            guard stream.body.readableBytes + payload.readableBytes <= configuration.maxResponseBodyBytes else {
-                streams[id] = stream
-                streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
-                            "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
-                return
-            }
-            if stream.body.readableBytes == 0 {
-                stream.body = payload
-            } else {
-                var payload = payload
-                stream.body.writeBuffer(&payload)
-            }
-        }
-        if endStream {
-            finish(stream, now: now)
-            return
-        }
-        // A long answer gets stream window back before it runs out.
-        stream.unacknowledgedBytes += flowControlledLength
-        if stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 {
-            writeWindowUpdate(streamID: id, increment: stream.unacknowledgedBytes)
-            stream.receiveWindow += stream.unacknowledgedBytes
-            stream.unacknowledgedBytes = 0
-        }
-        streams[id] = stream
     }
 
     private mutating func receiveHeaders(streamID id: Int32, _ headers: HPACKHeaders, endStream: Bool, now: NIODeadline) {
-        // Taken out of the table (a move: reading it in place copied the stream, retaining each of its parts) and
-        // put back unless it ends here.
-        guard var stream = streams.removeValue(forKey: id) else { return }
+        guard let index = streams.index(forKey: id) else { return }
         var listSize = 0
         for header in headers { listSize += header.name.utf8.count + header.value.utf8.count + 32 }
         guard listSize <= configuration.maxHeaderListSize else {
             // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
-            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                         "response header list of \(listSize) bytes exceeds the \(configuration.maxHeaderListSize) announced",
                         now: now)
             return
         }
-        if stream.status == nil {
+        if withStream(at: index, { $0.status == nil }) {
             var status: Int?
             for header in headers where header.name == ":status" {
                 status = Int(header.value)
                 break
             }
             guard let status, (100...999).contains(status) else {
-                streams[id] = stream
                 streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                             "HTTP/2 response without a valid :status", now: now)
                 return
@@ -396,31 +426,29 @@ package struct HTTP2ConnectionStateMachine {
             if status < 200 {
                 // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
                 // interim response cannot end the stream.
-                streams[id] = stream
                 if status == 101 || endStream {
                     streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                                 "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
                 }
                 return
             }
-            stream.status = status
-            stream.fields = headers  // kept as decoded: no copy
+            withStream(at: index) { stream in
+                stream.status = status
+                stream.fields = headers  // kept as decoded: no copy
+            }
         } else if !endStream {
-            streams[id] = stream
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 trailers that do not end the stream", now: now)
             return
         } else {
             // Trailers: their regular fields join the response's.
-            for header in headers where !header.name.hasPrefix(":") {
-                stream.fields.add(name: header.name, value: header.value)
+            withStream(at: index) { stream in
+                for header in headers where !header.name.hasPrefix(":") {
+                    stream.fields.add(name: header.name, value: header.value)
+                }
             }
         }
-        if endStream {
-            finish(stream, now: now)
-        } else {
-            streams[id] = stream
-        }
+        if endStream { finish(streams.remove(at: index).value, now: now) }
     }
 
     private mutating func receiveReset(streamID id: Int32, errorCode: UInt32, now: NIODeadline) {
@@ -576,18 +604,21 @@ package struct HTTP2ConnectionStateMachine {
             streams[id] = Stream(request: request, sendWindow: peerInitialWindowSize,
                                  receiveWindow: Self.localInitialWindowSize)
             let written = writeRequest(streamID: id, request)
-            if written > 0 { streams[id]!.sendWindow -= written }
+            // In place: `streams[id]!.sendWindow -= written` copied the stream out and back.
+            if written > 0, let index = streams.index(forKey: id) { withStream(at: index) { $0.sendWindow -= written } }
             counts.opened += 1
             lastStreamActivity = now
         }
     }
 
-    private mutating func finish(_ stream: Stream, now: NIODeadline) {
+    /// Completes a stream taken out of the table; `consuming`: its parts move into the response (a borrowed stream
+    /// was copied, each part retained, per answer).
+    private mutating func finish(_ stream: consuming Stream, now: NIODeadline) {
         warmingUp = false  // any complete answer ends the warm-up
         counts.completed += 1
         lastStreamActivity = now
         actions.append(.succeed(stream.request, HTTP2Response(status: stream.status ?? 0, fields: stream.fields,
-                                                              body: stream.body)))
+                                                              body: stream.body ?? emptyBody)))
         startStreams(now: now)
         closeIfDrained()
     }
@@ -655,7 +686,12 @@ package struct HTTP2ConnectionStateMachine {
         actions.append(.close)
     }
 
+    /// Fails the queued requests and cancels the streams whose deadline has passed. Scans only once the earliest
+    /// deadline held may have passed: a scan every tick copied every stream (its request, fields and body
+    /// retained and released) 100 times a second.
     private mutating func expire(now: NIODeadline) {
+        guard earliestDeadline <= now else { return }
+        var earliest = NIODeadline.distantFuture
         if queue.contains(where: { $0.deadline <= now }) {
             var kept = CircularBuffer<HTTP2RequestContext>(initialCapacity: queue.count)
             for request in queue {
@@ -668,8 +704,13 @@ package struct HTTP2ConnectionStateMachine {
             }
             queue = kept
         }
+        for request in queue { earliest = min(earliest, request.deadline) }
         var expired: [Int32] = []
-        for (id, stream) in streams where stream.request.deadline <= now { expired.append(id) }
+        for (id, stream) in streams {
+            let deadline = stream.request.deadline
+            if deadline <= now { expired.append(id) } else { earliest = min(earliest, deadline) }
+        }
+        earliestDeadline = earliest
         guard !expired.isEmpty else { return }
         for id in expired {
             guard let stream = streams.removeValue(forKey: id) else { continue }
@@ -694,7 +735,7 @@ package struct HTTP2ConnectionStateMachine {
     // MARK: outbound
 
     /// The connection preface and this client's SETTINGS: no server push, a 1 MiB receive window per stream, the
-    /// configured header list size.
+    /// configured header list size; then a WINDOW_UPDATE opening the connection's receive window.
     private mutating func writePreface() {
         outbound.writeBytes(HTTP2Wire.preface)
         let settings: [(UInt16, UInt32)] = [
@@ -709,6 +750,8 @@ package struct HTTP2ConnectionStateMachine {
             outbound.writeInteger(identifier)
             outbound.writeInteger(value)
         }
+        writeWindowUpdate(streamID: 0, increment: configuration.connectionWindowSize - connectionReceiveWindow)
+        connectionReceiveWindow = configuration.connectionWindowSize
     }
 
     /// HEADERS (and CONTINUATION when the block exceeds the peer's frame size), then the body as DATA now or as

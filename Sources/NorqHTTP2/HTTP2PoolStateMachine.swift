@@ -185,7 +185,10 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
 
     /// The connection for the next request: round robin among the connections on the calling event loop
     /// (`isLocal`) that have room (`load` below `capacity`), so that a request started from a completion on an
-    /// event loop stays on that thread; when none has room, the least loaded connection of all.
+    /// event loop stays on that thread; when none has room, the least loaded connection of all. Inlined into the
+    /// pool's call: through opaque closures every connection looked at was retained and released, connections
+    /// of other event loops included.
+    @inline(__always)
     package static func pick<C>(from ready: [C], turn: Int, capacity: Int,
                                 isLocal: (C) -> Bool, load: (C) -> Int) -> C {
         let count = ready.count

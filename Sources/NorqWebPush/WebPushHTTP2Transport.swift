@@ -57,7 +57,11 @@ package final class WebPushHTTP2Transport: WebPushTransport {
                     addressFilter: { address in
                         guard let text = address.ipAddress, let ip = IPAddress(parsing: text) else { return false }
                         return filter.allows(address: ip)
-                    }),
+                    },
+                    // The answers of one read complete as one batch: the router wakes its outcome consumer and
+                    // refills its free slots once per read, not once per answer.
+                    completionBatching: HTTP2CompletionBatching(begin: { CompletionBatch.begin() },
+                                                                end: { CompletionBatch.end() })),
                 eventLoopGroup: group, logger: logger)
             if state.live.count >= configuration.maxOrigins,
                let oldest = state.live.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {

@@ -53,6 +53,25 @@ import Testing
         #expect(ok.classification == .delivered && ok.uniqueID == "u" && ok.reason == nil)
     }
 
+    @Test("interpret reads the first of each header among others of the same length: apns-request-id, a non-numeric retry-after is not skipped for a later one")
+    func interpretReadsFirstHeaders() {
+        let answer = APNsProvider.interpret(APNsWireResponse(
+            status: 429,
+            headers: [HTTPHeader("x-other", "1"), HTTPHeader("apns-expiration", "2"), HTTPHeader("apns-request-id", "r-1"),
+                      HTTPHeader("apns-id", "a-2"), HTTPHeader("x-unique-id-00", "3"), HTTPHeader("apns-unique-id", "u-1"),
+                      HTTPHeader("x-retry-aft", "4"), HTTPHeader("retry-after", "soon"), HTTPHeader("retry-after", "9")],
+            body: []))
+        #expect(answer.messageID == "r-1" && answer.uniqueID == "u-1" && answer.retryAfter == nil)
+    }
+
+    @Test("HPACK indexing of APNs request fields: ids never, expiration and collapse id not, the rest indexed")
+    func requestFieldIndexing() {
+        #expect(["apns-id", "apns-request-id", "apns-channel-id"].allSatisfy { APNsProvider.indexing(of: $0) == .neverIndexed })
+        #expect(["apns-expiration", "apns-collapse-id"].allSatisfy { APNsProvider.indexing(of: $0) == .notIndexed })
+        #expect(["apns-topic", "apns-push-type", "apns-priority", "authorization", "apns-idx-xx", "x-apns-channel"]
+            .allSatisfy { APNsProvider.indexing(of: $0) == .indexed })
+    }
+
     /// Every code of the APNs area is listed in docs/errors.md.
     @Test func everyCodeIsDocumented() throws {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOHPACK
 @testable import NorqHTTP2
 import Logging
+import Synchronization
 import Testing
 
 /// The handler on an EmbeddedChannel: the state machine's actions carried out on a real pipeline.
@@ -134,5 +135,63 @@ struct HTTP2ConnectionHandlerTests {
         #expect(frames.last?.type == HTTP2Wire.FrameType.goAway && frames.last?.errorCode == HTTP2Wire.ErrorCode.protocolError)
         #expect(!setup.channel.isActive)
         #expect(setup.outcomes.error(0)?.kind == .connectionLost)
+    }
+
+    /// What the completions of one read saw: how deeply they nested, and the connection's load at each.
+    final class CompletionProbe: Sendable {
+        private struct State {
+            var depth = 0
+            var maxDepth = 0
+            var loads: [Int] = []
+        }
+        private let state = Mutex(State())
+        func enter(load: Int) {
+            state.withLock {
+                $0.depth += 1
+                $0.maxDepth = max($0.maxDepth, $0.depth)
+                $0.loads.append(load)
+            }
+        }
+        func leave() { state.withLock { $0.depth -= 1 } }
+        var maxDepth: Int { state.withLock { $0.maxDepth } }
+        var loads: [Int] { state.withLock { $0.loads } }
+    }
+
+    @Test("the completions of one read run one after another, not nested, when each starts the next request on the connection; each sees the answered streams freed in the load the pool balances on")
+    func completionsStartingRequests() throws {
+        var setup = try Setup()
+        let channel = setup.channel
+        let pool = HTTP2ConnectionPool(configuration: .init(host: "push.example.com"),
+                                       eventLoopGroup: channel.embeddedEventLoop, logger: Logger(label: "test"))
+        let handler = NIOLoopBound(setup.handler, eventLoop: channel.eventLoop)
+        let connection = HTTP2Connection(id: 1, channel: channel, handler: handler, pool: pool)
+        setup.handler.connection = connection
+        try setup.read(Wire.settings())
+        let probe = CompletionProbe()
+        let answered = 50
+        for index in 0..<answered {
+            // As the router's pump does: each completion starts the next request, here on the same connection.
+            handler.value.enqueue(CollectionOfOne(HTTP2RequestContext(
+                head: MachineHarness.head(index), body: ByteBuffer(), deadline: .now() + .seconds(10)
+            ) { _ in
+                probe.enter(load: connection.load)
+                handler.value.enqueue(CollectionOfOne(HTTP2RequestContext(
+                    head: MachineHarness.head(answered + index), body: ByteBuffer(), deadline: .now() + .seconds(10)
+                ) { _ in }))
+                probe.leave()
+            }))
+        }
+        #expect(try setup.written().filter { $0.type == HTTP2Wire.FrameType.headers }.count == answered)
+        #expect(connection.load == answered)
+        var answers = ByteBuffer()
+        for i in 0..<answered {
+            answers.writeImmutableBuffer(Wire.headers(&setup.encoder, stream: Int32(2 * i + 1), status: "200"))
+        }
+        try setup.read(answers)
+        #expect(probe.loads == Array(0..<answered))
+        #expect(probe.maxDepth == 1)
+        #expect(connection.load == answered)
+        #expect(try setup.written().filter { $0.type == HTTP2Wire.FrameType.headers }.count == answered)
+        withExtendedLifetime(pool) {}
     }
 }

@@ -11,18 +11,44 @@ struct HTTP2ConnectionStateMachineTests {
 
     // MARK: writing
 
-    @Test("the preface: the magic string, then SETTINGS without push, with a 1 MiB stream window and the header list size")
+    @Test("the preface: the magic string, SETTINGS without push, with a 1 MiB stream window and the header list size, then a WINDOW_UPDATE opening the connection window to 4 MiB")
     func preface() {
         let machine = HTTP2ConnectionStateMachine(configuration: .init(maxHeaderListSize: 20_000), now: .now())
         var out = machine.outbound
         #expect(out.readBytes(length: 24) == HTTP2Wire.preface)
         let frames = Wire.frames(&out)
-        #expect(frames.count == 1)
+        #expect(frames.count == 2)
         #expect(frames[0].type == T.settings && frames[0].streamID == 0)
         var payload = frames[0].payload
         var settings: [UInt16: UInt32] = [:]
         while let id = payload.readInteger(as: UInt16.self), let value = payload.readInteger(as: UInt32.self) { settings[id] = value }
         #expect(settings == [2: 0, 3: 0, 4: 1 << 20, 6: 20_000])
+        #expect(frames[1].type == T.windowUpdate && frames[1].streamID == 0)
+        #expect(frames[1].payload.getInteger(at: frames[1].payload.readerIndex, as: UInt32.self) == UInt32((4 << 20) - 65_535))
+        #expect(machine.connectionReceiveWindow == 4 << 20)
+    }
+
+    @Test("answers with bodies: 1,000 of them at once fit the connection window; it is given back after an eighth is used, not per read")
+    func connectionWindowGivenBack() {
+        var h = MachineHarness(.init(maxConcurrentStreams: 1_000))
+        for _ in 0..<1_000 { h.send(body: 10) }
+        _ = h.written()
+        var answers = ByteBuffer()
+        for i in 0..<1_000 {
+            answers.writeImmutableBuffer(Wire.headers(&h.encoder, stream: Int32(2 * i + 1), status: "200", endStream: false))
+            answers.writeImmutableBuffer(Wire.data(stream: Int32(2 * i + 1), Array(repeating: 0x41, count: 600), endStream: true))
+        }
+        h.receive(answers)  // 600,000 bytes: more than 65,535, less than the 4 MiB window
+        #expect(h.outcomes.completedCount == 1_000 && !h.closed)
+        #expect((0..<1_000).allSatisfy { h.outcomes.status($0) == 200 })
+        h.readComplete()  // 600,000 bytes used: past an eighth (524,288), given back in one WINDOW_UPDATE
+        let updates = h.written().filter { $0.type == T.windowUpdate }
+        #expect(updates.count == 1 && updates.first?.streamID == 0)
+        #expect(updates.first.map { $0.payload.getInteger(at: $0.payload.readerIndex, as: UInt32.self) } == 600_000)
+        #expect(h.machine.connectionReceiveWindow == 4 << 20)
+        h.receive(Wire.concat(Wire.headers(&h.encoder, stream: 1_999, status: "200", endStream: false)))
+        h.readComplete()  // nothing used since: no WINDOW_UPDATE
+        #expect(h.written().allSatisfy { $0.type != T.windowUpdate })
     }
 
     @Test("no stream before the server's SETTINGS; then HEADERS + DATA, or HEADERS alone for an empty body; answers complete")
@@ -320,9 +346,9 @@ struct HTTP2ConnectionStateMachineTests {
         ("PING of a wrong size", { _ in Wire.frame(T.ping, [1, 2, 3]) }, Code.frameSizeError),
         ("DATA on stream 0", { _ in Wire.frame(T.data, stream: 0, [1]) }, Code.protocolError),
         ("padding longer than the frame", { _ in Wire.frame(T.data, flags: 0x8, stream: 1, [5, 1]) }, Code.protocolError),
-        ("DATA overrunning the connection's receive window", { h in
+        ("DATA overrunning the connection's receive window (4 MiB: the stream's 1 MiB is overrun first, and DATA on the reset stream still counts)", { h in
             var bytes = Wire.headers(&h.encoder, stream: 1, status: "200", endStream: false)
-            for _ in 0..<5 { bytes.writeImmutableBuffer(Wire.data(stream: 1, Array(repeating: 0, count: 16_000), endStream: false)) }
+            for _ in 0..<263 { bytes.writeImmutableBuffer(Wire.data(stream: 1, Array(repeating: 0, count: 16_000), endStream: false)) }
             return bytes
         }, Code.flowControlError),
     ]

@@ -258,23 +258,20 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 for try await _ in try await connection.execute(statement, logger: logger) {}
                 return EnqueueResult.created(sendID: send.id)
             }
-            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once.
-            try await connection.query("""
-                INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
-                VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now), \(send.targets.count))
-                """, logger: logger)
+            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once, then
+            // the send with its rows' id range.
             var anyFinal = false
             var start = 0
+            var firstRow = Int64.max, lastRow = Int64.min
             while start < send.targets.count {
                 let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
                 start += chunk.count
                 if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
                 let statement = EnqueueChunkStatement(sendID: send.id, now: now, arrays: EnqueueArrays(chunk))
-                // The row sequence (no rows), not the command-tag overload: that one trips a precondition in
-                // postgres-nio 1.33 (`PSQLRowStream.commandTag` read before the stream ended).
-                let rows: AsyncThrowingMapSequence<PostgresRowSequence, Void> = try await connection.execute(
-                    statement, logger: logger)
-                for try await _ in rows {}
+                for try await (first, last) in try await connection.execute(statement, logger: logger) {
+                    firstRow = min(firstRow, first)
+                    lastRow = max(lastRow, last)
+                }
             }
             var skipped = 0
             for try await _ in try await connection.query("""
@@ -282,18 +279,26 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
                     last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
                 FROM norq_invalid_tokens t
-                WHERE o.send_id = \(send.id) AND o.state = 'pending' AND t.token = o.identity
+                WHERE o.id BETWEEN \(firstRow) AND \(lastRow) AND o.send_id = \(send.id) AND o.state = 'pending'
+                    AND t.token = o.identity
                     AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
                 RETURNING o.id
                 """, logger: logger) { skipped += 1 }
             if anyFinal || skipped > 0 {
                 try await connection.query("""
-                    WITH moved AS (DELETE FROM norq_outbox WHERE send_id = \(send.id) AND state NOT IN ('pending', 'leased')
+                    WITH moved AS (DELETE FROM norq_outbox WHERE id BETWEEN \(firstRow) AND \(lastRow)
+                        AND send_id = \(send.id) AND state NOT IN ('pending', 'leased')
                         RETURNING \(unescaped: PostgresSchema.rowColumns))
                     INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
                     SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
                     """, logger: logger)
             }
+            try await connection.query("""
+                INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count,
+                    first_row_id, last_row_id)
+                VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now),
+                    \(send.targets.count), \(firstRow), \(lastRow))
+                """, logger: logger)
             if send.targets.count > skipped {
                 try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
             }
@@ -351,9 +356,8 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     if finishes.ids.isEmpty {
                         for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
                     } else {
-                        for try await (id, _, _) in try await connection.execute(finish, logger: logger) {
-                            applied.insert(id)
-                        }
+                        let finishIDs = FinishIDsStatement(arrays: finishes, now: now)
+                        for try await id in try await connection.execute(finishIDs, logger: logger) { applied.insert(id) }
                     }
                     return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
                 }
@@ -480,9 +484,13 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         return try await call("reading a send's rows") { client in
             var rows: [OutboxRow] = []
             for try await row in try await client.query("""
-                SELECT \(unescaped: PostgresSchema.rowColumns), NULL::bigint AS finished_at FROM norq_outbox WHERE send_id = \(id)
+                SELECT \(unescaped: PostgresSchema.qualifiedRowColumns("o")), NULL::bigint AS finished_at
+                FROM norq_sends s JOIN norq_outbox o ON o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id
+                WHERE s.id = \(id)
                 UNION ALL
-                SELECT \(unescaped: PostgresSchema.rowColumns), finished_at FROM norq_history WHERE send_id = \(id)
+                SELECT \(unescaped: PostgresSchema.qualifiedRowColumns("h")), h.finished_at
+                FROM norq_sends s JOIN norq_history h ON h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id
+                WHERE s.id = \(id)
                 """, logger: logger) {
                 rows.append(try PostgresSchema.outboxRow(row))
             }
@@ -526,8 +534,10 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
             try await connection.query("""
                 DELETE FROM norq_sends WHERE id IN (
                     SELECT s.id FROM norq_sends s WHERE s.created_at < \(before)
-                    AND NOT EXISTS (SELECT 1 FROM norq_outbox o WHERE o.send_id = s.id)
-                    AND NOT EXISTS (SELECT 1 FROM norq_history h WHERE h.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_outbox o
+                        WHERE o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_history h
+                        WHERE h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id)
                     LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """, logger: logger)
             return deleted

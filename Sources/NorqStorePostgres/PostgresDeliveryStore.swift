@@ -11,8 +11,9 @@ import PostgresNIO
 /// - Enqueue: a send of at most 5,000 targets without an idempotency key is one statement (its own transaction, one
 ///   round trip): the send, the registry check and the rows, pending ones into the hot outbox and finished ones
 ///   (routing outcomes, `token/invalid`) into history. An idempotency key adds a transaction around it, serialized
-///   with a transaction-scoped advisory lock on the key's hash. A bigger send inserts chunks of 5,000 rows from
-///   `unnest(arrays)` in one transaction.
+///   with a transaction-scoped advisory lock on the key's hash. A bigger send files chunks of 5,000 rows from
+///   `unnest(arrays)` the same way in one transaction, then the send. A send records the range of its rows' ids
+///   (`first_row_id`, `last_row_id`): its rows are read through the primary keys, with no index on `send_id`.
 /// - Claims: one statement, `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers
 ///   never wait on each other nor take the same row. Expired leases first, then due pending rows, each an index
 ///   scan of its partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the
@@ -258,40 +259,18 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 for try await _ in try await connection.execute(statement, logger: logger) {}
                 return EnqueueResult.created(sendID: send.id)
             }
-            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once, then
-            // the send with its rows' id range.
-            var anyFinal = false
+            // A bulk send: chunks filed like a small send, then the send with its rows' id range.
             var start = 0
-            var firstRow = Int64.max, lastRow = Int64.min
+            var firstRow = Int64.max, lastRow = Int64.min, pending: Int64 = 0
             while start < send.targets.count {
                 let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
                 start += chunk.count
-                if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
                 let statement = EnqueueChunkStatement(sendID: send.id, now: now, arrays: EnqueueArrays(chunk))
-                for try await (first, last) in try await connection.execute(statement, logger: logger) {
+                for try await (hot, first, last) in try await connection.execute(statement, logger: logger) {
+                    pending += hot
                     firstRow = min(firstRow, first)
                     lastRow = max(lastRow, last)
                 }
-            }
-            var skipped = 0
-            for try await _ in try await connection.query("""
-                UPDATE norq_outbox o SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
-                    last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
-                    last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
-                FROM norq_invalid_tokens t
-                WHERE o.id BETWEEN \(firstRow) AND \(lastRow) AND o.send_id = \(send.id) AND o.state = 'pending'
-                    AND t.token = o.identity
-                    AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
-                RETURNING o.id
-                """, logger: logger) { skipped += 1 }
-            if anyFinal || skipped > 0 {
-                try await connection.query("""
-                    WITH moved AS (DELETE FROM norq_outbox WHERE id BETWEEN \(firstRow) AND \(lastRow)
-                        AND send_id = \(send.id) AND state NOT IN ('pending', 'leased')
-                        RETURNING \(unescaped: PostgresSchema.rowColumns))
-                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
-                    SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
-                    """, logger: logger)
             }
             try await connection.query("""
                 INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count,
@@ -299,7 +278,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now),
                     \(send.targets.count), \(firstRow), \(lastRow))
                 """, logger: logger)
-            if send.targets.count > skipped {
+            if pending > 0 {
                 try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
             }
             return EnqueueResult.created(sendID: send.id)
@@ -347,7 +326,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let allIDs = sorted.map(\.lease.rowID)
         let finish = FinishStatement(arrays: finishes, now: now)
         let update = UpdateStatement(arrays: others)
-        let anyInvalid = finishes.outcomes.values.contains { $0.classification == "token-invalid" }
+        let anyInvalid = !finishes.invalidOutcomes.isEmpty
         if finishes.ids.isEmpty || (others.ids.isEmpty && !anyInvalid) {
             // One statement (its own transaction): one round trip. A batch of deliveries is this case.
             return try await call("completing rows") { client in
@@ -369,7 +348,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
             if !finishes.ids.isEmpty {
                 for try await (id, identity, provider) in try await connection.execute(finish, logger: logger) {
                     applied.insert(id)
-                    if let outcome = finishes.outcomes[id], outcome.classification == "token-invalid" {
+                    if let outcome = finishes.invalidOutcomes[id] {
                         invalid.append((identity, provider, outcome))
                     }
                 }
@@ -397,7 +376,8 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         var ids: [Int64] = [], tokens: [String] = [], states: [String] = [], statuses: [Int] = []
         var reasons: [String] = [], codes: [String] = [], classes: [String] = [], sinces: [Int64] = []
         var messages: [String] = [], maybes: [Bool] = []
-        var outcomes: [Int64: StoredOutcome] = [:]
+        /// The `token-invalid` outcomes by row id (what the registry records).
+        var invalidOutcomes: [Int64: StoredOutcome] = [:]
         init(_ completions: [RowCompletion]) {
             for case .finish(let lease, let outcome) in completions where outcome.state.isFinal {
                 ids.append(lease.rowID)
@@ -410,7 +390,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 sinces.append(outcome.invalidSince ?? -1)
                 messages.append(outcome.messageID ?? "")
                 maybes.append(outcome.mayHaveBeenDelivered)
-                outcomes[lease.rowID] = outcome
+                if outcome.classification == "token-invalid" { invalidOutcomes[lease.rowID] = outcome }
             }
         }
     }

@@ -254,11 +254,12 @@ struct EnqueueArrays: Sendable {
         .textArray, .textArray, .textArray,
     ]
 
-    /// The rows of one chunk ($1 send id, $2 now, $3…$14 the arrays) filed by one statement's common table
-    /// expressions: the token registry read at insert time, rows still to deliver into the hot outbox, rows already
-    /// finished (routing outcomes; tokens reported invalid and not registered again since: `token/invalid`)
-    /// straight to history; `ids` holds the new rows' ids.
-    static let filingSQL = """
+    /// One statement for a whole send of at most `PostgresDeliveryStore.insertChunk` targets ($1 send id, $2 now,
+    /// $3…$14 the arrays, $15…$19 the send): the send is inserted, the token registry read at insert time, rows
+    /// still to deliver go to the hot outbox, rows already finished (routing outcomes; tokens reported invalid and
+    /// not registered again since: `token/invalid`) straight to history, the send with the range of its rows' ids;
+    /// one `NOTIFY` when rows are pending.
+    static let sendSQL = """
         WITH u AS (
             SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                 $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[])
@@ -293,13 +294,7 @@ struct EnqueueArrays: Sendable {
             FROM j WHERE NOT (bad_since IS NULL AND state IN ('pending', 'leased'))
             ORDER BY position
             RETURNING id),
-        ids AS (SELECT id FROM hot UNION ALL SELECT id FROM finished)
-        """
-
-    /// One statement for a whole send of at most `PostgresDeliveryStore.insertChunk` targets ($15…$19 the send):
-    /// `filingSQL`, the send with the range of its rows' ids, one `NOTIFY` when rows are pending.
-    static let sendSQL = filingSQL + """
-        ,
+        ids AS (SELECT id FROM hot UNION ALL SELECT id FROM finished),
         sent AS (
             INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count,
                 first_row_id, last_row_id)
@@ -335,17 +330,27 @@ struct EnqueueSendStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64) { try row.decode((Int64, Int64).self) }
 }
 
-/// One chunk of a bulk send (more than `PostgresDeliveryStore.insertChunk` targets), filed like a small send
-/// (`EnqueueArrays.filingSQL`: the registry read at insert time, finished rows straight to history); returns the
-/// number of rows in the hot outbox and the first and last row id. The send (with its rows' id range) follows in
-/// the same transaction.
+/// One chunk of a bulk send (more than `PostgresDeliveryStore.insertChunk` targets): a plain insert into the hot
+/// outbox, returning the first and last row id; the registry check, the move of finished rows and the send (with
+/// its rows' id range) follow once per send, in the same transaction.
 struct EnqueueChunkStatement: PostgresPreparedStatement {
     static let name = "norq_enqueue_chunk_2"
-    static let sql = EnqueueArrays.filingSQL + """
-        SELECT (SELECT count(*) FROM hot), (SELECT min(id) FROM ids), (SELECT max(id) FROM ids)
+    static let sql = """
+        WITH ins AS (
+        INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id,
+            state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification)
+        SELECT $1, u.position::int, u.target, u.identity, NULLIF(u.provider, ''), NULLIF(u.recipient, ''),
+            NULLIF(u.message, ''), u.state, $2, NULLIF(u.last_state, ''), NULLIF(u.status, -1)::int,
+            NULLIF(u.reason, ''), NULLIF(u.code, ''), NULLIF(u.class, '')
+        FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+            $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[])
+            AS u(position, target, identity, provider, recipient, message, state, last_state, status, reason, code,
+                class)
+        RETURNING id)
+        SELECT min(id), max(id) FROM ins
         """
     static let bindingDataTypes: [PostgresDataType] = [.text, .int8] + EnqueueArrays.bindingDataTypes
-    typealias Row = (Int64, Int64, Int64)
+    typealias Row = (Int64, Int64)
 
     var sendID: String, now: Int64, arrays: EnqueueArrays
 
@@ -357,5 +362,5 @@ struct EnqueueChunkStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64, Int64) { try row.decode((Int64, Int64, Int64).self) }
+    func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64) { try row.decode((Int64, Int64).self) }
 }

@@ -1,4 +1,5 @@
 import NorqCore
+import Logging
 import PostgresNIO
 
 // The hot-path statements as prepared statements: each is parsed once per connection (postgres-nio prepares it by
@@ -352,15 +353,112 @@ struct EnqueueChunkStatement: PostgresPreparedStatement {
     static let bindingDataTypes: [PostgresDataType] = [.text, .int8] + EnqueueArrays.bindingDataTypes
     typealias Row = (Int64, Int64)
 
-    var sendID: String, now: Int64, arrays: EnqueueArrays
+    /// Encoded when the statement is made (`BulkChunk`).
+    let bindings: PostgresBindings
 
-    func makeBindings() -> PostgresBindings {
+    init(sendID: String, now: Int64, arrays: EnqueueArrays) {
         var bindings = PostgresBindings(capacity: 14)
         bindings.append(sendID)
         bindings.append(now)
         arrays.append(to: &bindings)
-        return bindings
+        self.bindings = bindings
     }
 
+    func makeBindings() -> PostgresBindings { bindings }
+
     func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64) { try row.decode((Int64, Int64).self) }
+}
+
+/// A chunk of a bulk send whose rows all wait for delivery (none has a routing outcome: the usual case): only the
+/// six columns that vary from row to row are sent, the state is `pending`. Returns the first and last row id.
+struct EnqueuePendingChunkStatement: PostgresPreparedStatement {
+    static let name = "norq_enqueue_pending_chunk_2"
+    static let sql = """
+        WITH ins AS (
+        INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state,
+            next_attempt_at)
+        SELECT $1, u.position::int, u.target, u.identity, NULLIF(u.provider, ''), NULLIF(u.recipient, ''),
+            NULLIF(u.message, ''), 'pending', $2
+        FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+            AS u(position, target, identity, provider, recipient, message)
+        RETURNING id)
+        SELECT min(id), max(id) FROM ins
+        """
+    static let bindingDataTypes: [PostgresDataType] = [
+        .text, .int8, .int8Array, .textArray, .textArray, .textArray, .textArray, .textArray,
+    ]
+    typealias Row = (Int64, Int64)
+
+    /// Encoded when the statement is made (`BulkChunk`).
+    let bindings: PostgresBindings
+
+    init(sendID: String, now: Int64, chunk: ArraySlice<NewDelivery>) {
+        var positions: [Int] = [], targets: [String] = [], identities: [String] = [], providers: [String] = []
+        var recipients: [String] = [], messages: [String] = []
+        positions.reserveCapacity(chunk.count)
+        targets.reserveCapacity(chunk.count)
+        identities.reserveCapacity(chunk.count)
+        providers.reserveCapacity(chunk.count)
+        recipients.reserveCapacity(chunk.count)
+        messages.reserveCapacity(chunk.count)
+        for row in chunk {
+            positions.append(row.position)
+            targets.append(row.target)
+            identities.append(row.identity)
+            providers.append(row.provider ?? "")
+            recipients.append(row.recipientID ?? "")
+            messages.append(row.messageID ?? "")
+        }
+        var bindings = PostgresBindings(capacity: 8)
+        bindings.append(sendID)
+        bindings.append(now)
+        bindings.append(positions)
+        bindings.append(targets)
+        bindings.append(identities)
+        bindings.append(providers)
+        bindings.append(recipients)
+        bindings.append(messages)
+        self.bindings = bindings
+    }
+
+    func makeBindings() -> PostgresBindings { bindings }
+
+    func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64) { try row.decode((Int64, Int64).self) }
+}
+
+/// One chunk of a bulk send, encoded (on the caller's task) before it is sent: the store encodes the next chunk
+/// while the server inserts this one.
+enum BulkChunk: Sendable {
+    case pending(EnqueuePendingChunkStatement)
+    case mixed(EnqueueChunkStatement)
+
+    /// Whether a row of the chunk is finished at enqueue (a routing outcome).
+    var hasOutcomes: Bool {
+        if case .mixed = self { return true }
+        return false
+    }
+
+    init(sendID: String, now: Int64, chunk: ArraySlice<NewDelivery>) {
+        if chunk.contains(where: { $0.outcome != nil }) {
+            self = .mixed(EnqueueChunkStatement(sendID: sendID, now: now, arrays: EnqueueArrays(chunk)))
+        } else {
+            self = .pending(EnqueuePendingChunkStatement(sendID: sendID, now: now, chunk: chunk))
+        }
+    }
+
+    /// Inserts the chunk; returns its first and last row id.
+    func insert(on connection: PostgresConnection, logger: Logger) async throws -> (first: Int64, last: Int64) {
+        var range = (first: Int64.max, last: Int64.min)
+        switch self {
+        case .pending(let statement):
+            for try await (first, last) in try await connection.execute(statement, logger: logger) {
+                range = (first, last)
+            }
+        case .mixed(let statement):
+            for try await (first, last) in try await connection.execute(statement, logger: logger) {
+                range = (first, last)
+            }
+        }
+        return range
+    }
 }

@@ -263,18 +263,24 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
             }
             // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once, then
             // the send with its rows' id range.
+            // Each chunk is encoded while the server inserts the one before (`async let`: a child task).
+            let targets = send.targets
+            let ranges = stride(from: 0, to: targets.count, by: Self.insertChunk).map {
+                $0..<min(targets.count, $0 + Self.insertChunk)
+            }
             var anyFinal = false
-            var start = 0
             var firstRow = Int64.max, lastRow = Int64.min
-            while start < send.targets.count {
-                let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
-                start += chunk.count
-                if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
-                let statement = EnqueueChunkStatement(sendID: send.id, now: now, arrays: EnqueueArrays(chunk))
-                for try await (first, last) in try await connection.execute(statement, logger: logger) {
-                    firstRow = min(firstRow, first)
-                    lastRow = max(lastRow, last)
-                }
+            var next: BulkChunk? = BulkChunk(sendID: send.id, now: now, chunk: targets[ranges[0]])
+            var index = 1
+            while let chunk = next {
+                async let following = index < ranges.count
+                    ? BulkChunk(sendID: send.id, now: now, chunk: targets[ranges[index]]) : nil
+                if chunk.hasOutcomes { anyFinal = true }
+                let (first, last) = try await chunk.insert(on: connection, logger: logger)
+                firstRow = min(firstRow, first)
+                lastRow = max(lastRow, last)
+                next = await following
+                index += 1
             }
             var skipped = 0
             for try await _ in try await connection.query("""

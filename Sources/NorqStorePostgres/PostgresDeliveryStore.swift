@@ -541,13 +541,15 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     FOR UPDATE SKIP LOCKED)
                 RETURNING id
                 """, logger: logger) { deleted += 1 }
+            // `OFFSET 0` keeps each NOT EXISTS a probe of the primary key in the send's id range (stopping at its
+            // first row) instead of an anti-join that may hash the whole history.
             try await connection.query("""
                 DELETE FROM norq_sends WHERE id IN (
                     SELECT s.id FROM norq_sends s WHERE s.created_at < \(before)
                     AND NOT EXISTS (SELECT 1 FROM norq_outbox o
-                        WHERE o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id)
+                        WHERE o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id OFFSET 0)
                     AND NOT EXISTS (SELECT 1 FROM norq_history h
-                        WHERE h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id)
+                        WHERE h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id OFFSET 0)
                     LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """, logger: logger)
             return deleted

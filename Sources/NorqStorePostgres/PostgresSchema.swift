@@ -60,7 +60,8 @@ enum PostgresSchema {
         // the enqueue's transaction and keeps it into history), and a send's rows are found through the primary
         // keys within that range: the two `send_id` indexes go. Each cost a B-tree insert per enqueued row, per
         // claim (a claim is not a HOT update) and per finished row, the most expensive of the hot path's indexes
-        // (every key of a bulk send is the same text). Sends of version 1 get their range from their rows.
+        // (every key of a bulk send is the same text). Sends of version 1 get their range from their rows. Stop
+        // instances of the older norq before migrating: one still running would insert sends without a range.
         [
             "ALTER TABLE norq_sends ADD COLUMN first_row_id bigint, ADD COLUMN last_row_id bigint",
             """

@@ -5,7 +5,8 @@ import Testing
 /// The PostgreSQL store's prepared hot-path statements: they keep their compare-and-set over many executions on one
 /// connection (from the sixth, PostgreSQL may run its generic plan, planned without the arrays' lengths), and the
 /// bulk enqueue path (more than 5,000 targets) files rows exactly like the one-statement path, and a database of
-/// schema version 1 keeps its sends' rows through migration 2 (a send's rows found by their id range).
+/// schema version 1 keeps its sends' rows through migration 2 (a send's rows found by their id range, which other
+/// sends enqueued at the same time share).
 @Suite(PostgresTestServer.enabled) struct PostgresStatementTests {
     static let window = Duration.seconds(3600)
 
@@ -105,6 +106,26 @@ import Testing
                 #expect(try await store.send(id: "s1") == nil)
                 #expect(try await store.send(id: "s3") == nil)
                 #expect(try await store.send(id: send.id) != nil)
+            }
+        }
+    }
+
+    @Test func concurrentSendsWithInterleavedRowIDsReadBackTheirOwnRows() async throws {
+        try await PostgresTestServer.withStore(settings: DeliveryStoreSettings(callTimeout: .seconds(20), poolSize: 6)) { store, _ in
+            // Two bulk sends (two chunks each) and small sends at once: their rows' ids interleave, so each send's
+            // id range holds other sends' rows too.
+            let bulk = (0..<2).map { n in StoreConformance.send(tokens: (0..<6_000).map { "b\(n)-\($0)" }) }
+            let small = (0..<8).map { n in StoreConformance.send(tokens: (0..<3).map { "s\(n)-\($0)" }) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for send in bulk + small {
+                    group.addTask { _ = try await store.enqueue(send, now: 0, idempotencyWindow: Self.window) }
+                }
+                try await group.waitForAll()
+            }
+            for send in bulk + small {
+                let rows = try await store.deliveries(ofSend: send.id)
+                #expect(rows.map(\.identity) == send.targets.map(\.identity))
+                #expect(rows.allSatisfy { $0.sendID == send.id })
             }
         }
     }

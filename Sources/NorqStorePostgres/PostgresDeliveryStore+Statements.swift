@@ -1,5 +1,6 @@
 import NorqCore
 import Logging
+import NIOCore
 import PostgresNIO
 
 // The hot-path statements as prepared statements: each is parsed once per connection (postgres-nio prepares it by
@@ -393,31 +394,13 @@ struct EnqueuePendingChunkStatement: PostgresPreparedStatement {
     let bindings: PostgresBindings
 
     init(sendID: String, now: Int64, chunk: ArraySlice<NewDelivery>) {
-        var positions: [Int] = [], targets: [String] = [], identities: [String] = [], providers: [String] = []
-        var recipients: [String] = [], messages: [String] = []
-        positions.reserveCapacity(chunk.count)
-        targets.reserveCapacity(chunk.count)
-        identities.reserveCapacity(chunk.count)
-        providers.reserveCapacity(chunk.count)
-        recipients.reserveCapacity(chunk.count)
-        messages.reserveCapacity(chunk.count)
-        for row in chunk {
-            positions.append(row.position)
-            targets.append(row.target)
-            identities.append(row.identity)
-            providers.append(row.provider ?? "")
-            recipients.append(row.recipientID ?? "")
-            messages.append(row.messageID ?? "")
-        }
         var bindings = PostgresBindings(capacity: 8)
         bindings.append(sendID)
         bindings.append(now)
-        bindings.append(positions)
-        bindings.append(targets)
-        bindings.append(identities)
-        bindings.append(providers)
-        bindings.append(recipients)
-        bindings.append(messages)
+        bindings.append(chunk.map(\.position))
+        for field in [ChunkTextColumn.Field.target, .identity, .provider, .recipient, .message] {
+            bindings.append(ChunkTextColumn(rows: chunk, field: field))
+        }
         self.bindings = bindings
     }
 
@@ -460,5 +443,40 @@ enum BulkChunk: Sendable {
             }
         }
         return range
+    }
+}
+
+/// One text column of a chunk's rows as a PostgreSQL `text[]` in the binary format, written straight from the rows
+/// (no intermediate array of strings; NULL is the empty string, turned back by `NULLIF` in the statement).
+struct ChunkTextColumn: PostgresNonThrowingEncodable {
+    enum Field: Sendable { case target, identity, provider, recipient, message }
+
+    static var psqlType: PostgresDataType { .textArray }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    let rows: ArraySlice<NewDelivery>
+    let field: Field
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer,
+                                                  context: PostgresEncodingContext<JSONEncoder>) {
+        // Dimensions, the has-nulls flag, the element type; then the length and lower bound of the one dimension.
+        buffer.writeInteger(rows.isEmpty ? 0 : 1, as: UInt32.self)
+        buffer.writeInteger(0, as: Int32.self)
+        buffer.writeInteger(PostgresDataType.text.rawValue)
+        guard !rows.isEmpty else { return }
+        buffer.writeInteger(Int32(rows.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for row in rows {
+            let value: String
+            switch field {
+            case .target: value = row.target
+            case .identity: value = row.identity
+            case .provider: value = row.provider ?? ""
+            case .recipient: value = row.recipientID ?? ""
+            case .message: value = row.messageID ?? ""
+            }
+            buffer.writeInteger(Int32(value.utf8.count))
+            buffer.writeString(value)
+        }
     }
 }

@@ -114,7 +114,8 @@ import Testing
         try await PostgresTestServer.withStore(settings: DeliveryStoreSettings(callTimeout: .seconds(20), poolSize: 6)) { store, _ in
             // Two bulk sends (two chunks each) and small sends at once: their rows' ids interleave, so each send's
             // id range holds other sends' rows too.
-            let bulk = (0..<2).map { n in StoreConformance.send(tokens: (0..<6_000).map { "b\(n)-\($0)" }) }
+            // (Tokens with a non-ASCII letter: text arrays carry UTF-8 byte lengths.)
+            let bulk = (0..<2).map { n in StoreConformance.send(tokens: (0..<6_000).map { "b\(n)-é\($0)" }) }
             let small = (0..<8).map { n in StoreConformance.send(tokens: (0..<3).map { "s\(n)-\($0)" }) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for send in bulk + small {
@@ -125,7 +126,11 @@ import Testing
             for send in bulk + small {
                 let rows = try await store.deliveries(ofSend: send.id)
                 #expect(rows.map(\.identity) == send.targets.map(\.identity))
-                #expect(rows.allSatisfy { $0.sendID == send.id })
+                #expect(rows.map(\.target) == send.targets.map(\.target))
+                #expect(rows.map(\.recipientID) == send.targets.map(\.recipientID))
+                #expect(rows.map(\.messageID) == send.targets.map(\.messageID))
+                #expect(rows.map(\.provider) == send.targets.map(\.provider))
+                #expect(rows.allSatisfy { $0.sendID == send.id && $0.state == .pending })
             }
         }
     }

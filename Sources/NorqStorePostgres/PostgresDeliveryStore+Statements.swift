@@ -1,4 +1,6 @@
 import NorqCore
+import Logging
+import NIOCore
 import PostgresNIO
 
 // The hot-path statements as prepared statements: each is parsed once per connection (postgres-nio prepares it by
@@ -15,8 +17,9 @@ import PostgresNIO
 
 /// Leases up to `limit` due rows: expired leases first, then due pending rows, each an index scan of its partial
 /// index in its own order, `FOR UPDATE SKIP LOCKED` so concurrent workers neither wait nor take the same row.
+/// Returns only what the claim did not set itself (`PostgresSchema.claimedColumns`).
 struct ClaimStatement: PostgresPreparedStatement {
-    static let name = "norq_claim_1"
+    static let name = "norq_claim_2"
     static let sql = """
         WITH expired AS (
             SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= $1
@@ -30,7 +33,7 @@ struct ClaimStatement: PostgresPreparedStatement {
             state = 'leased', attempts = o.attempts + 1, lease_owner = $3,
             lease_token = $4 || '-' || o.id, lease_expires_at = $5
         FROM due WHERE o.id = due.id
-        RETURNING \(PostgresSchema.qualifiedRowColumns("o")), NULL::bigint AS finished_at
+        RETURNING \(PostgresSchema.claimedColumns.map { "o.\($0)" }.joined(separator: ", "))
         """
     static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .text, .int8]
     typealias Row = OutboxRow
@@ -47,7 +50,9 @@ struct ClaimStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> OutboxRow { try PostgresSchema.outboxRow(row) }
+    func decodeRow(_ row: PostgresRow) throws -> OutboxRow {
+        try PostgresSchema.claimedRow(row, owner: owner, tokenBase: tokenBase, leaseUntil: leaseUntil)
+    }
 }
 
 /// Extends the leases still held (compare-and-set on row id and lease token); returns the renewed ids.
@@ -76,10 +81,11 @@ struct RenewStatement: PostgresPreparedStatement {
 }
 
 /// Finished rows go straight from the hot outbox to history (one `DELETE … RETURNING` into an `INSERT`: the row is
-/// not updated first), a compare-and-set on (row id, lease token); returns the moved rows.
-struct FinishStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_1"
-    static let sql = """
+/// not updated first), a compare-and-set on (row id, lease token); returns the moved rows' ids, and with
+/// `withIdentity` their token and provider too (what the registry needs of a `token-invalid` outcome).
+struct FinishSQL {
+    static func sql(withIdentity: Bool) -> String {
+        """
         WITH i AS (
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
                 $7::text[], $8::bigint[], $9::text[], $10::bool[])
@@ -98,17 +104,16 @@ struct FinishStatement: PostgresPreparedStatement {
             next_attempt_at, NULL, NULL, NULL, message_id, maybe, state, l_status, l_reason, l_code,
             l_class, l_since, l_message, $11
         FROM moved
-        RETURNING id, identity, provider
+        RETURNING \(withIdentity ? "id, identity, provider" : "id")
         """
+    }
+
     static let bindingDataTypes: [PostgresDataType] = [
         .int8Array, .textArray, .textArray, .int8Array, .textArray, .textArray, .textArray, .int8Array, .textArray,
         .boolArray, .int8,
     ]
-    typealias Row = (Int64, String, String?)
 
-    var arrays: PostgresDeliveryStore.FinishArrays, now: Int64
-
-    func makeBindings() -> PostgresBindings {
+    static func bindings(_ arrays: PostgresDeliveryStore.FinishArrays, now: Int64) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 11)
         bindings.append(arrays.ids)
         bindings.append(arrays.tokens)
@@ -123,10 +128,36 @@ struct FinishStatement: PostgresPreparedStatement {
         bindings.append(now)
         return bindings
     }
+}
+
+/// `FinishSQL` returning each moved row's id, token and provider (a batch with a `token-invalid` outcome).
+struct FinishStatement: PostgresPreparedStatement {
+    static let name = "norq_finish_2"
+    static let sql = FinishSQL.sql(withIdentity: true)
+    static let bindingDataTypes = FinishSQL.bindingDataTypes
+    typealias Row = (Int64, String, String?)
+
+    var arrays: PostgresDeliveryStore.FinishArrays, now: Int64
+
+    func makeBindings() -> PostgresBindings { FinishSQL.bindings(arrays, now: now) }
 
     func decodeRow(_ row: PostgresRow) throws -> (Int64, String, String?) {
         try row.decode((Int64, String, String?).self)
     }
+}
+
+/// `FinishSQL` returning each moved row's id only (the usual batch: nothing for the registry).
+struct FinishIDsStatement: PostgresPreparedStatement {
+    static let name = "norq_finish_ids_2"
+    static let sql = FinishSQL.sql(withIdentity: false)
+    static let bindingDataTypes = FinishSQL.bindingDataTypes
+    typealias Row = Int64
+
+    var arrays: PostgresDeliveryStore.FinishArrays, now: Int64
+
+    func makeBindings() -> PostgresBindings { FinishSQL.bindings(arrays, now: now) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
 
 /// Retries, releases and finishes to a state that is not final: the row goes back to pending (compare-and-set on
@@ -228,7 +259,8 @@ struct EnqueueArrays: Sendable {
     /// One statement for a whole send of at most `PostgresDeliveryStore.insertChunk` targets ($1 send id, $2 now,
     /// $3…$14 the arrays, $15…$19 the send): the send is inserted, the token registry read at insert time, rows
     /// still to deliver go to the hot outbox, rows already finished (routing outcomes; tokens reported invalid and
-    /// not registered again since: `token/invalid`) straight to history; one `NOTIFY` when rows are pending.
+    /// not registered again since: `token/invalid`) straight to history, the send with the range of its rows' ids;
+    /// one `NOTIFY` when rows are pending.
     static let sendSQL = """
         WITH u AS (
             SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
@@ -239,9 +271,6 @@ struct EnqueueArrays: Sendable {
             SELECT u.*, b.invalid_since AS bad_since, b.reason AS bad_reason
             FROM u LEFT JOIN norq_invalid_tokens b ON u.state = 'pending' AND b.token = u.identity
                 AND (b.registered_at IS NULL OR b.registered_at <= b.invalid_since)),
-        sent AS (
-            INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
-            VALUES ($1, $15, $16, $17, $18, $2, $19::int)),
         hot AS (
             INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id,
                 state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification)
@@ -250,7 +279,7 @@ struct EnqueueArrays: Sendable {
                 NULLIF(reason, ''), NULLIF(code, ''), NULLIF(class, '')
             FROM j WHERE bad_since IS NULL AND state IN ('pending', 'leased')
             ORDER BY position
-            RETURNING 1),
+            RETURNING id),
         finished AS (
             INSERT INTO norq_history (\(PostgresSchema.rowColumns), finished_at)
             SELECT nextval('norq_rows_id'), $1, position::int, target, identity, NULLIF(provider, ''),
@@ -265,7 +294,13 @@ struct EnqueueArrays: Sendable {
                 CASE WHEN bad_since IS NULL THEN NULLIF(class, '') ELSE 'token-invalid' END,
                 bad_since, NULL, $2
             FROM j WHERE NOT (bad_since IS NULL AND state IN ('pending', 'leased'))
-            ORDER BY position)
+            ORDER BY position
+            RETURNING id),
+        ids AS (SELECT id FROM hot UNION ALL SELECT id FROM finished),
+        sent AS (
+            INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count,
+                first_row_id, last_row_id)
+            SELECT $1, $15, $16, $17, $18, $2, $19::int, (SELECT min(id) FROM ids), (SELECT max(id) FROM ids))
         SELECT (SELECT count(*) FROM hot),
             (SELECT count(*) FROM (SELECT pg_notify('norq_outbox', '') WHERE EXISTS (SELECT 1 FROM hot)) n)
         """
@@ -273,7 +308,7 @@ struct EnqueueArrays: Sendable {
 
 /// A send of at most `PostgresDeliveryStore.insertChunk` targets in one statement (`EnqueueArrays.sendSQL`).
 struct EnqueueSendStatement: PostgresPreparedStatement {
-    static let name = "norq_enqueue_send_1"
+    static let name = "norq_enqueue_send_2"
     static let sql = EnqueueArrays.sendSQL
     static let bindingDataTypes: [PostgresDataType] = [.text, .int8] + EnqueueArrays.bindingDataTypes
         + [.text, .text, .text, .text, .int8]
@@ -298,10 +333,12 @@ struct EnqueueSendStatement: PostgresPreparedStatement {
 }
 
 /// One chunk of a bulk send (more than `PostgresDeliveryStore.insertChunk` targets): a plain insert into the hot
-/// outbox; the registry check and the move of finished rows follow once per send, in the same transaction.
+/// outbox, returning the first and last row id; the registry check, the move of finished rows and the send (with
+/// its rows' id range) follow once per send, in the same transaction.
 struct EnqueueChunkStatement: PostgresPreparedStatement {
-    static let name = "norq_enqueue_chunk_1"
+    static let name = "norq_enqueue_chunk_2"
     static let sql = """
+        WITH ins AS (
         INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id,
             state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification)
         SELECT $1, u.position::int, u.target, u.identity, NULLIF(u.provider, ''), NULLIF(u.recipient, ''),
@@ -311,19 +348,135 @@ struct EnqueueChunkStatement: PostgresPreparedStatement {
             $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[])
             AS u(position, target, identity, provider, recipient, message, state, last_state, status, reason, code,
                 class)
+        RETURNING id)
+        SELECT min(id), max(id) FROM ins
         """
     static let bindingDataTypes: [PostgresDataType] = [.text, .int8] + EnqueueArrays.bindingDataTypes
-    typealias Row = ()
+    typealias Row = (Int64, Int64)
 
-    var sendID: String, now: Int64, arrays: EnqueueArrays
+    /// Encoded when the statement is made (`BulkChunk`).
+    let bindings: PostgresBindings
 
-    func makeBindings() -> PostgresBindings {
+    init(sendID: String, now: Int64, arrays: EnqueueArrays) {
         var bindings = PostgresBindings(capacity: 14)
         bindings.append(sendID)
         bindings.append(now)
         arrays.append(to: &bindings)
-        return bindings
+        self.bindings = bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws {}
+    func makeBindings() -> PostgresBindings { bindings }
+
+    func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64) { try row.decode((Int64, Int64).self) }
+}
+
+/// A chunk of a bulk send whose rows all wait for delivery (none has a routing outcome: the usual case): only the
+/// six columns that vary from row to row are sent, the state is `pending`. Returns the first and last row id.
+struct EnqueuePendingChunkStatement: PostgresPreparedStatement {
+    static let name = "norq_enqueue_pending_chunk_2"
+    static let sql = """
+        WITH ins AS (
+        INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state,
+            next_attempt_at)
+        SELECT $1, u.position::int, u.target, u.identity, NULLIF(u.provider, ''), NULLIF(u.recipient, ''),
+            NULLIF(u.message, ''), 'pending', $2
+        FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+            AS u(position, target, identity, provider, recipient, message)
+        RETURNING id)
+        SELECT min(id), max(id) FROM ins
+        """
+    static let bindingDataTypes: [PostgresDataType] = [
+        .text, .int8, .int8Array, .textArray, .textArray, .textArray, .textArray, .textArray,
+    ]
+    typealias Row = (Int64, Int64)
+
+    /// Encoded when the statement is made (`BulkChunk`).
+    let bindings: PostgresBindings
+
+    init(sendID: String, now: Int64, chunk: ArraySlice<NewDelivery>) {
+        var bindings = PostgresBindings(capacity: 8)
+        bindings.append(sendID)
+        bindings.append(now)
+        bindings.append(chunk.map(\.position))
+        for field in [ChunkTextColumn.Field.target, .identity, .provider, .recipient, .message] {
+            bindings.append(ChunkTextColumn(rows: chunk, field: field))
+        }
+        self.bindings = bindings
+    }
+
+    func makeBindings() -> PostgresBindings { bindings }
+
+    func decodeRow(_ row: PostgresRow) throws -> (Int64, Int64) { try row.decode((Int64, Int64).self) }
+}
+
+/// One chunk of a bulk send, encoded (on the caller's task) before it is sent: the store encodes the next chunk
+/// while the server inserts this one.
+enum BulkChunk: Sendable {
+    case pending(EnqueuePendingChunkStatement)
+    case mixed(EnqueueChunkStatement)
+
+    /// Whether a row of the chunk is finished at enqueue (a routing outcome).
+    var hasOutcomes: Bool {
+        if case .mixed = self { return true }
+        return false
+    }
+
+    init(sendID: String, now: Int64, chunk: ArraySlice<NewDelivery>) {
+        if chunk.contains(where: { $0.outcome != nil }) {
+            self = .mixed(EnqueueChunkStatement(sendID: sendID, now: now, arrays: EnqueueArrays(chunk)))
+        } else {
+            self = .pending(EnqueuePendingChunkStatement(sendID: sendID, now: now, chunk: chunk))
+        }
+    }
+
+    /// Inserts the chunk; returns its first and last row id.
+    func insert(on connection: PostgresConnection, logger: Logger) async throws -> (first: Int64, last: Int64) {
+        var range = (first: Int64.max, last: Int64.min)
+        switch self {
+        case .pending(let statement):
+            for try await (first, last) in try await connection.execute(statement, logger: logger) {
+                range = (first, last)
+            }
+        case .mixed(let statement):
+            for try await (first, last) in try await connection.execute(statement, logger: logger) {
+                range = (first, last)
+            }
+        }
+        return range
+    }
+}
+
+/// One text column of a chunk's rows as a PostgreSQL `text[]` in the binary format, written straight from the rows
+/// (no intermediate array of strings; NULL is the empty string, turned back by `NULLIF` in the statement).
+struct ChunkTextColumn: PostgresNonThrowingEncodable {
+    enum Field: Sendable { case target, identity, provider, recipient, message }
+
+    static var psqlType: PostgresDataType { .textArray }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    let rows: ArraySlice<NewDelivery>
+    let field: Field
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer,
+                                                  context: PostgresEncodingContext<JSONEncoder>) {
+        // Dimensions, the has-nulls flag, the element type; then the length and lower bound of the one dimension.
+        buffer.writeInteger(rows.isEmpty ? 0 : 1, as: UInt32.self)
+        buffer.writeInteger(0, as: Int32.self)
+        buffer.writeInteger(PostgresDataType.text.rawValue)
+        guard !rows.isEmpty else { return }
+        buffer.writeInteger(Int32(rows.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for row in rows {
+            let value: String
+            switch field {
+            case .target: value = row.target
+            case .identity: value = row.identity
+            case .provider: value = row.provider ?? ""
+            case .recipient: value = row.recipientID ?? ""
+            case .message: value = row.messageID ?? ""
+            }
+            buffer.writeInteger(Int32(value.utf8.count))
+            buffer.writeString(value)
+        }
+    }
 }

@@ -12,7 +12,10 @@ import PostgresNIO
 ///   round trip): the send, the registry check and the rows, pending ones into the hot outbox and finished ones
 ///   (routing outcomes, `token/invalid`) into history. An idempotency key adds a transaction around it, serialized
 ///   with a transaction-scoped advisory lock on the key's hash. A bigger send inserts chunks of 5,000 rows from
-///   `unnest(arrays)` in one transaction.
+///   `unnest(arrays)` in one transaction, then checks the registry and moves finished rows once (measured: cheaper
+///   than filing each chunk like a small send, 0.57 against 0.72 server CPU s per 100,000 rows). A send records
+///   the range of its rows' ids (`first_row_id`, `last_row_id`): its rows are read through the primary keys, with
+///   no index on `send_id`.
 /// - Claims: one statement, `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers
 ///   never wait on each other nor take the same row. Expired leases first, then due pending rows, each an index
 ///   scan of its partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the
@@ -258,23 +261,26 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 for try await _ in try await connection.execute(statement, logger: logger) {}
                 return EnqueueResult.created(sendID: send.id)
             }
-            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once.
-            try await connection.query("""
-                INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
-                VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now), \(send.targets.count))
-                """, logger: logger)
+            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once, then
+            // the send with its rows' id range.
+            // Each chunk is encoded while the server inserts the one before (`async let`: a child task).
+            let targets = send.targets
+            let ranges = stride(from: 0, to: targets.count, by: Self.insertChunk).map {
+                $0..<min(targets.count, $0 + Self.insertChunk)
+            }
             var anyFinal = false
-            var start = 0
-            while start < send.targets.count {
-                let chunk = send.targets[start..<min(send.targets.count, start + Self.insertChunk)]
-                start += chunk.count
-                if chunk.contains(where: { $0.outcome != nil }) { anyFinal = true }
-                let statement = EnqueueChunkStatement(sendID: send.id, now: now, arrays: EnqueueArrays(chunk))
-                // The row sequence (no rows), not the command-tag overload: that one trips a precondition in
-                // postgres-nio 1.33 (`PSQLRowStream.commandTag` read before the stream ended).
-                let rows: AsyncThrowingMapSequence<PostgresRowSequence, Void> = try await connection.execute(
-                    statement, logger: logger)
-                for try await _ in rows {}
+            var firstRow = Int64.max, lastRow = Int64.min
+            var next: BulkChunk? = BulkChunk(sendID: send.id, now: now, chunk: targets[ranges[0]])
+            var index = 1
+            while let chunk = next {
+                async let following = index < ranges.count
+                    ? BulkChunk(sendID: send.id, now: now, chunk: targets[ranges[index]]) : nil
+                if chunk.hasOutcomes { anyFinal = true }
+                let (first, last) = try await chunk.insert(on: connection, logger: logger)
+                firstRow = min(firstRow, first)
+                lastRow = max(lastRow, last)
+                next = await following
+                index += 1
             }
             var skipped = 0
             for try await _ in try await connection.query("""
@@ -282,18 +288,26 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
                     last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
                 FROM norq_invalid_tokens t
-                WHERE o.send_id = \(send.id) AND o.state = 'pending' AND t.token = o.identity
+                WHERE o.id BETWEEN \(firstRow) AND \(lastRow) AND o.send_id = \(send.id) AND o.state = 'pending'
+                    AND t.token = o.identity
                     AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
                 RETURNING o.id
                 """, logger: logger) { skipped += 1 }
             if anyFinal || skipped > 0 {
                 try await connection.query("""
-                    WITH moved AS (DELETE FROM norq_outbox WHERE send_id = \(send.id) AND state NOT IN ('pending', 'leased')
+                    WITH moved AS (DELETE FROM norq_outbox WHERE id BETWEEN \(firstRow) AND \(lastRow)
+                        AND send_id = \(send.id) AND state NOT IN ('pending', 'leased')
                         RETURNING \(unescaped: PostgresSchema.rowColumns))
                     INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
                     SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
                     """, logger: logger)
             }
+            try await connection.query("""
+                INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count,
+                    first_row_id, last_row_id)
+                VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now),
+                    \(send.targets.count), \(firstRow), \(lastRow))
+                """, logger: logger)
             if send.targets.count > skipped {
                 try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
             }
@@ -342,7 +356,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let allIDs = sorted.map(\.lease.rowID)
         let finish = FinishStatement(arrays: finishes, now: now)
         let update = UpdateStatement(arrays: others)
-        let anyInvalid = finishes.outcomes.values.contains { $0.classification == "token-invalid" }
+        let anyInvalid = !finishes.invalidOutcomes.isEmpty
         if finishes.ids.isEmpty || (others.ids.isEmpty && !anyInvalid) {
             // One statement (its own transaction): one round trip. A batch of deliveries is this case.
             return try await call("completing rows") { client in
@@ -351,9 +365,8 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     if finishes.ids.isEmpty {
                         for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
                     } else {
-                        for try await (id, _, _) in try await connection.execute(finish, logger: logger) {
-                            applied.insert(id)
-                        }
+                        let finishIDs = FinishIDsStatement(arrays: finishes, now: now)
+                        for try await id in try await connection.execute(finishIDs, logger: logger) { applied.insert(id) }
                     }
                     return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
                 }
@@ -365,7 +378,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
             if !finishes.ids.isEmpty {
                 for try await (id, identity, provider) in try await connection.execute(finish, logger: logger) {
                     applied.insert(id)
-                    if let outcome = finishes.outcomes[id], outcome.classification == "token-invalid" {
+                    if let outcome = finishes.invalidOutcomes[id] {
                         invalid.append((identity, provider, outcome))
                     }
                 }
@@ -393,7 +406,8 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         var ids: [Int64] = [], tokens: [String] = [], states: [String] = [], statuses: [Int] = []
         var reasons: [String] = [], codes: [String] = [], classes: [String] = [], sinces: [Int64] = []
         var messages: [String] = [], maybes: [Bool] = []
-        var outcomes: [Int64: StoredOutcome] = [:]
+        /// The `token-invalid` outcomes by row id (what the registry records).
+        var invalidOutcomes: [Int64: StoredOutcome] = [:]
         init(_ completions: [RowCompletion]) {
             for case .finish(let lease, let outcome) in completions where outcome.state.isFinal {
                 ids.append(lease.rowID)
@@ -406,7 +420,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 sinces.append(outcome.invalidSince ?? -1)
                 messages.append(outcome.messageID ?? "")
                 maybes.append(outcome.mayHaveBeenDelivered)
-                outcomes[lease.rowID] = outcome
+                if outcome.classification == "token-invalid" { invalidOutcomes[lease.rowID] = outcome }
             }
         }
     }
@@ -480,9 +494,13 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         return try await call("reading a send's rows") { client in
             var rows: [OutboxRow] = []
             for try await row in try await client.query("""
-                SELECT \(unescaped: PostgresSchema.rowColumns), NULL::bigint AS finished_at FROM norq_outbox WHERE send_id = \(id)
+                SELECT \(unescaped: PostgresSchema.qualifiedRowColumns("o")), NULL::bigint AS finished_at
+                FROM norq_sends s JOIN norq_outbox o ON o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id
+                WHERE s.id = \(id)
                 UNION ALL
-                SELECT \(unescaped: PostgresSchema.rowColumns), finished_at FROM norq_history WHERE send_id = \(id)
+                SELECT \(unescaped: PostgresSchema.qualifiedRowColumns("h")), h.finished_at
+                FROM norq_sends s JOIN norq_history h ON h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id
+                WHERE s.id = \(id)
                 """, logger: logger) {
                 rows.append(try PostgresSchema.outboxRow(row))
             }
@@ -523,11 +541,15 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     FOR UPDATE SKIP LOCKED)
                 RETURNING id
                 """, logger: logger) { deleted += 1 }
+            // `OFFSET 0` keeps each NOT EXISTS a probe of the primary key in the send's id range (stopping at its
+            // first row) instead of an anti-join that may hash the whole history.
             try await connection.query("""
                 DELETE FROM norq_sends WHERE id IN (
                     SELECT s.id FROM norq_sends s WHERE s.created_at < \(before)
-                    AND NOT EXISTS (SELECT 1 FROM norq_outbox o WHERE o.send_id = s.id)
-                    AND NOT EXISTS (SELECT 1 FROM norq_history h WHERE h.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_outbox o
+                        WHERE o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id OFFSET 0)
+                    AND NOT EXISTS (SELECT 1 FROM norq_history h
+                        WHERE h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id OFFSET 0)
                     LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """, logger: logger)
             return deleted

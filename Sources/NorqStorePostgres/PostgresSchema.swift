@@ -56,7 +56,60 @@ enum PostgresSchema {
                 recorded_at bigint NOT NULL, registered_at bigint)
             """,
         ],
+        // 2: a send records the range of its rows' ids (every row of a send takes its id from `norq_rows_id` in
+        // the enqueue's transaction and keeps it into history), and a send's rows are found through the primary
+        // keys within that range: the two `send_id` indexes go. Each cost a B-tree insert per enqueued row, per
+        // claim (a claim is not a HOT update) and per finished row, the most expensive of the hot path's indexes
+        // (every key of a bulk send is the same text). Sends of version 1 get their range from their rows. Stop
+        // instances of the older norq before migrating: one still running would insert sends without a range.
+        [
+            "ALTER TABLE norq_sends ADD COLUMN first_row_id bigint, ADD COLUMN last_row_id bigint",
+            """
+            UPDATE norq_sends s SET first_row_id = r.lo, last_row_id = r.hi
+            FROM (SELECT send_id, min(id) AS lo, max(id) AS hi
+                  FROM (SELECT send_id, id FROM norq_outbox UNION ALL SELECT send_id, id FROM norq_history) a
+                  GROUP BY send_id) r
+            WHERE r.send_id = s.id
+            """,
+            "DROP INDEX norq_outbox_send",
+            "DROP INDEX norq_history_send",
+        ],
     ]
+
+    /// What a claim returns of each row it leased: the columns the claim did not set itself (it knows the state,
+    /// the lease owner, token and expiry, and a leased row is not finished), in this order (`claimedRow`).
+    static let claimedColumns = [
+        "id", "send_id", "position", "target", "identity", "provider", "recipient_id", "attempts", "next_attempt_at",
+        "message_id", "may_have_been_delivered", "last_state", "last_status", "last_reason", "last_code",
+        "last_classification", "last_invalid_since", "last_message_id",
+    ]
+
+    /// A row a claim returned (`claimedColumns`, read in order, cell by cell) with the lease the claim set:
+    /// `lease_token` is `tokenBase-id` (`ClaimStatement`).
+    static func claimedRow(_ row: PostgresRow, owner: String, tokenBase: String, leaseUntil: Int64) throws -> OutboxRow {
+        var cells = row.makeIterator()
+        func next<T: PostgresDecodable>(_ type: T.Type) throws -> T {
+            guard let cell = cells.next() else {
+                throw NorqError(.storeFailed, "a claimed row has fewer columns than \(claimedColumns.count)")
+            }
+            return try cell.decode(T.self)
+        }
+        let id = try next(Int64.self), sendID = try next(String.self), position = try next(Int.self)
+        let target = try next(String.self), identity = try next(String.self), provider = try next(String?.self)
+        let recipientID = try next(String?.self), attempts = try next(Int.self), nextAttemptAt = try next(Int64.self)
+        let messageID = try next(String?.self), maybe = try next(Bool.self)
+        var last: StoredOutcome?
+        if let state = try next(String?.self) {
+            last = StoredOutcome(state: DeliveryState(rawValue: state), status: try next(Int?.self),
+                                 reason: try next(String?.self), code: try next(String?.self),
+                                 classification: try next(String?.self), invalidSince: try next(Int64?.self),
+                                 messageID: try next(String?.self), mayHaveBeenDelivered: maybe)
+        }
+        return OutboxRow(id: id, sendID: sendID, position: position, target: target, identity: identity,
+                         provider: provider, recipientID: recipientID, state: .leased, attempts: attempts,
+                         nextAttemptAt: nextAttemptAt, leaseOwner: owner, leaseToken: "\(tokenBase)-\(id)",
+                         leaseExpiresAt: leaseUntil, messageID: messageID, mayHaveBeenDelivered: maybe, last: last)
+    }
 
     /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).
     static func outboxRow(_ row: PostgresRow) throws -> OutboxRow {

@@ -1,10 +1,12 @@
 import NorqCore
-import NorqStorePostgres
+@testable import NorqStorePostgres
 import Testing
 
 /// The PostgreSQL store's prepared hot-path statements: they keep their compare-and-set over many executions on one
 /// connection (from the sixth, PostgreSQL may run its generic plan, planned without the arrays' lengths), and the
-/// bulk enqueue path (more than 5,000 targets) files rows exactly like the one-statement path.
+/// bulk enqueue path (more than 5,000 targets) files rows exactly like the one-statement path, and a database of
+/// schema version 1 keeps its sends' rows through migration 2 (a send's rows found by their id range, which other
+/// sends enqueued at the same time share).
 @Suite(PostgresTestServer.enabled) struct PostgresStatementTests {
     static let window = Duration.seconds(3600)
 
@@ -56,6 +58,80 @@ import Testing
             }
             let counts = try await store.counts()
             #expect(counts == [.delivered: 48])
+        }
+    }
+
+    @Test func versionOneDatabaseKeepsItsSendsRowsThroughMigrationTwo() async throws {
+        try await PostgresTestServer.withDatabase { configuration in
+            // Schema version 1 as an older norq left it: send s1's rows have ids 1 (history) and 3 (outbox), and
+            // send s2's row took id 2 in between.
+            let v1 = PostgresSchema.migrations[0] + [
+                "CREATE TABLE norq_schema (id int PRIMARY KEY CHECK (id = 1), version int NOT NULL)",
+                "INSERT INTO norq_schema (id, version) VALUES (1, 1)",
+                """
+                INSERT INTO norq_sends (id, scope, fingerprint, content, created_at, target_count)
+                VALUES ('s1', '', 'f', '{}', 0, 2), ('s2', '', 'f', '{}', 0, 1), ('s3', '', 'f', '{}', 0, 0)
+                """,
+                """
+                INSERT INTO norq_history (id, send_id, position, target, identity, state, attempts, next_attempt_at,
+                    may_have_been_delivered, last_state, finished_at)
+                VALUES (nextval('norq_rows_id'), 's1', 0, 't', 'a', 'delivered', 1, 0, false, 'delivered', 5)
+                """,
+                "INSERT INTO norq_outbox (send_id, position, target, identity, state, next_attempt_at) VALUES ('s2', 0, 't', 'c', 'pending', 0)",
+                "INSERT INTO norq_outbox (send_id, position, target, identity, state, next_attempt_at) VALUES ('s1', 1, 't', 'b', 'pending', 0)",
+            ]
+            for statement in v1 { try await PostgresTestServer.admin(configuration, statement) }
+            let store = PostgresDeliveryStore(configuration: configuration, settings: Self.oneConnection)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await store.run() }
+                defer { group.cancelAll() }
+                try await store.migrate()
+                #expect(try await store.schemaVersion() == PostgresSchema.migrations.count)
+                #expect(try await store.deliveries(ofSend: "s1").map(\.identity) == ["a", "b"])
+                #expect(try await store.deliveries(ofSend: "s2").map(\.identity) == ["c"])
+                #expect(try await store.deliveries(ofSend: "s3").isEmpty)
+                let claimed = try await store.claim(owner: "w", limit: 10, now: 0, leaseUntil: 100)
+                #expect(claimed.map(\.identity) == ["c", "b"])
+                let report = try await store.complete(claimed.map { .finish($0.lease!, StoredOutcome(state: .delivered)) },
+                                                      now: 10)
+                #expect(report.applied.count == 2)
+                let s1 = try await store.deliveries(ofSend: "s1")
+                #expect(s1.map(\.identity) == ["a", "b"] && s1.allSatisfy { $0.state == .delivered })
+                // A new send after the migration is found by its own range, next to the old ones.
+                let send = StoreConformance.send(tokens: ["d", "e"])
+                _ = try await store.enqueue(send, now: 20, idempotencyWindow: Self.window)
+                #expect(try await store.deliveries(ofSend: send.id).map(\.identity) == ["d", "e"])
+                // Pruning everything finished before 15 leaves s1 and s2 without rows: they go, s3 (no rows) too.
+                #expect(try await store.prune(finishedBefore: 15, limit: 100) == 3)
+                #expect(try await store.send(id: "s1") == nil)
+                #expect(try await store.send(id: "s3") == nil)
+                #expect(try await store.send(id: send.id) != nil)
+            }
+        }
+    }
+
+    @Test func concurrentSendsWithInterleavedRowIDsReadBackTheirOwnRows() async throws {
+        try await PostgresTestServer.withStore(settings: DeliveryStoreSettings(callTimeout: .seconds(20), poolSize: 6)) { store, _ in
+            // Two bulk sends (two chunks each) and small sends at once: their rows' ids interleave, so each send's
+            // id range holds other sends' rows too.
+            // (Tokens with a non-ASCII letter: text arrays carry UTF-8 byte lengths.)
+            let bulk = (0..<2).map { n in StoreConformance.send(tokens: (0..<6_000).map { "b\(n)-é\($0)" }) }
+            let small = (0..<8).map { n in StoreConformance.send(tokens: (0..<3).map { "s\(n)-\($0)" }) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for send in bulk + small {
+                    group.addTask { _ = try await store.enqueue(send, now: 0, idempotencyWindow: Self.window) }
+                }
+                try await group.waitForAll()
+            }
+            for send in bulk + small {
+                let rows = try await store.deliveries(ofSend: send.id)
+                #expect(rows.map(\.identity) == send.targets.map(\.identity))
+                #expect(rows.map(\.target) == send.targets.map(\.target))
+                #expect(rows.map(\.recipientID) == send.targets.map(\.recipientID))
+                #expect(rows.map(\.messageID) == send.targets.map(\.messageID))
+                #expect(rows.map(\.provider) == send.targets.map(\.provider))
+                #expect(rows.allSatisfy { $0.sendID == send.id && $0.state == .pending })
+            }
         }
     }
 

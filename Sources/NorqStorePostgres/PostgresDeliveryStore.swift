@@ -38,6 +38,9 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
     public let settings: DeliveryStoreSettings
     let client: PostgresClient
     let logger: Logger
+    /// Concurrent small sends share a transaction (see `enqueueSmall`).
+    private let smallSends = GroupCommit<EnqueueSendStatement, EnqueueResult>(maxRequests: groupSends,
+                                                                              maxWeight: groupRows)
     /// Hints from LISTEN/NOTIFY: at most one buffered (a burst of notifications is one wake-up).
     public let hints: AsyncStream<Void>
     private let hintContinuation: AsyncStream<Void>.Continuation
@@ -223,17 +226,49 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
     // MARK: - Enqueue
 
     static let insertChunk = 5_000
+    /// Sends and rows one group-committed transaction of small sends takes at most.
+    static let groupSends = 256
+    static let groupRows = 10_000
+
+    /// Small sends without an idempotency key, as one batch: alone, one statement in its own transaction (one
+    /// round trip); several, their statements in one transaction. When that transaction fails for a reason other
+    /// than the database being unreachable or the deadline, each send is tried alone, so one bad send fails no
+    /// other.
+    private func enqueueSmall(_ batch: [EnqueueSendStatement]) async -> [Result<EnqueueResult, NorqError>] {
+        let logger = self.logger
+        do {
+            if batch.count == 1 {
+                let statement = batch[0]
+                try await call("enqueueing a send") { client in
+                    try await client.withConnection { connection in
+                        for try await _ in try await connection.execute(statement, logger: logger) {}
+                    }
+                }
+            } else {
+                try await transaction("enqueueing \(batch.count) sends") { connection in
+                    for statement in batch {
+                        for try await _ in try await connection.execute(statement, logger: logger) {}
+                    }
+                }
+            }
+            return batch.map { .success(.created(sendID: $0.send.id)) }
+        } catch {
+            let alone = batch.count > 1 && ![.storeUnreachable, .storeDeadlineExceeded].contains(error.code)
+            guard alone else { return Array(repeating: .failure(error), count: batch.count) }
+            var results: [Result<EnqueueResult, NorqError>] = []
+            for statement in batch { results += await enqueueSmall([statement]) }
+            return results
+        }
+    }
 
     public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
         let logger = self.logger
         if send.idempotencyKey == nil, send.targets.count <= Self.insertChunk {
-            // The common small send: one statement, its own transaction, one round trip.
+            // The common small send: one statement. Concurrent ones share a transaction (group commit): while
+            // one batch commits, the next gathers, so a burst of sends costs one commit (one fsync) per batch.
             let statement = EnqueueSendStatement(send: send, now: now, arrays: EnqueueArrays(send.targets[...]))
-            return try await call("enqueueing a send") { client in
-                try await client.withConnection { connection in
-                    for try await _ in try await connection.execute(statement, logger: logger) {}
-                }
-                return EnqueueResult.created(sendID: send.id)
+            return try await smallSends.submit(statement, weight: max(1, send.targets.count)) { [self] batch in
+                await enqueueSmall(batch)
             }
         }
         return try await transaction("enqueueing a send") { connection in

@@ -110,6 +110,37 @@ import Testing
         }
     }
 
+    /// Concurrent small sends share a transaction (group commit); one that fails there (here: a send id used
+    /// twice) fails alone, and every other send of its batch is committed.
+    @Test func groupCommittedSmallSendsFailAlone() async throws {
+        try await PostgresTestServer.withStore { store, _ in
+            let sends = (0..<40).map { n in StoreConformance.send(tokens: ["g\(n)-a", "g\(n)-b"]) }
+            var twin = StoreConformance.send(tokens: ["twin"])
+            twin.id = sends[7].id
+            let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for send in sends + [twin] {
+                    group.addTask {
+                        do {
+                            _ = try await store.enqueue(send, now: 0, idempotencyWindow: Self.window)
+                            return (send.targets[0].identity, true)
+                        } catch {
+                            return (send.targets[0].identity, false)
+                        }
+                    }
+                }
+                var outcomes: [String: Bool] = [:]
+                for try await (identity, created) in group { outcomes[identity] = created }
+                return outcomes
+            }
+            // Of the two sends with one id, exactly one is committed; every other send is.
+            #expect(outcomes.filter { !$0.value }.count == 1, "\(outcomes.filter { !$0.value })")
+            #expect([outcomes["g7-a"], outcomes["twin"]].compactMap { $0 }.filter { $0 }.count == 1)
+            for send in sends where send.id != sends[7].id {
+                #expect(try await store.deliveries(ofSend: send.id).map(\.identity) == send.targets.map(\.identity))
+            }
+        }
+    }
+
     @Test func concurrentSendsWithInterleavedRowIDsReadBackTheirOwnRows() async throws {
         try await PostgresTestServer.withStore(settings: DeliveryStoreSettings(callTimeout: .seconds(20), poolSize: 6)) { store, _ in
             // Two bulk sends (two chunks each) and small sends at once: their rows' ids interleave, so each send's

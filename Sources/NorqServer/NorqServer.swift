@@ -195,8 +195,10 @@ public final class NorqServer: Service {
                 tlsHolder.replace(with: newTLS.context)
                 logger.notice("TLS certificate reloaded for new connections", metadata: ["norq.tls.cert": "\(newTLS.certificatePath)"])
             }
+            // Said at every reload, since a changed provider or store would otherwise look applied.
             logger.notice("configuration reloaded", metadata: ["norq.api-keys": "\(settings.apiKeys.count)",
-                                                                "norq.templates": "\(library.templateNames.count)"])
+                                                                "norq.templates": "\(library.templateNames.count)",
+                                                                "norq.next-start-only": "providers, store"])
         } catch {
             logger.error("reload failed; keeping the current configuration",
                          metadata: ["norq.error": "\(error.code)", "norq.reason": "\(error.message)"])

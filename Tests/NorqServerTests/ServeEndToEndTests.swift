@@ -354,6 +354,8 @@ import Glibc
         try added.write(to: served.config, atomically: true, encoding: .utf8)
         kill(served.process.processIdentifier, SIGHUP)
         try await Self.waitUntil("the reload") { served.log.contains("configuration reloaded") }
+        // The log says what a reload does not apply.
+        #expect(served.log.contains("providers, store"), "\(served.log.suffix(600))")
         #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
         #expect(try await served.request("POST", "/v1/validate", key: ServedNorq.limitedKey, json: [:]).status == 401)
         // A broken file: the reload fails, the previous keys stay, the server keeps serving.

@@ -27,15 +27,5 @@ h2() {  # c m round
 }
 echo "# $(date -u +%T) start COUNT=$COUNT ROUNDS=$ROUNDS BINS=$BINS $(uptime)" | tee -a "$WORK/machine.txt"
 read -ra bins <<< "$BINS"
-for r in $(seq 1 "$ROUNDS"); do
-  for shape in $SHAPES; do
-    c="${shape%x*}"; m="${shape#*x}"
-    order=("${bins[@]}"); if [ $(( r % 2 )) = 0 ]; then order=(); for (( i=${#bins[@]}-1; i>=0; i-- )); do order+=("${bins[$i]}"); done; fi
-    half=$(( ${#order[@]} / 2 )); i=0
-    for b in "${order[@]}"; do
-      [ $i = $half ] && h2 $c $m $r
-      name="${b%%=*}"; rest="${b#*=}"; router "$name" "${rest%@*}" "${rest#*@}" $c $m $r; i=$((i+1))
-    done
-  done
-  echo "# $(date -u +%T) round $r done $(uptime)" | tee -a "$WORK/machine.txt"
-done
+run_one() { router "$1" "${2%@*}" "${2#*@}" "$3" "$4" "$5"; }  # name bin@root c m round
+bench_interleave ""

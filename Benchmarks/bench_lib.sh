@@ -24,3 +24,24 @@ wait_port() {  # host port
     done
     echo "nothing listens on $1:$2" >&2; return 1
 }
+
+# Interleaved A/B rounds: for each of ROUNDS rounds and each shape CxM of SHAPES, every entry `name=spec` of the
+# array `bins` runs in order (reversed every other round) as `run_one NAME SPEC C M ROUND`, with `h2 C M ROUND`
+# in the middle of them. Each round ends with a line in $WORK/machine.txt.
+bench_interleave() {  # label
+    local r shape c m half i b
+    local -a order
+    for r in $(seq 1 "$ROUNDS"); do
+        for shape in $SHAPES; do
+            c="${shape%x*}"; m="${shape#*x}"
+            order=("${bins[@]}")
+            if [ $(( r % 2 )) = 0 ]; then order=(); for (( i=${#bins[@]}-1; i>=0; i-- )); do order+=("${bins[$i]}"); done; fi
+            half=$(( ${#order[@]} / 2 )); i=0
+            for b in "${order[@]}"; do
+                [ $i = $half ] && h2 "$c" "$m" "$r"
+                run_one "${b%%=*}" "${b#*=}" "$c" "$m" "$r"; i=$((i+1))
+            done
+        done
+        echo "# $(date -u +%T) $1round $r done $(uptime)" | tee -a "$WORK/machine.txt"
+    done
+}

@@ -27,15 +27,5 @@ h2() {  # c m round
         "https://127.0.0.1:$PORT$(cat "$WORK/fcm-request/path.txt")" | tee -a "$RESULTS"
 }
 echo "# $(date -u +%T) fcm start COUNT=$COUNT ROUNDS=$ROUNDS BINS=$BINS $(uptime)" | tee -a "$WORK/machine.txt"
-for r in $(seq 1 "$ROUNDS"); do
-  for shape in $SHAPES; do
-    c="${shape%x*}"; m="${shape#*x}"
-    order=("${bins[@]}"); if [ $(( r % 2 )) = 0 ]; then order=(); for (( i=${#bins[@]}-1; i>=0; i-- )); do order+=("${bins[$i]}"); done; fi
-    half=$(( ${#order[@]} / 2 )); i=0
-    for b in "${order[@]}"; do
-      [ $i = $half ] && h2 $c $m $r
-      router "${b%%=*}" "${b#*=}" $c $m $r; i=$((i+1))
-    done
-  done
-  echo "# $(date -u +%T) fcm round $r done $(uptime)" | tee -a "$WORK/machine.txt"
-done
+run_one() { router "$@"; }  # name bin c m round
+bench_interleave "fcm "

@@ -157,10 +157,7 @@ public final class DurableDelivery: Sendable {
 
     /// The progress and outcomes of a send; throws `store/send-not-found` for an unknown id.
     public func status(of sendID: String) async throws(NorqError) -> Status {
-        guard let send = try await store.send(id: sendID) else {
-            throw NorqError(.storeSendNotFound, "no send with id \(sendID)",
-                            hint: "sends are kept for the retention period after they finish")
-        }
+        let send = try await existingSend(sendID)
         let rows = try await store.deliveries(ofSend: sendID)
         var states: [DeliveryState: Int] = [:]
         for row in rows { states[row.state, default: 0] += 1 }
@@ -183,12 +180,18 @@ public final class DurableDelivery: Sendable {
     /// The progress of a send, counted by the store (cheap for any size); throws `store/send-not-found` for an
     /// unknown id.
     public func progress(of sendID: String) async throws(NorqError) -> Progress {
+        let send = try await existingSend(sendID)
+        return Progress(sendID: sendID, targetCount: send.targetCount,
+                        states: try await store.stateCounts(ofSend: sendID))
+    }
+
+    /// The stored send, or `store/send-not-found`.
+    private func existingSend(_ sendID: String) async throws(NorqError) -> StoredSend {
         guard let send = try await store.send(id: sendID) else {
             throw NorqError(.storeSendNotFound, "no send with id \(sendID)",
                             hint: "sends are kept for the retention period after they finish")
         }
-        return Progress(sendID: sendID, targetCount: send.targetCount,
-                        states: try await store.stateCounts(ofSend: sendID))
+        return send
     }
 
     /// The rows of a send at target positions `positions` (one page), in target order.

@@ -185,9 +185,8 @@ extension NorqServer {
         let progress = try await dependencies.delivery.progress(of: id)
         var states: [String: JSONValue] = [:]
         for (state, count) in progress.states { states[state.rawValue] = .int(Int64(count)) }
-        let end = offset.addingReportingOverflow(limit)
         let page = offset < progress.targetCount
-            ? try await dependencies.delivery.rows(of: id, positions: offset..<min(progress.targetCount, end.overflow ? Int.max : end.partialValue))
+            ? try await dependencies.delivery.rows(of: id, positions: offset..<(offset + min(limit, progress.targetCount - offset)))
             : []
         let next = offset + page.count < progress.targetCount && !page.isEmpty
             ? JSONValue.int(Int64(offset + page.count)) : .null

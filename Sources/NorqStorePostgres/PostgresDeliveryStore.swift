@@ -525,22 +525,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
     }
 
     public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
-        let logger = self.logger
-        return try await call("reading a send's rows") { client in
-            var rows: [OutboxRow] = []
-            for try await row in try await client.query("""
-                SELECT \(unescaped: PostgresSchema.qualifiedRowColumns("o")), NULL::bigint AS finished_at
-                FROM norq_sends s JOIN norq_outbox o ON o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id
-                WHERE s.id = \(id)
-                UNION ALL
-                SELECT \(unescaped: PostgresSchema.qualifiedRowColumns("h")), h.finished_at
-                FROM norq_sends s JOIN norq_history h ON h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id
-                WHERE s.id = \(id)
-                """, logger: logger) {
-                rows.append(try PostgresSchema.outboxRow(row))
-            }
-            return rows.sorted { $0.position < $1.position }
-        }
+        try await deliveries(ofSend: id, positions: 0..<Int.max)
     }
 
     public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {

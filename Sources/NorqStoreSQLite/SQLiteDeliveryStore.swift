@@ -599,19 +599,18 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     }
 
     public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
-        try await call("reading a send's rows") { connection in
-            let hot = try await connection.query(
-                "SELECT \(SQLiteSchema.rowColumns), NULL AS finished_at FROM norq_outbox WHERE send_id = ?", [.text(id)])
-            let done = try await connection.query(
-                "SELECT \(SQLiteSchema.rowColumns), finished_at FROM norq_history WHERE send_id = ?", [.text(id)])
-            return (hot + done).map(SQLiteSchema.outboxRow).sorted { $0.position < $1.position }
-        }
+        try await rows(ofSend: id, positions: 0..<Int.max)
     }
 
     public func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
         guard !positions.isEmpty else { return [] }
+        return try await rows(ofSend: id, positions: positions)
+    }
+
+    /// A send's rows at `positions`, hot and finished, in target order (through the `(send_id, position)` indexes).
+    private func rows(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
         let binds: [SQLiteData] = [.text(id), .integer(positions.lowerBound), .integer(positions.upperBound)]
-        let rows = try await call("reading a page of a send's rows") { connection in
+        let rows = try await call("reading a send's rows") { connection in
             let hot = try await connection.query(
                 "SELECT \(SQLiteSchema.rowColumns), NULL AS finished_at FROM norq_outbox WHERE send_id = ? AND position >= ? AND position < ?",
                 binds)

@@ -267,6 +267,7 @@ let package = Package(
             name: "NorqStoreTests",
             dependencies: [
                 "norq", "NorqCore", "NorqConfig", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
+                "NorqProviderTesting",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -18,7 +18,10 @@ import Synchronization
 /// lease (crash, pause, lost database) after it may have sent it; the re-send carries the same message id
 /// (`apns-id`) and collapse id, and the row says it may have been delivered.
 public final class DurableDelivery: Sendable {
-    public let router: NotificationRouter
+    /// The router sends are rendered, routed and delivered through: the one given at init, or the last one given
+    /// to `replaceRouter(with:)` (a configuration reload). Each attempt keeps the router it started on.
+    public var router: NotificationRouter { current.withLock { $0 } }
+    private let current: Mutex<NotificationRouter>
     public let store: any DeliveryStore
     public let settings: DeliveryStoreSettings
     /// The idempotency scope of sends enqueued here (keys are unique per scope).
@@ -35,12 +38,35 @@ public final class DurableDelivery: Sendable {
     public init(router: NotificationRouter, store: any DeliveryStore,
                 settings: DeliveryStoreSettings = DeliveryStoreSettings(), scope: String = "",
                 clock: StoreClock = .system, logger: Logger = Logger(label: "norq.durable")) {
-        self.router = router
+        self.current = Mutex(router)
         self.store = store
         self.settings = settings
         self.scope = scope
         self.clock = clock
         self.logger = logger
+    }
+
+    /// Makes `next` the router of every send enqueued and every attempt started from now on (a reload with new
+    /// providers or routing), and returns the one it replaces. Attempts already started finish on the old router's
+    /// providers: call `shutdown()` on the returned router, which waits for them (up to its grace period) before
+    /// closing its connections. Nothing queued is dropped: rows not yet attempted are delivered through `next`.
+    @discardableResult
+    public func replaceRouter(with next: NotificationRouter) -> NotificationRouter {
+        current.withLock { router in
+            defer { router = next }
+            return router
+        }
+    }
+
+    /// The current router with one attempt counted on it (its `shutdown()` waits for the attempt), or nil when it
+    /// is shutting down. A router replaced meanwhile stops accepting: the one that replaced it is taken instead.
+    func enterRouter() -> NotificationRouter? {
+        for _ in 0..<4 {
+            let router = self.router
+            if (try? router.beginSend()) != nil { return router }
+            if router === self.router { return nil }  // shutting down for good, not replaced
+        }
+        return nil
     }
 
     /// What an enqueue returns.

@@ -226,15 +226,20 @@ public final class DurableWorker: Service {
 
     /// One attempt of one row: what to write back.
     /// The row finished as failed with `error`.
-    private func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError) -> RowCompletion {
-        delivery.router.countFinal(.failed(error), provider: row.provider)
+    private func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError,
+                      router: NotificationRouter? = nil) -> RowCompletion {
+        (router ?? delivery.router).countFinal(.failed(error), provider: row.provider)
         return .finish(lease, DurableCodec.stored(.failed(error), messageID: row.messageID,
                                                   mayHaveBeenDelivered: row.mayHaveBeenDelivered))
     }
 
     private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan) async -> RowCompletion {
-        let router = delivery.router
-        func fail(_ error: NorqError) -> RowCompletion { self.fail(row, lease: lease, error) }
+        // Counted on its router, so that a router replaced by a reload waits for this attempt before closing.
+        guard let router = delivery.enterRouter() else {
+            return .release(lease)  // the router is shutting down: given back, not counted as an attempt
+        }
+        defer { router.endSend() }
+        func fail(_ error: NorqError) -> RowCompletion { self.fail(row, lease: lease, error, router: router) }
         let target: DeliveryTarget
         do { target = try DurableCodec.decodeTarget(row.target) } catch { return fail(error) }
         guard let name = row.provider, let provider = router.providers[name] else {

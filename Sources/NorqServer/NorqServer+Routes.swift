@@ -252,7 +252,7 @@ extension NorqServer {
         let names = library.templateNames.filter { key?.templates?.contains($0) ?? true }
         let results = names.map(check)
         let valid = results.allSatisfy { $0["valid"] == .bool(true) }
-        let providers: [JSONValue] = dependencies.configuration.providers.map {
+        let providers: [JSONValue] = configuration.providers.map {
             ["name": .string($0.name), "type": .string($0.typeName)]
         }
         return ServerJSON.response(200, ["valid": .bool(valid), "templates": .array(results),

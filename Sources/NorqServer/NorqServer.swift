@@ -39,21 +39,27 @@ public final class NorqServer: Service {
         }
     }
 
-    /// What a reload replaces: keys, limits and the rate limiter (kept when the rate settings are unchanged).
+    /// What a reload replaces: keys, limits, the rate limiter (kept when the rate settings are unchanged) and the
+    /// configuration `/v1/validate` reports.
     struct Live: Sendable {
         var settings: ServerConfiguration
         var keys: APIKeyTable
         var rateLimiter: RateLimiter
+        var configuration: NorqConfiguration
     }
-    private let live: Mutex<Live>
+    let live: Mutex<Live>
     /// The address (a reload cannot move the listener).
     let listenHost: String
     let listenPort: Int
     let dependencies: Dependencies
     let allowAnonymous: Bool
     /// Reads the configuration and templates again (SIGHUP); nil: no reload.
-    let reloader: (@Sendable () async throws(NorqError) -> (ServerConfiguration, TemplateLibrary))?
+    let reloader: (@Sendable () async throws(NorqError) -> Reloaded)?
+    /// Builds a router (providers and routing) from a reloaded configuration; nil: providers are not reloaded.
+    let routerFactory: (@Sendable (NorqConfiguration) throws(NorqError) -> NotificationRouter)?
     var settings: ServerConfiguration { live.withLock { $0.settings } }
+    /// The configuration loaded last (at start or by a reload).
+    var configuration: NorqConfiguration { live.withLock { $0.configuration } }
     var keys: APIKeyTable { live.withLock { $0.keys } }
     var rateLimiter: RateLimiter { live.withLock { $0.rateLimiter } }
     let gate = IdempotencyGate()
@@ -68,19 +74,27 @@ public final class NorqServer: Service {
     /// - Parameters:
     ///   - settings: the `server:` block (host, port, keys, limits), after `--host`/`--port`.
     ///   - allowAnonymous: `--no-auth`: no key needed (the caller checked the address is loopback).
+    ///   - reloader: reads the configuration and templates again, for SIGHUP (nil: SIGHUP is not handled).
+    ///   - routerFactory: builds the providers and routing of a reloaded configuration; the new router replaces
+    ///     `dependencies.delivery.router` and the old one is shut down once its attempts in flight have finished.
+    ///     Nil: providers and routing are not reloaded. Run the router as ``DeliveryRouterService``, so that
+    ///     graceful shutdown stops the router current at that time.
     ///   - onListening: called with the bound host and port once the server accepts connections.
     public init(settings: ServerConfiguration, dependencies: Dependencies, allowAnonymous: Bool = false,
                 logger: Logger = Logger(label: "norq.server"),
-                reloader: (@Sendable () async throws(NorqError) -> (ServerConfiguration, TemplateLibrary))? = nil,
+                reloader: (@Sendable () async throws(NorqError) -> Reloaded)? = nil,
+                routerFactory: (@Sendable (NorqConfiguration) throws(NorqError) -> NotificationRouter)? = nil,
                 onListening: @escaping @Sendable (String, Int) -> Void = { _, _ in }) {
         self.live = Mutex(Live(settings: settings, keys: APIKeyTable(settings.apiKeys),
                                rateLimiter: RateLimiter(ratePerSecond: settings.limits.ratePerSecond,
-                                                        burst: settings.limits.burst)))
+                                                        burst: settings.limits.burst),
+                               configuration: dependencies.configuration))
         self.listenHost = settings.host
         self.listenPort = settings.port
         self.dependencies = dependencies
         self.allowAnonymous = allowAnonymous
         self.reloader = reloader
+        self.routerFactory = routerFactory
         self.logger = logger
         self.requestMetrics = RequestMetrics()
         self.onListening = onListening
@@ -133,7 +147,7 @@ public final class NorqServer: Service {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if reloader != nil {
                     group.addTask {
-                        // SIGHUP: reload keys, limits and templates; the listener and requests in flight go on.
+                        // SIGHUP: reload keys, limits, templates, TLS and providers; the listener and requests in flight go on.
                         for await _ in await UnixSignalsSequence(trapping: .sighup) { await self.reload() }
                     }
                 }
@@ -144,64 +158,6 @@ public final class NorqServer: Service {
             throw error
         } catch let error as IOError {
             throw NorqError(.serverBindFailed, "could not listen on \(host):\(listenPort): \(error)")
-        }
-    }
-
-    /// Reads the configuration and templates again and swaps them in; a bad configuration (or one that would be
-    /// insecure) keeps the current one and logs why. Sends in flight are not affected: they are in the store.
-    /// With HTTPS, the certificate chain and key files of `server.tls` are read again (a renewed certificate) and
-    /// new connections use them; connections already open keep theirs. A certificate that does not load refuses
-    /// the whole reload (`server/invalid-tls`): the current certificate and configuration stay.
-    public func reload() async {
-        guard let reloader else { return }
-        do {
-            var (next, library) = try await reloader()
-            try Self.checkSecurity(next, noAuth: allowAnonymous)
-            if next.host != listenHost || (next.port != listenPort && next.port != 0) {
-                logger.notice("server.host and server.port take effect at the next start",
-                              metadata: ["norq.listen": "\(listenHost):\(listenPort)"])
-            }
-            if next.limits.bodyTimeout != settings.limits.bodyTimeout
-                || next.limits.idleTimeout != settings.limits.idleTimeout {
-                logger.notice("the connection timeouts take effect at the next start")
-            }
-            let tlsHolder = listenerTLS.withLock { $0 }
-            var newTLS: (context: NIOSSLContext, certificatePath: String)?
-            switch (tlsHolder, next.tls) {
-            case (_?, let tls?):
-                newTLS = (try Self.makeTLSContext(tls), tls.certificatePath)
-            case (_?, nil):
-                logger.notice("server.tls was removed: HTTPS goes on with the current certificate until the next start")
-                next.tls = settings.tls
-            case (nil, _?):
-                logger.notice("server.tls takes effect at the next start (the listener speaks plain HTTP)")
-                next.tls = nil
-            case (nil, nil):
-                break
-            }
-            next.host = listenHost
-            next.port = listenPort
-            let settings = next
-            live.withLock { live in
-                let rateChanged = live.settings.limits.ratePerSecond != settings.limits.ratePerSecond
-                    || live.settings.limits.burst != settings.limits.burst
-                live = Live(settings: settings, keys: APIKeyTable(settings.apiKeys),
-                            rateLimiter: rateChanged
-                                ? RateLimiter(ratePerSecond: settings.limits.ratePerSecond, burst: settings.limits.burst)
-                                : live.rateLimiter)
-            }
-            dependencies.templates?.replace(with: library)
-            if let tlsHolder, let newTLS {
-                tlsHolder.replace(with: newTLS.context)
-                logger.notice("TLS certificate reloaded for new connections", metadata: ["norq.tls.cert": "\(newTLS.certificatePath)"])
-            }
-            // Said at every reload, since a changed provider or store would otherwise look applied.
-            logger.notice("configuration reloaded", metadata: ["norq.api-keys": "\(settings.apiKeys.count)",
-                                                                "norq.templates": "\(library.templateNames.count)",
-                                                                "norq.next-start-only": "providers, store"])
-        } catch {
-            logger.error("reload failed; keeping the current configuration",
-                         metadata: ["norq.error": "\(error.code)", "norq.reason": "\(error.message)"])
         }
     }
 }

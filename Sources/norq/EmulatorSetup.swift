@@ -22,6 +22,32 @@ enum EmulatorSetup {
         var apns: APNsEmulator?
         var fcm: FCMEmulator?
 
+        /// `configuration` with every APNs and FCM provider pointed at these emulators (at start, and again for a
+        /// configuration reloaded while they run).
+        func pointed(_ configuration: NorqConfiguration) -> NorqConfiguration {
+            var configuration = configuration
+            for index in configuration.providers.indices {
+                if let apns, var settings = configuration.providers[index].configuration as? APNsConfiguration {
+                    let endpoint = APNsEndpoint(host: "localhost", port: apns.port)
+                    settings.sandboxEndpoint = endpoint
+                    settings.productionEndpoint = endpoint
+                    settings.additionalTrustRootsPEM = apns.caCertificatePEM
+                    settings.caPath = "(in-process emulator CA)"
+                    settings.proxy = nil
+                    configuration.providers[index].configuration = settings
+                }
+                if let fcm, var settings = configuration.providers[index].configuration as? FCMConfiguration {
+                    settings.endpoint = FCMURL(host: "localhost", port: fcm.port)
+                    settings.tokenEndpoint = FCMURL(host: "localhost", port: fcm.port, path: "/token")
+                    settings.additionalTrustRootsPEM = fcm.caCertificatePEM
+                    settings.caPath = "(in-process emulator CA)"
+                    settings.proxy = nil
+                    configuration.providers[index].configuration = settings
+                }
+            }
+            return configuration
+        }
+
         func shutdown() async {
             try? await apns?.shutdown()
             try? await fcm?.shutdown()
@@ -97,16 +123,6 @@ enum EmulatorSetup {
                 throw NorqError(.cliEmulatorFailed, "the APNs emulator could not start: \(error)")
             }
             attached.apns = emulator
-            let endpoint = APNsEndpoint(host: "localhost", port: emulator.port)
-            for index in attached.configuration.providers.indices {
-                guard var apns = attached.configuration.providers[index].configuration as? APNsConfiguration else { continue }
-                apns.sandboxEndpoint = endpoint
-                apns.productionEndpoint = endpoint
-                apns.additionalTrustRootsPEM = emulator.caCertificatePEM
-                apns.caPath = "(in-process emulator CA)"
-                apns.proxy = nil
-                attached.configuration.providers[index].configuration = apns
-            }
         }
         if !accounts.isEmpty {
             let emulator: FCMEmulator
@@ -117,16 +133,8 @@ enum EmulatorSetup {
                 throw error
             }
             attached.fcm = emulator
-            for index in attached.configuration.providers.indices {
-                guard var fcm = attached.configuration.providers[index].configuration as? FCMConfiguration else { continue }
-                fcm.endpoint = FCMURL(host: "localhost", port: emulator.port)
-                fcm.tokenEndpoint = FCMURL(host: "localhost", port: emulator.port, path: "/token")
-                fcm.additionalTrustRootsPEM = emulator.caCertificatePEM
-                fcm.caPath = "(in-process emulator CA)"
-                fcm.proxy = nil
-                attached.configuration.providers[index].configuration = fcm
-            }
         }
+        attached.configuration = attached.pointed(configuration)
         return attached
     }
 }

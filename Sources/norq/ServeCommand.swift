@@ -94,11 +94,22 @@ struct ServeCommand: AsyncParsableCommand {
         let templates = ReloadableTemplates(library)
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
                                             templates: templates, logger: logger)
-        // SIGHUP: the same files again, with the same --host/--port overrides (providers and the store need a restart).
+        // SIGHUP: the same files again, with the same --host/--port overrides and emulators; a new router from
+        // the providers and routing read (the store needs a restart).
         let options = configOptions
-        let reloader: @Sendable () async throws(NorqError) -> (ServerConfiguration, TemplateLibrary) = { () throws(NorqError) in
-            let configuration = try options.loadConfiguration()
-            return (configuration.server ?? ServerConfiguration(), try options.library(configuration))
+        let hostOverride = host, portOverride = port, emulators = running
+        let reloader: @Sendable () async throws(NorqError) -> NorqServer.Reloaded = { () throws(NorqError) in
+            var configuration = try options.loadConfiguration()
+            var settings = configuration.server ?? ServerConfiguration()
+            if let hostOverride { settings.host = hostOverride }
+            if let portOverride { settings.port = portOverride }
+            let library = try options.library(configuration)
+            if let emulators { configuration = emulators.pointed(configuration) }
+            return NorqServer.Reloaded(settings: settings, templates: library, configuration: configuration)
+        }
+        let routerFactory: @Sendable (NorqConfiguration) throws(NorqError) -> NotificationRouter = { configuration throws(NorqError) in
+            try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
+                                   templates: templates, logger: logger)
         }
         let lanes = max(1, self.lanes)
         let noAuth = self.noAuth
@@ -113,7 +124,7 @@ struct ServeCommand: AsyncParsableCommand {
                 let server = NorqServer(
                     settings: listen,
                     dependencies: .init(delivery: durable, templates: templates, configuration: loaded, metrics: registry),
-                    allowAnonymous: noAuth, logger: logger, reloader: reloader,
+                    allowAnonymous: noAuth, logger: logger, reloader: reloader, routerFactory: routerFactory,
                     onListening: { host, port in
                         let shown = host.contains(":") ? "[\(host)]" : host
                         let scheme = listen.tls == nil ? "http" : "https"
@@ -122,7 +133,8 @@ struct ServeCommand: AsyncParsableCommand {
                 // Graceful shutdown runs in reverse order: the listener stops first (requests in flight finish),
                 // then the worker (attempts in flight finish, claimed rows are released), then the router drains.
                 let group = ServiceGroup(configuration: .init(
-                    services: [.init(service: router), .init(service: worker), .init(service: server)],
+                    services: [.init(service: DeliveryRouterService(delivery: durable)), .init(service: worker),
+                               .init(service: server)],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
                 try await group.run()
                 Console.err("norq serve: stopped\n")

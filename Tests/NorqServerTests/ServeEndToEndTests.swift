@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NorqCore
 import NorqTesting
@@ -354,8 +355,9 @@ import Glibc
         try added.write(to: served.config, atomically: true, encoding: .utf8)
         kill(served.process.processIdentifier, SIGHUP)
         try await Self.waitUntil("the reload") { served.log.contains("configuration reloaded") }
-        // The log says what a reload does not apply.
-        #expect(served.log.contains("providers, store"), "\(served.log.suffix(600))")
+        // The log says which providers were built and what waits for the next start (nothing here).
+        #expect(served.log.contains("norq.providers=apns"), "\(served.log.suffix(600))")
+        #expect(served.log.contains("norq.next-start-only=none"), "\(served.log.suffix(600))")
         #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
         #expect(try await served.request("POST", "/v1/validate", key: ServedNorq.limitedKey, json: [:]).status == 401)
         // A broken file: the reload fails, the previous keys stay, the server keeps serving.
@@ -366,6 +368,89 @@ import Glibc
         #expect(try await served.request("POST", "/v1/validate", key: newKey, json: [:]).status == 200)
         let sent = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(1)]))
         #expect(sent.status == 200, "\(sent.text.prefix(300))")
+        #expect(try await served.stop() == 0)
+    }
+
+    /// A rotated APNs key and a new endpoint applied by SIGHUP: attempts in flight finish on the old provider
+    /// (nothing lost, nothing sent twice), later sends use the new one, the old one is shut down after its
+    /// attempts, and a provider that cannot be built refuses the reload and keeps the current providers.
+    @Test func sighupReloadsProvidersWithoutDroppingAttemptsInFlight() async throws {
+        let served = try await ServedNorq.start()
+        defer { served.cleanupNow() }
+        // The new provider: another emulator that knows only a new signing key.
+        let rotated = P256.Signing.PrivateKey()
+        let next = try APNsEmulator(configuration: .init(environmentName: "sandbox", teamID: "TEAM123ABC",
+                                                         signingKeys: ["KEY456ABCD": rotated.publicKey.pemRepresentation]))
+        try await next.start()
+        defer { Task { try? await next.shutdown() } }
+        try next.writeCACertificate(to: served.directory.appendingPathComponent("ca-next.pem").path)
+        try rotated.pemRepresentation.write(to: served.directory.appendingPathComponent("key-next.p8"),
+                                            atomically: true, encoding: .utf8)
+
+        // A warm connection (its first request is sent alone), then in flight on the old provider: every answer
+        // takes 1 s (an attempt's deadline is half the 3 s lease).
+        let warm = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(0x100)]))
+        #expect(warm.status == 200, "\(warm.text.prefix(300))")
+        served.emulator.setFaults(.init(latency: .seconds(1)))
+        let inFlight = (1...5).map { Self.token(0x100 + $0) }
+        let accepted = try await served.request("POST", "/v1/sends", json: Self.sendBody(inFlight))
+        #expect(accepted.status == 202, "\(accepted.text.prefix(300))")
+        let firstID = try #require(accepted.json?["id"]?.stringValue)
+        var leased = false
+        let claimEnd = ContinuousClock.now.advanced(by: .seconds(10))
+        while !leased, ContinuousClock.now < claimEnd {
+            let status = try await served.request("GET", "/v1/sends/\(firstID)")
+            leased = (status.json?["states"]?["leased"]?.intValue ?? 0) == Int64(inFlight.count)
+            if !leased { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(leased, "the rows were claimed")
+        try await Task.sleep(for: .milliseconds(300))  // the attempts have started on the old provider
+
+        let original = try String(contentsOf: served.config, encoding: .utf8)
+        let switched = original
+            .replacingOccurrences(of: "keyId: KEY123ABCD", with: "keyId: KEY456ABCD")
+            .replacingOccurrences(of: "keyPath: ./key.p8", with: "keyPath: ./key-next.p8")
+            .replacingOccurrences(of: "localhost:\(served.emulator.port)", with: "localhost:\(next.port)")
+            .replacingOccurrences(of: "caPath: ./ca.pem", with: "caPath: ./ca-next.pem")
+        #expect(switched != original)
+        try switched.write(to: served.config, atomically: true, encoding: .utf8)
+        kill(served.process.processIdentifier, SIGHUP)
+        try await Self.waitUntil("the reload") { served.log.contains("configuration reloaded") }
+        #expect(served.log.contains("norq.providers=apns"), "\(served.log.suffix(800))")
+        #expect(served.log.contains("norq.next-start-only=none"), "\(served.log.suffix(800))")
+
+        // A send after the reload goes to the new endpoint, signed with the new key.
+        let later = (1...3).map { Self.token(0x200 + $0) }
+        let sent = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody(later))
+        #expect(sent.status == 200, "\(sent.text.prefix(300))")
+        #expect(sent.json?["summary"]?["delivered"]?.intValue == 3, "\(sent.text.prefix(400))")
+
+        // The send in flight at the reload ends delivered, each token once, on the old provider.
+        try await Self.waitUntil("the first send", timeout: .seconds(30)) {
+            served.log.contains("previous providers shut down")
+        }
+        let first = try await served.request("GET", "/v1/sends/\(firstID)")
+        #expect(first.json?["finished"] == .bool(true), "\(first.text.prefix(400))")
+        #expect(first.json?["summary"]?["delivered"]?.intValue == 5, "\(first.text.prefix(400))")
+        func delivered(_ emulator: APNsEmulator, _ token: String) -> Int {
+            emulator.requests.filter { $0.path.hasSuffix(token) && $0.status == 200 }.count
+        }
+        for token in inFlight {
+            #expect(delivered(served.emulator, token) == 1 && delivered(next, token) == 0,
+                    "each token in flight at the reload once, on the old provider")
+        }
+        for token in later {
+            #expect(delivered(next, token) == 1 && delivered(served.emulator, token) == 0)
+        }
+
+        // A key that does not exist: the reload is refused and the providers stay.
+        try switched.replacingOccurrences(of: "keyPath: ./key-next.p8", with: "keyPath: ./missing.p8")
+            .write(to: served.config, atomically: true, encoding: .utf8)
+        kill(served.process.processIdentifier, SIGHUP)
+        try await Self.waitUntil("the failed reload") { served.log.contains("reload failed") }
+        let after = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(0x301)]))
+        #expect(after.json?["summary"]?["delivered"]?.intValue == 1, "\(after.text.prefix(400))")
+        #expect(delivered(next, Self.token(0x301)) == 1)
         #expect(try await served.stop() == 0)
     }
 

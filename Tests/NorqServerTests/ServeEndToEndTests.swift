@@ -451,6 +451,9 @@ import Glibc
         let after = try await served.request("POST", "/v1/sends?wait=true", json: Self.sendBody([Self.token(0x301)]))
         #expect(after.json?["summary"]?["delivered"]?.intValue == 1, "\(after.text.prefix(400))")
         #expect(delivered(next, Self.token(0x301)) == 1)
+        let metrics = try await served.request("GET", "/metrics").text
+        #expect(metrics.contains("norq_server_reloads_total{result=\"applied\"} 1"), "\(metrics.prefix(2000))")
+        #expect(metrics.contains("norq_server_reloads_total{result=\"failed\"} 1"))
         #expect(try await served.stop() == 0)
     }
 

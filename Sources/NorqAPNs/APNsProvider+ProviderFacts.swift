@@ -20,8 +20,8 @@ extension APNsProvider {
     /// Every reason of `APNsResponseTable`.
     public var knownReasons: Set<String> { APNsResponseTable.reasonStrings }
 
-    /// `apns-id`.
-    public var messageIDName: String { "apns-id" }
+    /// `apns-id` (`APNsProviderType.messageIDName`).
+    public var messageIDName: String { APNsProviderType().messageIDName }
 
     /// Ready when the provider token can be made (token auth; a certificate was loaded at init) and no endpoint's
     /// last connection attempt failed without a connection left.
@@ -34,4 +34,9 @@ extension APNsProvider {
         }
         return .ready
     }
+}
+
+extension APNsProviderType {
+    /// `apns-id`: the header APNs answers a delivered notification with.
+    public var messageIDName: String { "apns-id" }
 }

@@ -210,6 +210,10 @@ public protocol ProviderType: Sendable {
     func configurationFromEnvironment(_ environment: [String: String],
                                       context: ProviderConfigurationContext) throws(NorqError) -> (any ProviderConfiguration)?
 
+    /// What this type's providers call the message id of a delivered outcome (`PushProvider.messageIDName`), for
+    /// tools that show stored outcomes without a live provider (`norq status`). Default `message-id`.
+    var messageIDName: String { get }
+
     /// Creates a live provider instance.
     func makeProvider(name: String, configuration: any ProviderConfiguration, policy: DeliveryPolicy,
                       context: ProviderContext) throws(NorqError) -> any PushProvider
@@ -217,6 +221,8 @@ public protocol ProviderType: Sendable {
 
 extension ProviderType {
     public var pushTypes: Set<String> { [] }
+
+    public var messageIDName: String { "message-id" }
 
     public func payloadSizes(for content: PushContent, platforms: Set<Platform>,
                              options: SendOptions) throws(NorqError) -> [PayloadSize] { [] }

@@ -286,8 +286,8 @@ extension FCMProvider {
     /// Every FCM error code and canonical status of `FCMResponseTable`.
     public var knownReasons: Set<String> { FCMResponseTable.reasonStrings }
 
-    /// FCM's message `name` (`projects/<id>/messages/<id>`).
-    public var messageIDName: String { "fcm-message" }
+    /// FCM's message `name` (`FCMProviderType.messageIDName`).
+    public var messageIDName: String { FCMProviderType().messageIDName }
 
     /// FCM validates a `validate_only` message and delivers nothing (a per-send server-side dry run).
     public var supportsValidateOnly: Bool { true }

@@ -25,6 +25,9 @@ public struct FCMProviderType: Sendable {
 }
 
 extension FCMProviderType {
+    /// `fcm-message`: FCM answers a delivered message with its `name` (`projects/<id>/messages/<id>`).
+    public var messageIDName: String { "fcm-message" }
+
     /// The APNs push types: FCM sends an iOS token's `apns` block by NorqAPNs's rules (`APNsPushType`).
     public var pushTypes: Set<String> { Set(APNsPushType.all.map(\.rawValue)) }
 }

@@ -2,8 +2,8 @@ public import NorqCore
 
 /// What the router and the CLI ask of a provider (one table per fact, owned here).
 extension WebPushProvider {
-    /// A delivered push's id is the push service's message URL (the `Location` answer header).
-    public var messageIDName: String { "location" }
+    /// `location` (`WebPushProviderType.messageIDName`).
+    public var messageIDName: String { WebPushProviderType().messageIDName }
 
     /// The reasons the router keeps as metric labels: the two subscription-gone reasons; a service's own words
     /// for other answers count as `other`, so labels stay bounded.
@@ -12,4 +12,9 @@ extension WebPushProvider {
     /// A push with an RFC 8030 `Topic` replaces an undelivered one with the same topic at the push service, so a
     /// duplicate after an ambiguous failure is harmless (`retry.ambiguous: collapsible`).
     public func collapseID(of request: PreparedRequest) -> String? { request.header("topic") }
+}
+
+extension WebPushProviderType {
+    /// `location`: a delivered push's id is the push service's message URL (the `Location` answer header).
+    public var messageIDName: String { "location" }
 }

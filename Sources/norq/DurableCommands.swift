@@ -212,6 +212,7 @@ struct StatusCommand: AsyncParsableCommand {
             Examples:
               norq status 2c7e1f0a-…
               norq status 2c7e1f0a-… --json
+              norq status 2c7e1f0a-… --offset 1000 --limit 500
               norq status --store ./norq.db
 
             \(ExitCodes.help)
@@ -225,6 +226,15 @@ struct StatusCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL (default: store: of the config).", valueName: "PATH|URL"))
     var store: String?
+
+    @Option(name: .long, help: "The first row shown (a target's position in the send).")
+    var offset = 0
+
+    @Option(name: .long, help: "Rows shown at most (0: the counts only).")
+    var limit = 100
+
+    @Flag(name: .long, help: "Show every row (read from the store in pages).")
+    var all = false
 
     @Flag(name: .long, help: "Print JSON.")
     var json = false
@@ -246,30 +256,44 @@ struct StatusCommand: AsyncParsableCommand {
             try await showQueueDepth(storeConfiguration, logger: logger)
             return
         }
+        // Each row's id under its provider type's name for it (`apns-id`, `fcm-message`, ...).
+        var idNames: [String: String] = [:]
+        for instance in configuration?.providers ?? [] {
+            idNames[instance.name] = ConfigOptions.registry.type(named: instance.typeName)?.messageIDName
+        }
+        let offset = max(0, self.offset)
+        let limit = all ? Int.max : max(0, self.limit)
+        let idNameTable = idNames
         do {
             try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, _ in
                 guard try await store.send(id: sendID) != nil else {
                     throw NorqError(.storeSendNotFound, "no send with id \(sendID) in \(storeConfiguration)")
                 }
-                let rows = try await store.deliveries(ofSend: sendID)
+                let states = try await store.stateCounts(ofSend: sendID)
+                let targets = states.values.reduce(0, +)
+                let end = offset + min(limit, max(0, targets - offset))
+                let next: Int? = end < targets ? end : nil
                 if json {
-                    Console.out(JSONValue.object(["sendId": .string(sendID), "rows": .array(rows.map(Self.json))]).prettyPrinted() + "\n")
+                    var rows: [JSONValue] = []
+                    try await Self.forEachRow(store, sendID, offset..<end) { rows.append(Self.json($0)) }
+                    let counts = JSONValue.object(.init(uniqueKeysWithValues: states
+                        .sorted { $0.key.rawValue < $1.key.rawValue }
+                        .map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) }))
+                    Console.out(JSONValue.object([
+                        "sendId": .string(sendID), "targets": .int(Int64(targets)), "states": counts,
+                        "page": ["offset": .int(Int64(offset)), "next": next.map { .int(Int64($0)) } ?? .null],
+                        "rows": .array(rows),
+                    ]).prettyPrinted() + "\n")
                     return
                 }
-                var states: [String: Int] = [:]
-                for row in rows { states[row.state.rawValue, default: 0] += 1 }
-                Console.out("send \(sendID): \(rows.count) targets: "
-                            + states.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n")
-                for row in rows {
-                    var line = "  \(row.position)  \(PushToken.redact(row.identity))  \(row.state)  attempts \(row.attempts)"
-                    if let id = row.messageID { line += "  apns-id \(id)" }
-                    if let last = row.last {
-                        if let status = last.status { line += "  \(status)" }
-                        if let code = last.code { line += " [\(code)]" }
-                        if let reason = last.reason { line += " \(reason)" }
-                    }
-                    if row.mayHaveBeenDelivered { line += "  (may have been delivered more than once)" }
-                    Console.out(line + "\n")
+                Console.out("send \(sendID): \(targets) targets: "
+                            + states.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
+                                .joined(separator: ", ") + "\n")
+                try await Self.forEachRow(store, sendID, offset..<end) { row in
+                    Console.out(Self.line(row, idName: row.provider.flatMap { idNameTable[$0] } ?? "message-id") + "\n")
+                }
+                if let next {
+                    Console.out("  ... rows \(next)-\(targets - 1) not shown (--offset \(next), --limit N, or --all)\n")
                 }
             }
         } catch let error as NorqError {
@@ -277,6 +301,32 @@ struct StatusCommand: AsyncParsableCommand {
         } catch {
             throw NorqError(.storeFailed, "\(error)")
         }
+    }
+
+    /// The rows of `positions`, read in pages of 1,000 (a send of a million targets is never held at once).
+    static func forEachRow(_ store: any DeliveryStore, _ sendID: String, _ positions: Range<Int>,
+                           _ body: (OutboxRow) throws -> Void) async throws(NorqError) {
+        var start = positions.lowerBound
+        while start < positions.upperBound {
+            let end = start + min(1_000, positions.upperBound - start)
+            let rows = try await store.deliveries(ofSend: sendID, positions: start..<end)
+            for row in rows {
+                do { try body(row) } catch { throw NorqError(.storeFailed, "\(error)") }
+            }
+            start = end
+        }
+    }
+
+    static func line(_ row: OutboxRow, idName: String) -> String {
+        var line = "  \(row.position)  \(PushToken.redact(row.identity))  \(row.state)  attempts \(row.attempts)"
+        if let id = row.messageID { line += "  \(idName) \(id)" }
+        if let last = row.last {
+            if let status = last.status { line += "  \(status)" }
+            if let code = last.code { line += " [\(code)]" }
+            if let reason = last.reason { line += " \(reason)" }
+        }
+        if row.mayHaveBeenDelivered { line += "  (may have been delivered more than once)" }
+        return line
     }
 
     /// The hot outbox by group (`DeliveryStore.queueDepth`).

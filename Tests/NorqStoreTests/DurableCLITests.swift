@@ -71,12 +71,21 @@ import Glibc
         #expect(reused.status != 0)
         #expect(reused.err.contains("idempotency/key-reused"), "\(reused)")
 
-        let status = try Self.norq(["status", sendID, "--store", db])
+        // The provider's name for the id comes from its type (the configuration names the instance's type).
+        let config = Self.quickstart.appendingPathComponent("norq.yaml").path
+        let status = try Self.norq(["status", sendID, "--store", db, "--config", config])
         #expect(status.status == 0, "\(status)")
         #expect(status.out.contains("send \(sendID): 2 targets: 2 delivered"))
-        #expect(status.out.contains("apns-id"))
-        let json = try Self.norq(["status", sendID, "--store", db, "--json"])
+        #expect(status.out.contains("  0  ") && status.out.contains("  1  ") && status.out.contains("apns-id"), "\(status.out)")
+        // One page: the first row, and where the rest starts.
+        let paged = try Self.norq(["status", sendID, "--store", db, "--config", config, "--limit", "1"])
+        #expect(paged.out.contains("  0  ") && !paged.out.contains("  1  a"), "\(paged.out)")
+        #expect(paged.out.contains("rows 1-1 not shown (--offset 1"), "\(paged.out)")
+        let json = try Self.norq(["status", sendID, "--store", db, "--json", "--offset", "1"])
         #expect(json.out.contains("\"mayHaveBeenDelivered\" : false") || json.out.contains("\"mayHaveBeenDelivered\": false"))
+        let object = try JSONValue(parsing: json.out)
+        #expect(object["targets"] == .int(2) && object["states"]?["delivered"] == .int(2), "\(json.out)")
+        #expect(object["rows"]?.arrayCount == 1 && object["page"]?["next"] == .null, "\(json.out)")
         let missing = try Self.norq(["status", "00000000-0000-0000-0000-000000000000", "--store", db])
         #expect(missing.status != 0 && missing.err.contains("store/send-not-found"), "\(missing)")
 
@@ -165,5 +174,12 @@ import Glibc
 
     @Test func unknownStoreKeyIsRefused() {
         #expect(throws: NorqError.self) { try Self.load("store: { sqlite: a.db, leaseTime: 3s }") }
+    }
+}
+
+extension JSONValue {
+    fileprivate var arrayCount: Int? {
+        if case .array(let items) = self { return items.count }
+        return nil
     }
 }

@@ -14,17 +14,6 @@ import Testing
         func wait() async { await signal.wait() }
     }
 
-    static func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let end = ContinuousClock.now.advanced(by: .seconds(20))
-        while !condition() {
-            guard ContinuousClock.now < end else {
-                Issue.record("timed out waiting for \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     @Test func aReplacedRouterClosesItsProvidersOnlyAfterItsAttemptsInFlight() async throws {
         let gate = Gate()
         let old = FakeProvider(name: "apns") { _, _ throws(NorqError) in
@@ -39,7 +28,7 @@ import Testing
             let worker = DurableWorker(delivery: durable)
             try await withWorker(worker) {
                 let first = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(3))
-                try await Self.waitUntil("three attempts in flight") { old.state.withLock { $0.inFlight } == 3 }
+                try await Chaos.waitUntil("three attempts in flight", timeout: .seconds(20)) { old.state.withLock { $0.inFlight } == 3 }
 
                 #expect(durable.replaceRouter(with: newRouter) === oldRouter)
                 #expect(durable.router === newRouter)

@@ -25,7 +25,7 @@ public final class NorqServer: Service {
         public var delivery: DurableDelivery
         /// The templates (swapped on reload; give the same object to the router).
         public var templates: ReloadableTemplates?
-        /// The loaded configuration (for `/v1/validate` and `/readyz`).
+        /// The configuration loaded at start (`/v1/validate` reports the one loaded last: a reload replaces it).
         public var configuration: NorqConfiguration
         /// The Prometheus registry `/metrics` renders (see ``NorqServer/bootstrapMetrics()``).
         public var metrics: PrometheusCollectorRegistry?

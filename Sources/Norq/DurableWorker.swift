@@ -84,6 +84,11 @@ public final class DurableWorker: Service {
     private func lane(_ index: Int) async {
         var failures = 0
         while !isStopping {
+            if delivery.router.isShuttingDown {
+                // Its attempts would be given back at once: wait for this worker's own stop instead of spinning.
+                await stopSignal.wait(upTo: settings.pollInterval)
+                continue
+            }
             let rows: [OutboxRow]
             let now = delivery.clock.nowMillis()
             do {

@@ -53,4 +53,26 @@ import Testing
         }
         await newRouter.shutdown()
     }
+
+    /// A router shut down before its worker (a library user's order): the worker claims nothing (its attempts
+    /// would be given back at once, over and over) until it is stopped; the rows stay pending for the next start.
+    @Test func aWorkerWhoseRouterIsShutDownLeavesTheRowsPending() async throws {
+        let leasesMade = Mutex(0)
+        let store = InMemoryDeliveryStore(makeLeaseToken: {
+            leasesMade.withLock { $0 += 1 }
+            return RequestID.random()
+        })
+        let provider = FakeProvider(name: "apns")
+        let router = try NotificationRouter(providers: [provider], defaultProvider: "apns")
+        let durable = DurableDelivery(router: router, store: store, settings: DurableDeliveryTests.settings)
+        let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(3))
+        await router.shutdown()
+        try await withWorker(DurableWorker(delivery: durable)) {
+            try await Task.sleep(for: .milliseconds(300))  // six poll intervals
+        }
+        #expect(provider.requestCount == 0)
+        #expect(leasesMade.withLock { $0 } == 0, "no row claimed")
+        let rows = try await store.deliveries(ofSend: receipt.sendID)
+        #expect(rows.count == 3 && rows.allSatisfy { $0.state == .pending && $0.attempts == 0 })
+    }
 }

@@ -123,6 +123,13 @@ public final class DurableWorker: Service {
     // MARK: one batch
 
     private func process(_ rows: [OutboxRow]) async {
+        // The batch is counted on its router (once, not per row): a router replaced by a reload waits for the
+        // batch's attempts before closing its providers. A router shutting down gets none: the rows go back.
+        guard let router = delivery.enterRouter() else {
+            await finish(rows.compactMap { $0.lease.map(RowCompletion.release) })
+            return
+        }
+        defer { router.endSend() }
         let leases = HeldLeases(rows.compactMap(\.lease))
         let completions = await withTaskGroup(of: [RowCompletion]?.self) { group -> [RowCompletion] in
             group.addTask {
@@ -141,9 +148,9 @@ public final class DurableWorker: Service {
                         }
                         switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
                         case .plan(let plan):
-                            attempts.addTask { await self.attempt(row, lease: lease, plan: plan) }
+                            attempts.addTask { await self.attempt(row, lease: lease, plan: plan, router: router) }
                         case .unreadable(let error):
-                            attempts.addTask { self.fail(row, lease: lease, error) }
+                            attempts.addTask { self.fail(row, lease: lease, error, router: router) }
                         case .unavailable:
                             attempts.addTask { .release(lease) }
                         }
@@ -231,19 +238,13 @@ public final class DurableWorker: Service {
 
     /// One attempt of one row: what to write back.
     /// The row finished as failed with `error`.
-    private func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError,
-                      router: NotificationRouter? = nil) -> RowCompletion {
-        (router ?? delivery.router).countFinal(.failed(error), provider: row.provider)
+    private func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError, router: NotificationRouter) -> RowCompletion {
+        router.countFinal(.failed(error), provider: row.provider)
         return .finish(lease, DurableCodec.stored(.failed(error), messageID: row.messageID,
                                                   mayHaveBeenDelivered: row.mayHaveBeenDelivered))
     }
 
-    private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan) async -> RowCompletion {
-        // Counted on its router, so that a router replaced by a reload waits for this attempt before closing.
-        guard let router = delivery.enterRouter() else {
-            return .release(lease)  // the router is shutting down: given back, not counted as an attempt
-        }
-        defer { router.endSend() }
+    private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter) async -> RowCompletion {
         func fail(_ error: NorqError) -> RowCompletion { self.fail(row, lease: lease, error, router: router) }
         let target: DeliveryTarget
         do { target = try DurableCodec.decodeTarget(row.target) } catch { return fail(error) }

@@ -73,12 +73,24 @@ package final class HTTP2ConnectionPool: Sendable {
     /// its timer fires while it waits for one), without a clock read here.
     package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
                        completion: @escaping HTTP2Completion) {
+        start(head, body: .buffer(body ?? ByteBuffer()), deadline: deadline, completion: completion)
+    }
+
+    /// `start` with the body as bytes: written into the connection's buffer without a buffer of its own first
+    /// (for a body made per request).
+    package func start(_ head: HTTP2RequestHead, bytes: [UInt8], deadline: NIODeadline,
+                       completion: @escaping HTTP2Completion) {
+        start(head, body: .bytes(bytes), deadline: deadline, completion: completion)
+    }
+
+    private func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
+                       completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
             return
         }
         outstanding.add(1, ordering: .relaxed)
-        let request = HTTP2RequestContext(head: head, body: body ?? ByteBuffer(), deadline: deadline, pool: self,
+        let request = HTTP2RequestContext(head: head, body: body, deadline: deadline, pool: self,
                                           completion: completion)
         submit(request)
     }

@@ -205,26 +205,32 @@ package final class HTTP2ConnectionPool: Sendable {
         carryOut(state.withLock { $0.connectionUnusable(id: id) })
     }
 
-    /// The event loop for connection `id`: the group's loop holding the fewest of this pool's connections (the
-    /// first such in the group's order).
+    /// The event loop for connection `id`: the group's loop holding the fewest of this pool's connections; among
+    /// those, the one `group.next()` suggests (so that the single connections of several pools still spread over
+    /// the group, as they did).
     private func placeConnection(id: Int) -> any EventLoop {
-        guard loops.count > 1 else { return loops.first ?? group.next() }
+        let suggested = group.next()
+        guard loops.count > 1 else { return suggested }
+        let suggestedID = ObjectIdentifier(suggested)
+        let preferred = loops.firstIndex { ObjectIdentifier($0) == suggestedID }
         let count = loops.count
         let index = placement.withLock { placement in
-            let index = Self.leastUsedLoop(placement, loops: count)
+            let index = Self.leastUsedLoop(placement, loops: count, preferring: preferred)
             placement[id] = index
             return index
         }
         return loops[index]
     }
 
-    /// Of `loops` event loops, the index of the one holding the fewest connections in `placement` (connection id
-    /// -> loop index), the first such.
-    package static func leastUsedLoop(_ placement: [Int: Int], loops: Int) -> Int {
+    /// Of `loops` event loops, the index of one holding the fewest connections in `placement` (connection id ->
+    /// loop index): `preferring` when it is one of those, else the first.
+    package static func leastUsedLoop(_ placement: [Int: Int], loops: Int, preferring: Int? = nil) -> Int {
         guard loops > 1 else { return 0 }
         var counts = [Int](repeating: 0, count: loops)
         for loop in placement.values where loop >= 0 && loop < loops { counts[loop] += 1 }
-        return counts.indices.min { counts[$0] < counts[$1] } ?? 0
+        let fewest = counts.min() ?? 0
+        if let preferring, preferring >= 0, preferring < loops, counts[preferring] == fewest { return preferring }
+        return counts.firstIndex(of: fewest) ?? 0
     }
 
     /// Connection `id` closed (or never opened): its loop holds one connection less.

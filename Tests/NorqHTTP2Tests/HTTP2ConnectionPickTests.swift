@@ -18,6 +18,10 @@ struct HTTP2ConnectionPickTests {
         #expect(HTTP2ConnectionPool.leastUsedLoop(placement, loops: 2) == 0)
         #expect(HTTP2ConnectionPool.leastUsedLoop([1: 0, 2: 0, 3: 2], loops: 3) == 1)
         #expect(HTTP2ConnectionPool.leastUsedLoop([1: 0], loops: 1) == 0)
+        // The group's suggestion wins among the least used (pools of one connection each still spread), not over them.
+        #expect(HTTP2ConnectionPool.leastUsedLoop([:], loops: 2, preferring: 1) == 1)
+        #expect(HTTP2ConnectionPool.leastUsedLoop([1: 1], loops: 2, preferring: 1) == 0)
+        #expect(HTTP2ConnectionPool.leastUsedLoop([1: 0, 2: 1], loops: 2, preferring: 1) == 1)
     }
 
     @Test("round robin over the connections on the calling event loop while they have room")

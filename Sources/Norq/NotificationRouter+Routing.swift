@@ -48,9 +48,11 @@ extension NotificationRouter {
             }
             return .provider(provider, how: "token.provider")
         }
-        return implicitRoutes[platform] ?? Self.implicitRoute(for: platform, providers: providers,
-                                                               providerNames: providerNames,
-                                                               defaultProvider: defaultProvider, byPlatform: byPlatform)
+        for index in implicitRoutes.indices where implicitRoutes[index].platform == platform {
+            return implicitRoutes[index].route
+        }
+        return Self.implicitRoute(for: platform, providers: providers, providerNames: providerNames,
+                                  defaultProvider: defaultProvider, byPlatform: byPlatform)
     }
 
     /// The route of a channel that names no platform: its `provider`, else `routing push`, else the only provider.

@@ -56,6 +56,10 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
 
         let capacity: Int
         private let state = Mutex(State())
+        /// `hasRoom`, stored by every change of the state (under its lock) and read without the lock: producers
+        /// ask before each target they start, and taking the lock for it, against the consumer taking it per
+        /// outcome and the other event loop's producers, was most of the lock's contention (futex calls) at 4x250.
+        private let room = Atomic<Bool>(true)
 
         init(capacity: Int) {
             self.capacity = Swift.max(1, capacity)
@@ -83,6 +87,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
                     return consumer
                 }
                 state.buffer.append(moving.take()!)
+                updateRoom(&state)
                 return nil
             }
             // A waiting consumer is woken once per completion batch (the answers of one read), not per outcome:
@@ -93,7 +98,12 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
         }
 
         var hasRoom: Bool {
-            state.withLock { $0.buffer.count < capacity || $0.terminated || $0.finished }
+            room.load(ordering: .relaxed)
+        }
+
+        /// Called under the lock after the buffer or the end flags changed.
+        private func updateRoom(_ state: inout State) {
+            room.store(state.buffer.count < capacity || state.terminated || state.finished, ordering: .relaxed)
         }
 
         func waitForRoom(_ resume: @escaping @Sendable () -> Void) -> Bool {
@@ -108,6 +118,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
         func finish() {
             let (consumer, waiters) = state.withLock { state in
                 state.finished = true
+                updateRoom(&state)
                 let consumer = state.consumer
                 state.consumer = nil
                 let waiters = state.roomWaiters
@@ -126,6 +137,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
             }
             let action = state.withLock { state -> Action in
                 if let outcome = state.buffer.popFirst() {
+                    updateRoom(&state)
                     guard state.buffer.count < capacity, !state.roomWaiters.isEmpty else { return .value(outcome, []) }
                     let waiters = state.roomWaiters
                     state.roomWaiters.removeAll()
@@ -144,7 +156,10 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
                 return await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<PushOutcome?, Never>) in
                         let immediate = state.withLock { state -> PushOutcome?? in
-                            if let outcome = state.buffer.popFirst() { return .some(outcome) }
+                            if let outcome = state.buffer.popFirst() {
+                                updateRoom(&state)
+                                return .some(outcome)
+                            }
                             if state.finished || state.terminated { return .some(nil) }
                             state.consumer = continuation
                             return nil
@@ -170,6 +185,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
                 let producers = state.roomWaiters
                 state.roomWaiters.removeAll()
                 state.buffer.removeAll()
+                updateRoom(&state)
                 let handler = state.onTermination
                 state.onTermination = nil
                 return (consumer, producers, handler)

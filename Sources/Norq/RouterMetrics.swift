@@ -20,7 +20,7 @@ final class RouterMetrics: Sendable {
     private let timers = Mutex<[String: Timer]>([:])
     private let inFlight: Meter
     /// The per-token instruments of one provider, made up front for every known provider: the hot path then
-    /// finds them with one dictionary read, without building a key or taking a lock.
+    /// finds them by a scan of a few names, without hashing one, building a key or taking a lock.
     private struct ProviderInstruments: Sendable {
         var sent: Counter
         var delivered: Counter
@@ -38,7 +38,7 @@ final class RouterMetrics: Sendable {
             }
         }
     }
-    private let plain: [String: ProviderInstruments]
+    private let plain: [(provider: String, instruments: ProviderInstruments)]
 
     init(factory: (any MetricsFactory)?, prefix: String = "norq", providers: [String] = [],
          reasons: Set<String> = []) {
@@ -47,17 +47,24 @@ final class RouterMetrics: Sendable {
         self.factory = factory
         self.prefix = prefix
         self.inFlight = Meter(label: "\(prefix)_in_flight", dimensions: [], factory: factory)
-        var plain: [String: ProviderInstruments] = [:]
-        for provider in providers {
+        var plain: [(provider: String, instruments: ProviderInstruments)] = []
+        for provider in providers where !plain.contains(where: { $0.provider == provider }) {
             func counter(_ name: String) -> Counter {
                 Counter(label: "\(prefix)_\(name)_total", dimensions: [("provider", provider)], factory: factory)
             }
             let latency = Timer(label: "\(prefix)_delivery_duration", dimensions: [("provider", provider)], factory: factory)
-            plain[provider] = ProviderInstruments(sent: counter("sent"), delivered: counter("delivered"),
-                                                  retried: counter("retried"), deduplicated: counter("deduplicated"),
-                                                  latency: latency)
+            plain.append((provider, ProviderInstruments(sent: counter("sent"), delivered: counter("delivered"),
+                                                        retried: counter("retried"),
+                                                        deduplicated: counter("deduplicated"), latency: latency)))
         }
         self.plain = plain
+    }
+
+    /// A provider's own instruments (a router has a handful of providers: a scan compares a few short names, where
+    /// a dictionary hashed the name per call, three calls per token).
+    private func instruments(of provider: String) -> ProviderInstruments? {
+        for index in plain.indices where plain[index].provider == provider { return plain[index].instruments }
+        return nil
     }
 
     func reasonLabel(_ reason: String?) -> String {
@@ -66,7 +73,7 @@ final class RouterMetrics: Sendable {
     }
 
     func count(_ name: String, provider: String?, reason: String? = nil) {
-        if reason == nil, let provider, let counter = plain[provider]?.counter(name) {
+        if reason == nil, let provider, let counter = instruments(of: provider)?.counter(name) {
             counter.increment()
             return
         }
@@ -83,7 +90,7 @@ final class RouterMetrics: Sendable {
     }
 
     func recordLatency(_ duration: Duration, provider: String) {
-        let timer = plain[provider]?.latency ?? timers.withLock { timers in
+        let timer = instruments(of: provider)?.latency ?? timers.withLock { timers in
             if let existing = timers[provider] { return existing }
             let made = Timer(label: "\(prefix)_delivery_duration", dimensions: [("provider", provider)],
                              factory: factory)

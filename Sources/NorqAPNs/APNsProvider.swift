@@ -23,7 +23,9 @@ public final class APNsProvider: PushProvider {
     let transport: APNsTransport
     /// Storage policies of broadcast channels this provider created or read (see `prepare(_:forChannel:options:)`).
     public let channelPolicies = APNsChannelPolicyCache()
-    private let topics: [String: String]
+    /// The `apns-topic` of each documented push type, by its `apns-push-type` value: searched in order (eleven
+    /// short names compare in a few instructions; a dictionary hashed the name per request).
+    private let topics: [(pushType: String, topic: String)]
     /// The `:authority` of the sandbox and production endpoints, made once (not per request).
     private let sandboxAuthority: String
     private let productionAuthority: String
@@ -70,9 +72,7 @@ public final class APNsProvider: PushProvider {
             self.tokenSlot = nil
             self.tokenRedactions = nil
         }
-        var topics: [String: String] = [:]
-        for type in APNsPushType.all { topics[type.rawValue] = type.topic(bundleID: configuration.bundleID) }
-        self.topics = topics
+        self.topics = APNsPushType.all.map { ($0.rawValue, $0.topic(bundleID: configuration.bundleID)) }
         self.sandboxAuthority = configuration.sandboxEndpoint.authority
         self.productionAuthority = configuration.productionEndpoint.authority
         self.transport = try APNsTransport(configuration: configuration, logger: logger)
@@ -108,7 +108,8 @@ public final class APNsProvider: PushProvider {
         }
         let environment = token.environment ?? options.environment ?? (configuration.production ? .production : .sandbox)
         let priority = options.priority ?? content.headers.priority ?? pushType.defaultPriority
-        guard pushType.allowedPriorities.contains(priority) else {
+        // Scanned, not hashed: at most three priorities.
+        guard pushType.allowedPriorities.contains(where: { $0 == priority }) else {
             throw NorqError(.apnsBadPriority,
                             "priority \(priority) is not allowed for push type \(pushType); allowed: \(pushType.allowedPriorities.sorted().map(String.init).joined(separator: ", "))")
         }
@@ -152,7 +153,7 @@ public final class APNsProvider: PushProvider {
         if let topic = options.topic ?? content.headers.topic {
             headers.append(HTTPHeader("apns-topic", try pushType.topic(given: topic)))
         } else {
-            headers.append(HTTPHeader("apns-topic", topics[pushType.rawValue] ?? pushType.topic(bundleID: configuration.bundleID)))
+            headers.append(HTTPHeader("apns-topic", topic(of: pushType)))
         }
         headers.append(HTTPHeader("apns-push-type", pushType.rawValue))
         headers.append(HTTPHeader("apns-priority", priority == 10 ? "10" : priority == 5 ? "5" : String(priority)))
@@ -192,6 +193,12 @@ public final class APNsProvider: PushProvider {
                                 buffer: ByteBuffer(bytes: body))
         }
         return body
+    }
+
+    /// The `apns-topic` of `pushType` for the configured bundle id.
+    private func topic(of pushType: APNsPushType) -> String {
+        for index in topics.indices where topics[index].pushType == pushType.rawValue { return topics[index].topic }
+        return pushType.topic(bundleID: configuration.bundleID)
     }
 
     /// Hex digits only, an even number of them (Apple says not to assume 64).

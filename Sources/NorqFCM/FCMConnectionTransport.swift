@@ -55,7 +55,7 @@ final class FCMConnectionTransport: FCMTransport {
         let remaining = ContinuousClock.now.duration(to: deadline)
         let (seconds, attoseconds) = remaining.components
         let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-        pool.start(head, body: ByteBuffer(bytes: request.body), deadline: nioDeadline) { result in
+        pool.start(head, bytes: request.body, deadline: nioDeadline) { result in
             switch result {
             case .success(let response):
                 var headers: [HTTPHeader] = []

@@ -92,7 +92,8 @@ package struct HTTP2Response: Sendable {
 
     /// Calls `body` with each regular header field (no pseudo-header fields), in order, without copying them.
     package func forEachField(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
-        for field in fields where !field.name.hasPrefix(":") { try body(field.name, field.value) }
+        // The first byte, not `hasPrefix(":")`: a String comparison per field and answer showed in profiles.
+        for field in fields where field.name.utf8.first != UInt8(ascii: ":") { try body(field.name, field.value) }
     }
 
     /// The first value of a header field (names are lowercase on the wire).

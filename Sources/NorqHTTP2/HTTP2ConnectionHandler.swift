@@ -88,6 +88,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private func closed(reason: String) {
         machine.channelClosed(reason: reason)
         runActions()
+        reportCounts()
         if !readySettled {
             readySettled = true
             readyPromise.fail(HTTP2ClientError(.connectFailed, possiblyProcessed: false,
@@ -114,17 +115,17 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     /// Writes at the end of this event-loop tick, so that the frames of many requests leave as one TLS record and
-    /// one syscall; a full 16 KB record goes at once.
+    /// one syscall; a full 16 KB record goes at once. The stream counts go to the observer at the end of the tick
+    /// too: reported per enqueue, they cost a metrics call per request.
     private func scheduleWrite() {
-        reportCounts()
         if machine.outbound.readableBytes >= 16_384 {
             writeOutbound()
-            return
         }
-        guard !writeScheduled, machine.outbound.readableBytes > 0, let context else { return }
+        guard !writeScheduled, machine.outbound.readableBytes > 0 || !machine.counts.isZero, let context else { return }
         writeScheduled = true
         context.eventLoop.assumeIsolated().execute {
             self.writeScheduled = false
+            self.reportCounts()
             self.writeOutbound()
         }
     }

@@ -21,6 +21,12 @@ package final class HTTP2ConnectionPool: Sendable {
     private let orders: AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>
     private let ordersContinuation: AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>.Continuation
     private let runTask = Mutex<Task<Void, Never>?>(nil)
+    /// The group's event loops, and which of them each connection of this pool (open or opening) runs on: a new
+    /// connection goes to the loop holding the fewest. `group.next()` (shared with every other user of the group,
+    /// and called for each request waiting for a connection) put three of four connections on one of two loops
+    /// in most runs, so one core did nearly three quarters of the pool's work.
+    private let loops: [any EventLoop]
+    private let placement = Mutex<[Int: Int]>([:])
 
     /// - Parameters:
     ///   - configuration: the origin and every bound; ALPN `h2` is added to its TLS configuration.
@@ -51,6 +57,7 @@ package final class HTTP2ConnectionPool: Sendable {
         self.group = eventLoopGroup
         self.sslContext = sslContext
         self.capacity = max(1, configuration.maxConcurrentStreams)
+        self.loops = Array(eventLoopGroup.makeIterator())
         self.state = Mutex(HTTP2PoolStateMachine(connections: configuration.connections,
                                                  retryLimit: configuration.connectionRetryLimit))
         let (orders, continuation) = AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>
@@ -66,12 +73,24 @@ package final class HTTP2ConnectionPool: Sendable {
     /// its timer fires while it waits for one), without a clock read here.
     package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
                        completion: @escaping HTTP2Completion) {
+        start(head, body: .buffer(body ?? ByteBuffer()), deadline: deadline, completion: completion)
+    }
+
+    /// `start` with the body as bytes: written into the connection's buffer without a buffer of its own first
+    /// (for a body made per request).
+    package func start(_ head: HTTP2RequestHead, bytes: [UInt8], deadline: NIODeadline,
+                       completion: @escaping HTTP2Completion) {
+        start(head, body: .bytes(bytes), deadline: deadline, completion: completion)
+    }
+
+    private func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
+                       completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
             return
         }
         outstanding.add(1, ordering: .relaxed)
-        let request = HTTP2RequestContext(head: head, body: body ?? ByteBuffer(), deadline: deadline, pool: self,
+        let request = HTTP2RequestContext(head: head, body: body, deadline: deadline, pool: self,
                                           completion: completion)
         submit(request)
     }
@@ -165,6 +184,7 @@ package final class HTTP2ConnectionPool: Sendable {
                                     "cannot connect to \(configuration.authority): \(error)")
             logger.notice("HTTP/2 connection failed", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.error": "\(failure.message)"])
+            releaseEventLoop(ofConnection: order.id)
             decision = state.withLock { $0.connectFailed(id: order.id, error: failure) }
         }
         carryOut(decision)
@@ -185,9 +205,42 @@ package final class HTTP2ConnectionPool: Sendable {
         carryOut(state.withLock { $0.connectionUnusable(id: id) })
     }
 
+    /// The event loop for connection `id`: the group's loop holding the fewest of this pool's connections; among
+    /// those, the one `group.next()` suggests (so that the single connections of several pools still spread over
+    /// the group, as they did).
+    private func placeConnection(id: Int) -> any EventLoop {
+        let suggested = group.next()
+        guard loops.count > 1 else { return suggested }
+        let suggestedID = ObjectIdentifier(suggested)
+        let preferred = loops.firstIndex { ObjectIdentifier($0) == suggestedID }
+        let count = loops.count
+        let index = placement.withLock { placement in
+            let index = Self.leastUsedLoop(placement, loops: count, preferring: preferred)
+            placement[id] = index
+            return index
+        }
+        return loops[index]
+    }
+
+    /// Of `loops` event loops, the index of one holding the fewest connections in `placement` (connection id ->
+    /// loop index): `preferring` when it is one of those, else the first.
+    package static func leastUsedLoop(_ placement: [Int: Int], loops: Int, preferring: Int? = nil) -> Int {
+        guard loops > 1 else { return 0 }
+        var counts = [Int](repeating: 0, count: loops)
+        for loop in placement.values where loop >= 0 && loop < loops { counts[loop] += 1 }
+        let fewest = counts.min() ?? 0
+        if let preferring, preferring >= 0, preferring < loops, counts[preferring] == fewest { return preferring }
+        return counts.firstIndex(of: fewest) ?? 0
+    }
+
+    /// Connection `id` closed (or never opened): its loop holds one connection less.
+    func releaseEventLoop(ofConnection id: Int) {
+        _ = placement.withLock { $0.removeValue(forKey: id) }
+    }
+
     private func connect(id: Int) async throws -> HTTP2Connection {
         let sslContext = try self.sslContext.get()
-        let eventLoop = group.next()
+        let eventLoop = placeConnection(id: id)
         let configuration = self.configuration
         let timeout = configuration.connectTimeout.timeAmount
         let connectDeadline = NIODeadline.now() + timeout
@@ -354,5 +407,8 @@ package final class HTTP2Connection: Sendable {
         if let pool { pool.requeue(request, error: error, written: written) } else { request.fail(error) }
     }
     func draining() { pool?.connectionUnusable(id: id) }
-    func closed() { pool?.connectionUnusable(id: id) }
+    func closed() {
+        pool?.connectionUnusable(id: id)
+        pool?.releaseEventLoop(ofConnection: id)
+    }
 }

@@ -760,8 +760,8 @@ package struct HTTP2ConnectionStateMachine {
     /// from the stream's window itself).
     private mutating func writeRequest(streamID: Int32, _ request: HTTP2RequestContext) -> Int {
         typealias F = HTTP2Wire.Flags
-        let body = request.body
-        let endStream = body.readableBytes == 0
+        let bodyCount = request.body.count
+        let endStream = bodyCount == 0
         let frameStart = outbound.writerIndex
         outbound.writeRepeatingByte(0, count: 9)
         let blockStart = outbound.writerIndex
@@ -787,15 +787,34 @@ package struct HTTP2ConnectionStateMachine {
             }
         }
         guard !endStream else { return 0 }
-        if blocked.isEmpty, body.readableBytes <= connectionSendWindow, body.readableBytes <= peerInitialWindowSize {
-            var body = body
-            let count = body.readableBytes
-            writeData(streamID: streamID, body: &body, count: count, endStream: true)
-            return count
+        if blocked.isEmpty, bodyCount <= connectionSendWindow, bodyCount <= peerInitialWindowSize {
+            switch request.body {
+            case .buffer(var body):
+                writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
+            case .bytes(let bytes):
+                writeData(streamID: streamID, bytes: bytes)
+            }
+            return bodyCount
         }
-        blocked.append((streamID, body))
+        blocked.append((streamID, request.body.buffer))
         sendBlockedData()
         return 0
+    }
+
+    /// A whole body of bytes as DATA frames of at most the peer's frame size, the last ending the stream, taken
+    /// from the connection window (the caller checked both windows).
+    private mutating func writeData(streamID: Int32, bytes: [UInt8]) {
+        var start = 0
+        repeat {
+            let length = min(bytes.count - start, peerMaxFrameSize)
+            let end = start + length
+            HTTP2Wire.writeFrameHeader(length: length, type: HTTP2Wire.FrameType.data,
+                                       flags: end == bytes.count ? HTTP2Wire.Flags.endStream : 0,
+                                       streamID: streamID, into: &outbound)
+            outbound.writeBytes(bytes[start..<end])
+            start = end
+        } while start < bytes.count
+        connectionSendWindow -= bytes.count
     }
 
     private mutating func writeReset(streamID: Int32, errorCode: UInt32) {

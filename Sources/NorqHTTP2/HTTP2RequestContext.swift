@@ -1,6 +1,29 @@
 package import NIOCore
 import Synchronization
 
+/// A request body: a buffer, or the caller's bytes, copied once, straight into the connection's outgoing buffer
+/// (a body made per request, as FCM's, was otherwise copied into a buffer of its own first: a malloc of twice its
+/// size, and a copy, per request).
+package enum HTTP2RequestBody: Sendable {
+    case buffer(ByteBuffer)
+    case bytes([UInt8])
+
+    package var count: Int {
+        switch self {
+        case .buffer(let buffer): buffer.readableBytes
+        case .bytes(let bytes): bytes.count
+        }
+    }
+
+    /// As a buffer (the bytes copied into one).
+    package var buffer: ByteBuffer {
+        switch self {
+        case .buffer(let buffer): buffer
+        case .bytes(let bytes): ByteBuffer(bytes: bytes)
+        }
+    }
+}
+
 /// What a request's caller is told, exactly once.
 package typealias HTTP2Completion = @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
 
@@ -8,7 +31,7 @@ package typealias HTTP2Completion = @Sendable (Result<HTTP2Response, HTTP2Client
 /// completes exactly once (answer, failure or deadline), from whichever thread gets there first.
 package final class HTTP2RequestContext: Sendable {
     package let head: HTTP2RequestHead
-    package let body: ByteBuffer
+    package let body: HTTP2RequestBody
     package let deadline: NIODeadline
 
     private struct State {
@@ -35,8 +58,13 @@ package final class HTTP2RequestContext: Sendable {
     /// Told when the request completes (for shutdown's wait); nil in state-machine tests.
     private let pool: HTTP2ConnectionPool?
 
-    package init(head: HTTP2RequestHead, body: ByteBuffer, deadline: NIODeadline, pool: HTTP2ConnectionPool? = nil,
-                 completion: @escaping HTTP2Completion) {
+    package convenience init(head: HTTP2RequestHead, body: ByteBuffer, deadline: NIODeadline,
+                             pool: HTTP2ConnectionPool? = nil, completion: @escaping HTTP2Completion) {
+        self.init(head: head, body: .buffer(body), deadline: deadline, pool: pool, completion: completion)
+    }
+
+    package init(head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
+                 pool: HTTP2ConnectionPool? = nil, completion: @escaping HTTP2Completion) {
         self.head = head
         self.body = body
         self.deadline = deadline

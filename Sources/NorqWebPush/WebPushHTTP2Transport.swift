@@ -99,7 +99,7 @@ package final class WebPushHTTP2Transport: WebPushTransport {
         let remaining = ContinuousClock.now.duration(to: deadline)
         let nioDeadline = NIODeadline.now() + WebPushTLS.timeAmount(remaining)
         let group = self.group
-        pool.start(head, body: ByteBuffer(bytes: request.body), deadline: nioDeadline) { result in
+        pool.start(head, bytes: request.body, deadline: nioDeadline) { result in
             // Answers are handed to the group's event loops in turn, so that what the completion starts (the
             // router prepares, so encrypts, the next push in it: ~75 µs of ECDH and key generation each) runs on
             // every core, not only on the connection's loop, which then only does the I/O. One connection to one

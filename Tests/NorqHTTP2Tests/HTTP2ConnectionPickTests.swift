@@ -9,6 +9,21 @@ struct HTTP2ConnectionPickTests {
                                 load: { loads[$0, default: 0] })
     }
 
+    @Test("a pool's connections spread evenly over the group's event loops, and a closed one's loop is reused first")
+    func connectionsSpreadOverEventLoops() {
+        var placement: [Int: Int] = [:]
+        for id in 1...4 { placement[id] = HTTP2ConnectionPool.leastUsedLoop(placement, loops: 2) }
+        #expect(placement == [1: 0, 2: 1, 3: 0, 4: 1])
+        placement[3] = nil  // connection 3 (loop 0) closed: its replacement goes to loop 0
+        #expect(HTTP2ConnectionPool.leastUsedLoop(placement, loops: 2) == 0)
+        #expect(HTTP2ConnectionPool.leastUsedLoop([1: 0, 2: 0, 3: 2], loops: 3) == 1)
+        #expect(HTTP2ConnectionPool.leastUsedLoop([1: 0], loops: 1) == 0)
+        // The group's suggestion wins among the least used (pools of one connection each still spread), not over them.
+        #expect(HTTP2ConnectionPool.leastUsedLoop([:], loops: 2, preferring: 1) == 1)
+        #expect(HTTP2ConnectionPool.leastUsedLoop([1: 1], loops: 2, preferring: 1) == 0)
+        #expect(HTTP2ConnectionPool.leastUsedLoop([1: 0, 2: 1], loops: 2, preferring: 1) == 1)
+    }
+
     @Test("round robin over the connections on the calling event loop while they have room")
     func prefersLocalConnections() {
         let ready = [10, 11, 20, 21, 22]  // tens digit: the event loop

@@ -144,6 +144,36 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(frames.suffix(3).map(\.payload.readableBytes).reduce(0, +) == 40_000)
     }
 
+    @Test("a body given as bytes is written as a buffer body is: split at the frame size, and, beyond the window, sent as it opens")
+    func bytesBodies() {
+        var h = MachineHarness(settings: [(4, 1 << 20)])
+        h.receive(Wire.windowUpdate(stream: 0, 1 << 20))
+        let outcomes = h.outcomes
+        let bytes = (0..<40_000).map { UInt8(truncatingIfNeeded: $0) }
+        let request = HTTP2RequestContext(head: MachineHarness.head(0), body: .bytes(bytes),
+                                          deadline: h.now + .seconds(5)) { outcomes.record(0, $0) }
+        h.requests.append(request)
+        h.machine.enqueue(request, now: h.now)
+        h.run()
+        var frames = h.written()
+        #expect(frames.map(\.type) == [T.headers, T.data, T.data, T.data])
+        #expect(frames.map(\.flags) == [0x4, 0, 0, 0x1])
+        #expect(frames.dropFirst().flatMap { Array($0.payload.readableBytesView) } == bytes)
+        // A stream window of 400: 400 bytes now, the rest as the window opens, in order.
+        var small = MachineHarness(settings: [(4, 400)])
+        let second = HTTP2RequestContext(head: MachineHarness.head(1), body: .bytes(Array(bytes.prefix(1_000))),
+                                         deadline: small.now + .seconds(5)) { _ in }
+        small.requests.append(second)
+        small.machine.enqueue(second, now: small.now)
+        small.run()
+        frames = small.written()
+        #expect(frames.map(\.type) == [T.headers, T.data] && frames[1].payload.readableBytes == 400)
+        small.receive(Wire.windowUpdate(stream: 1, 1_000))
+        let rest = small.written()
+        #expect(rest.count == 1 && rest[0].flags == 0x1)
+        #expect((frames[1...] + rest).flatMap { Array($0.payload.readableBytesView) } == Array(bytes.prefix(1_000)))
+    }
+
     @Test("PING is answered; SETTINGS are acknowledged; RST_STREAM, GOAWAY with debug data, PRIORITY, unknown frames")
     func controlFrames() {
         var h = MachineHarness()

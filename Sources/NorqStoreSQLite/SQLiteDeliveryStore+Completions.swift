@@ -28,7 +28,8 @@ extension SQLiteDeliveryStore {
     /// id and token): SQLite prepares every statement again (SQLiteNIO keeps none), so a shorter text and no
     /// `CASE` on the kind in each assignment are cheaper to prepare and to run. A row set to a final state is
     /// moved to history, and a token-invalid outcome recorded, by the `norq_outbox_finished` trigger
-    /// (`SQLiteSchema`), which takes the finish time from `lease_expires_at`. (Not one statement joining a
+    /// (`SQLiteSchema`; it fires on `UPDATE OF last_state`, which a finish always sets), which takes the finish
+    /// time from `lease_expires_at`. (Not one statement joining a
     /// `VALUES` of effects: with the trigger, SQLite runs that join twice as slowly as the statements apart.)
     static func completions(_ completions: [RowCompletion], now: Int64) -> [(sql: String, binds: [SQLiteData])] {
         var order: [CompletionEffect] = []

@@ -91,6 +91,34 @@ enum SQLiteSchema {
             "DROP INDEX norq_history_send",
             "CREATE INDEX norq_history_send ON norq_history (send_id, position)",
         ],
+        // 3: the finishing trigger fires on `UPDATE OF last_state`, not `OF state`. Every statement that updates a
+        // column a trigger names compiles that trigger's program when SQLite prepares it (SQLiteNIO prepares every
+        // statement again) and checks its WHEN for every row: the claim sets `state` (to leased) but never
+        // `last_state`, so it no longer pays for a trigger that cannot fire. A completion that finishes a row
+        // always sets `last_state` (with `state`); a retry sets it to a non-final state (the WHEN is false), a
+        // release does not set it. Same body as in migration 2.
+        [
+            "DROP TRIGGER norq_outbox_finished",
+            """
+            CREATE TRIGGER norq_outbox_finished AFTER UPDATE OF last_state ON norq_outbox
+            WHEN NEW.state NOT IN ('pending', 'leased')
+            BEGIN
+                INSERT INTO norq_history (\(rowColumns), finished_at)
+                VALUES (NEW.id, NEW.send_id, NEW.position, NEW.target, NEW.identity, NEW.provider, NEW.recipient_id,
+                    NEW.state, NEW.attempts, NEW.next_attempt_at, NULL, NULL, NULL, NEW.message_id,
+                    NEW.may_have_been_delivered, NEW.last_state, NEW.last_status, NEW.last_reason, NEW.last_code,
+                    NEW.last_classification, NEW.last_invalid_since, NEW.last_message_id, NEW.lease_expires_at);
+                INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
+                SELECT NEW.identity, NEW.provider, coalesce(NEW.last_reason, 'invalid'),
+                    coalesce(NEW.last_invalid_since, NEW.lease_expires_at), NEW.lease_expires_at
+                WHERE NEW.last_classification = 'token-invalid'
+                ON CONFLICT(token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
+                    invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since;
+                DELETE FROM norq_outbox WHERE id = NEW.id;
+            END
+            """,
+        ],
     ]
 
     /// An outbox or history row, from a query that selected `rowColumns` in their order (then, for history,

@@ -111,7 +111,7 @@ func temporaryDirectory() throws -> URL {
     @Test func schemaNewerThanTheCodeRefusesToRun() async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path
-            #expect(try await store.schemaVersion() == 2)
+            #expect(try await store.schemaVersion() == SQLiteSchema.migrations.count)
             // Another (newer) norq moved the schema on.
             try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 99")
             let newer = try await SQLiteDeliveryStore.open(path: path)
@@ -121,18 +121,24 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
-    /// A database of schema version 1 (before completions moved rows by trigger) migrates to version 2, and a row
-    /// completed after the migration still leaves the outbox for history, with its finish time.
-    @Test func versionOneDatabaseMigratesAndStillMovesFinishedRows() async throws {
+    /// A database of schema version 1 (before completions moved rows by trigger) or 2 (the trigger on
+    /// `UPDATE OF state`) migrates to the current version, and a row completed after the migration still leaves the
+    /// outbox for history, with its finish time.
+    @Test(arguments: [1, 2])
+    func olderDatabaseMigratesAndStillMovesFinishedRows(from version: Int) async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path
             await store.close()
             try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_outbox_finished")
-            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 1")
+            if version == 2 { try await SQLiteTestSupport.execute(path: path, SQLiteSchema.migrations[1][0]) }
+            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = \(version)")
             let reopened = try await SQLiteDeliveryStore.open(path: path)
-            #expect(try await reopened.schemaVersion() == 1)
+            #expect(try await reopened.schemaVersion() == version)
             try await reopened.migrate()
-            #expect(try await reopened.schemaVersion() == 2)
+            #expect(try await reopened.schemaVersion() == 3)
+            let trigger = try await SQLiteTestSupport.query(
+                path: path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'norq_outbox_finished'")
+            #expect(trigger.count == 1 && trigger[0].contains("AFTER UPDATE OF last_state ON norq_outbox"), "\(trigger)")
             let sendID = try await reopened.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 10,
                                                     idempotencyWindow: StoreConformance.window).sendID
             let claimed = try await reopened.claim(owner: "w", limit: 10, now: 10, leaseUntil: 1_000)

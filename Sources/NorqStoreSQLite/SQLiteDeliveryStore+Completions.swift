@@ -5,7 +5,11 @@ import SQLiteNIO
 extension SQLiteDeliveryStore {
     /// What a completion does to its row, which decides the UPDATE's `SET` list and the parameters of each row.
     enum CompletionKind: Hashable, Sendable {
-        /// Sets a final state (the trigger moves the row to history).
+        /// Sets a final state: inserts the finished row into history (`norq_history_moved` deletes it from the hot
+        /// outbox).
+        case move
+        /// Sets a final state whose outcome goes to the token registry: updates the row (`norq_outbox_finished`
+        /// moves it to history and records the token). Rare: a token-invalid answer.
         case finish
         /// Back to pending at a retry time, with its last answer.
         case retry
@@ -21,15 +25,15 @@ extension SQLiteDeliveryStore {
         var last: StoredOutcome?
     }
 
-    /// The UPDATEs completing `completions`, one per effect (a batch of like outcomes is one statement) and per
-    /// 500 rows: a compare-and-set on (row id, lease token) of rows still leased, the rows given as `VALUES`, the
-    /// effect as parameters. Each kind has its own statement, which sets only what that kind changes and takes
-    /// only the row values it needs (a finish: id, token, message id; a retry: also the retry time; a release:
-    /// id and token): SQLite prepares every statement again (SQLiteNIO keeps none), so a shorter text and no
-    /// `CASE` on the kind in each assignment are cheaper to prepare and to run. A row set to a final state is
-    /// moved to history, and a token-invalid outcome recorded, by the `norq_outbox_finished` trigger
-    /// (`SQLiteSchema`; it fires on `UPDATE OF last_state`, which a finish always sets), which takes the finish
-    /// time from `lease_expires_at`. (Not one statement joining a
+    /// The statements completing `completions`, one per effect (a batch of like outcomes is one statement) and
+    /// per 500 rows, each a compare-and-set on (row id, lease token) of rows still leased, the rows given as
+    /// `VALUES`, the effect as parameters, the rows it applied to returned. Each kind has its own statement, which
+    /// sets only what that kind changes and takes only the row values it needs (a move or finish: id, token,
+    /// message id; a retry: also the retry time; a release: id and token): SQLite prepares every statement again
+    /// (SQLiteNIO keeps none), so a shorter text and no `CASE` on the kind are cheaper to prepare and to run.
+    /// A move inserts the finished rows into history (its trigger deletes them from the outbox); a finish of a
+    /// token-invalid outcome updates the rows, and the `norq_outbox_finished` trigger (`SQLiteSchema`) moves them
+    /// and records the token, taking the finish time from `lease_expires_at`. (Not one statement joining a
     /// `VALUES` of effects: with the trigger, SQLite runs that join twice as slowly as the statements apart.)
     static func completions(_ completions: [RowCompletion], now: Int64) -> [(sql: String, binds: [SQLiteData])] {
         var order: [CompletionEffect] = []
@@ -42,7 +46,8 @@ extension SQLiteDeliveryStore {
             case .finish(_, let outcome):
                 var last = outcome
                 last.messageID = nil
-                (effect, at, messageID) = (CompletionEffect(kind: .finish, state: outcome.state, last: last), 0,
+                let kind: CompletionKind = outcome.classification == tokenInvalidClassification ? .finish : .move
+                (effect, at, messageID) = (CompletionEffect(kind: kind, state: outcome.state, last: last), 0,
                                            outcome.messageID)
             case .retry(_, let time, let outcome):
                 var last = outcome
@@ -86,7 +91,7 @@ extension SQLiteDeliveryStore {
                     binds.append(.integer(last?.mayHaveBeenDelivered == true ? 1 : 0))
                 }
                 switch effect.kind {
-                case .finish:
+                case .move, .finish:
                     binds.append(.text(effect.state.rawValue))
                     appendLast()
                     binds.append(.integer(Int(now)))
@@ -137,7 +142,10 @@ extension SQLiteDeliveryStore {
         func prefix(rows: Int) -> Substring { text[..<ends[min(max(rows, 1), insertChunk) - 1]] }
     }
 
-    /// A finish: parameters 1-9 are the state, the last answer (state, status, reason, code, classification,
+    /// The classification whose finish is recorded in the token registry (by `norq_outbox_finished`).
+    static let tokenInvalidClassification = "token-invalid"
+
+    /// A move or a finish: parameters 1-9 are the state, the last answer (state, status, reason, code, classification,
     /// invalid-since), may-have-been-delivered and now; then (id, token, message id) per row.
     private static let finishRows = CompletionRows(arity: 3, first: 10)
     /// A retry: parameters 1-7 are the last answer and may-have-been-delivered; then (id, token, retry time,
@@ -151,6 +159,17 @@ extension SQLiteDeliveryStore {
     static func completionUpdate(_ kind: CompletionKind, rows: Int) -> String {
         let (columns, values, set): (String, Substring, String)
         switch kind {
+        case .move:
+            return """
+                WITH i(id, token, l_message) AS (VALUES \(finishRows.prefix(rows: rows)))
+                INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
+                SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
+                    next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
+                    ?7, i.l_message, ?9
+                FROM i JOIN norq_outbox ON norq_outbox.id = i.id
+                WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+                RETURNING id
+                """
         case .finish:
             (columns, values) = ("id, token, l_message", finishRows.prefix(rows: rows))
             set = """

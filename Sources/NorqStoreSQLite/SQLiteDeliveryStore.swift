@@ -9,9 +9,10 @@ import SQLiteNIO
 /// One connection per store, used by one transaction at a time (an in-process lock); writers start with
 /// `BEGIN IMMEDIATE`, so two processes on one file serialize on SQLite's lock and wait at most `busy_timeout`
 /// (the call timeout) for it. Claims are one `UPDATE … RETURNING`. Completions are compare-and-sets on (row id,
-/// lease token), one `UPDATE … FROM (VALUES …)` per batch (up to 500 rows) of the rows still leased under their
-/// token; a row it sets final is moved from the hot `norq_outbox` to `norq_history` (and a token-invalid outcome
-/// recorded in the registry) by a trigger, within that statement. A single statement runs without `BEGIN` and
+/// lease token), one statement per kind of outcome and batch (up to 500 rows) of the rows still leased under
+/// their token: a finished row is inserted into `norq_history` (`INSERT … SELECT`) and deleted from the hot
+/// `norq_outbox` by a trigger, within that statement (a token-invalid finish updates the row, and a trigger moves it
+/// and records the token); a retry or release is an `UPDATE … FROM (VALUES …)`. A single statement runs without `BEGIN` and
 /// `COMMIT`: SQLite's autocommit takes the write lock up front and waits for it like `BEGIN IMMEDIATE` does, and
 /// the statement is atomic.
 ///

@@ -91,12 +91,15 @@ enum SQLiteSchema {
             "DROP INDEX norq_history_send",
             "CREATE INDEX norq_history_send ON norq_history (send_id, position)",
         ],
-        // 3: the finishing trigger fires on `UPDATE OF last_state`, not `OF state`. Every statement that updates a
-        // column a trigger names compiles that trigger's program when SQLite prepares it (SQLiteNIO prepares every
-        // statement again) and checks its WHEN for every row: the claim sets `state` (to leased) but never
-        // `last_state`, so it no longer pays for a trigger that cannot fire. A completion that finishes a row
-        // always sets `last_state` (with `state`); a retry sets it to a non-final state (the WHEN is false), a
-        // release does not set it. Same body as in migration 2.
+        // 3: a finish moves its row by inserting it into history (`norq_history_moved` deletes it from the hot
+        // outbox), instead of updating the row and letting a trigger on the outbox insert it and delete it: the
+        // outbox row is no longer written once before it is deleted. A finish that records a token-invalid outcome
+        // in the registry still updates the row (rare), and `norq_outbox_finished` moves it and records the
+        // token; that trigger now fires on `UPDATE OF last_state`, not `OF state`: every statement that updates
+        // a column a trigger names compiles that trigger's program when SQLite prepares it (SQLiteNIO prepares
+        // every statement again) and checks its WHEN for every row, and a claim sets `state` (to leased) but never
+        // `last_state`. A retry sets `last_state` to a non-final state (the WHEN is false), a release does not
+        // set it. The rows an enqueue finishes at once (`moveFinished`) are deleted by `norq_history_moved` too.
         [
             "DROP TRIGGER norq_outbox_finished",
             """
@@ -115,6 +118,12 @@ enum SQLiteSchema {
                 ON CONFLICT(token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
                     invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
                 WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since;
+                DELETE FROM norq_outbox WHERE id = NEW.id;
+            END
+            """,
+            """
+            CREATE TRIGGER norq_history_moved AFTER INSERT ON norq_history
+            BEGIN
                 DELETE FROM norq_outbox WHERE id = NEW.id;
             END
             """,

@@ -130,15 +130,18 @@ func temporaryDirectory() throws -> URL {
             let path = directory.appendingPathComponent("norq.db").path
             await store.close()
             try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_outbox_finished")
+            try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_history_moved")
             if version == 2 { try await SQLiteTestSupport.execute(path: path, SQLiteSchema.migrations[1][0]) }
             try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = \(version)")
             let reopened = try await SQLiteDeliveryStore.open(path: path)
             #expect(try await reopened.schemaVersion() == version)
             try await reopened.migrate()
             #expect(try await reopened.schemaVersion() == 3)
-            let trigger = try await SQLiteTestSupport.query(
-                path: path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'norq_outbox_finished'")
-            #expect(trigger.count == 1 && trigger[0].contains("AFTER UPDATE OF last_state ON norq_outbox"), "\(trigger)")
+            let triggers = try await SQLiteTestSupport.query(
+                path: path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+            #expect(triggers.count == 2, "\(triggers)")
+            #expect(triggers.first?.contains("AFTER INSERT ON norq_history") == true, "\(triggers)")
+            #expect(triggers.last?.contains("AFTER UPDATE OF last_state ON norq_outbox") == true, "\(triggers)")
             let sendID = try await reopened.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 10,
                                                     idempotencyWindow: StoreConformance.window).sendID
             let claimed = try await reopened.claim(owner: "w", limit: 10, now: 10, leaseUntil: 1_000)

@@ -40,7 +40,11 @@ extension SQLiteDeliveryStore {
         var groups: [[(lease: Lease, at: Int64, messageID: String?)]] = []
         var numbers: [CompletionEffect: Int] = [:]
         var previous: (effect: CompletionEffect, number: Int)?
+        // A row completed twice in one call applies once (the first): a move of a repeated row would insert it
+        // into history twice.
+        var seen = Set<Int64>(minimumCapacity: completions.count)
         for completion in completions {
+            guard seen.insert(completion.lease.rowID).inserted else { continue }
             let effect: CompletionEffect, at: Int64, messageID: String?
             switch completion {
             case .finish(_, let outcome):

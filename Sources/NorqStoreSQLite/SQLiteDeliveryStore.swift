@@ -105,8 +105,9 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                                    _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
         let connection = self.connection
         let lock = self.lock
-        return try await withStoreDeadline(settings.callTimeout, "\(what) (SQLite \(path))", executor: executor,
-                                           mapError: { [self] in mapError($0) }) {
+        let path = self.path
+        return try await Self.withDeadline(settings.callTimeout, "\(what) (SQLite \(path))", on: connection.eventLoop,
+                                           executor: executor, mapError: { [self] in mapError($0) }) {
             try await lock.withLock { try await body(connection) }
         }
     }
@@ -440,20 +441,22 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
         let statements = Self.completions(completions, now: now)
-        let run: @Sendable (SQLiteConnection) async throws -> Set<Int64> = { connection in
-            var applied: Set<Int64> = []
-            for statement in statements {
-                for row in try await connection.query(statement.sql, statement.binds) {
-                    if let id = row.column("id")?.integer { applied.insert(Int64(id)) }
-                }
-            }
-            return applied
+        let run: @Sendable (SQLiteConnection) async throws -> [SQLiteRow] = { connection in
+            var rows: [SQLiteRow] = []
+            for statement in statements { rows += try await connection.query(statement.sql, statement.binds) }
+            return rows
         }
         // One statement is atomic by itself (SQLite's autocommit takes the write lock up front and waits for it
         // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
-        let applied = statements.count == 1
+        let rows = statements.count == 1
             ? try await call("completing rows", run) : try await transaction("completing rows", run)
-        let lost = Set(completions.map(\.lease.rowID)).subtracting(applied)
+        // Each row applies at most once (`completions` drops repeats): as many rows back as rows asked means all
+        // applied, without reading each id.
+        let asked = Set(completions.map(\.lease.rowID))
+        if rows.count == asked.count { return CompletionReport(applied: asked, lost: []) }
+        var applied: Set<Int64> = []
+        for row in rows { if let id = row.columns.first?.data.integer { applied.insert(Int64(id)) } }
+        let lost = asked.subtracting(applied)
         return CompletionReport(applied: applied, lost: lost)
     }
 

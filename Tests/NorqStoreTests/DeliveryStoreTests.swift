@@ -108,6 +108,48 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// A call waiting for this process's lock behind a stuck one (a driver call that ignores cancellation) ends at
+    /// its deadline (the event loop's timer), and so does the stuck one; a caller's cancellation ends a call.
+    @Test func callsEndAtTheirDeadlineBehindAStuckCall() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try await SQLiteDeliveryStore.open(path: directory.appendingPathComponent("norq.db").path,
+                                                       settings: DeliveryStoreSettings(callTimeout: .milliseconds(200)))
+        try await store.migrate()
+        let start = ContinuousClock.now
+        // A driver call that ignores cancellation holds the lock for 2 s.
+        async let stuck: Void = store.call("a stuck call") { _ in
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 2) { continuation.resume() }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        do {
+            _ = try await store.claim(owner: "w", limit: 1, now: 0, leaseUntil: 1)
+            Issue.record("the claim waited past its deadline")
+        } catch {
+            #expect(error.code == .storeDeadlineExceeded)
+            #expect(error.message.contains("claiming rows"), "\(error.message)")
+        }
+        do {
+            try await stuck
+            Issue.record("the stuck call returned")
+        } catch let error as NorqError {
+            #expect(error.code == .storeDeadlineExceeded)
+            #expect(error.message.contains("did not finish within"), "\(error.message)")
+        }
+        #expect(start.duration(to: .now) < .seconds(1.5), "both ended at their deadline, not after the stuck call")
+        let cancelled = Task { try await store.call("a cancelled call") { _ in try await Task.sleep(for: .seconds(30)) } }
+        cancelled.cancel()
+        do {
+            try await cancelled.value
+            Issue.record("the cancelled call returned")
+        } catch let error as NorqError {
+            #expect(error.code == .storeDeadlineExceeded)
+        }
+        await store.close()
+    }
+
     @Test func schemaNewerThanTheCodeRefusesToRun() async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path

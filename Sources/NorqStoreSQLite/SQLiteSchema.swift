@@ -11,12 +11,13 @@ enum SQLiteSchema {
         """
 
     /// What a claim returns of each row: what the claim does not know itself (it set the state, lease owner and
-    /// expiry, and the token is `<base>-<id>`), so SQLite and SQLiteNIO copy four columns less per row (three of
-    /// them text). Decoded by `claimedRow`.
+    /// expiry, and the token is `<base>-<id>`), and the last answer as one JSON array, NULL for a row never tried
+    /// (most): SQLite and SQLiteNIO copy 12 columns per row instead of 22 (SQLiteNIO asks SQLite for each
+    /// column's type and value under SQLite's connection mutex). Decoded by `claimedRow`.
     static let claimColumns = """
         id, send_id, position, target, identity, provider, recipient_id, attempts, next_attempt_at, message_id, \
-        may_have_been_delivered, last_state, last_status, last_reason, last_code, last_classification, \
-        last_invalid_since, last_message_id
+        may_have_been_delivered, CASE WHEN last_state IS NULL THEN NULL ELSE json_array(last_state, last_status, \
+        last_reason, last_code, last_classification, last_invalid_since, last_message_id) END
         """
 
     static let migrations: [[String]] = [
@@ -157,11 +158,16 @@ enum SQLiteSchema {
         func text(_ index: Int) -> String? { index < columns.count ? columns[index].data.string : nil }
         func int(_ index: Int) -> Int64? { index < columns.count ? columns[index].data.integer.map(Int64.init) : nil }
         let id = int(0) ?? 0
-        // The positions in `claimColumns`.
-        let last = text(11).map {
-            StoredOutcome(state: DeliveryState(rawValue: $0), status: int(12).map(Int.init), reason: text(13),
-                          code: text(14), classification: text(15), invalidSince: int(16), messageID: text(17),
-                          mayHaveBeenDelivered: int(10) == 1)
+        // The positions in `claimColumns`; the last answer's array in the order of `json_array` there.
+        var last: StoredOutcome?
+        if let json = text(11), case .array(let values)? = try? JSONValue(parsing: json), values.count == 7,
+           case .string(let state) = values[0] {
+            func string(_ value: JSONValue) -> String? { if case .string(let text) = value { text } else { nil } }
+            func integer(_ value: JSONValue) -> Int64? { if case .int(let int) = value { int } else { nil } }
+            last = StoredOutcome(state: DeliveryState(rawValue: state), status: integer(values[1]).map(Int.init),
+                                 reason: string(values[2]), code: string(values[3]),
+                                 classification: string(values[4]), invalidSince: integer(values[5]),
+                                 messageID: string(values[6]), mayHaveBeenDelivered: int(10) == 1)
         }
         return OutboxRow(id: id, sendID: text(1) ?? "", position: Int(int(2) ?? 0), target: text(3) ?? "",
                          identity: text(4) ?? "", provider: text(5), recipientID: text(6), state: .leased,

@@ -108,6 +108,27 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// A claim returns a retried row's last answer (one JSON column) whole, as a read of the row does: every field,
+    /// text that JSON escapes, and missing values.
+    @Test func claimReadsBackTheLastAnswerWhole() async throws {
+        try await Self.withStore { store, _ in
+            let sendID = try await store.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 0,
+                                                 idempotencyWindow: StoreConformance.window).sendID
+            let first = try await store.claim(owner: "w", limit: 2, now: 0, leaseUntil: 100)
+            #expect(first.allSatisfy { $0.last == nil })
+            let full = StoredOutcome(state: .failed, status: 503, reason: "Service \"Unavailable\" \\ é\n",
+                                     code: "provider/unavailable", classification: "retryable", invalidSince: 42,
+                                     messageID: "m-1", mayHaveBeenDelivered: true)
+            let sparse = StoredOutcome(state: .failed)
+            _ = try await store.complete([.retry(first[0].lease!, at: 5, last: full),
+                                          .retry(first[1].lease!, at: 5, last: sparse)], now: 1)
+            let again = try await store.claim(owner: "w", limit: 2, now: 10, leaseUntil: 200)
+            #expect(again.map(\.last) == [full, sparse])
+            let read = try await store.deliveries(ofSend: sendID)
+            #expect(read.map(\.last) == again.map(\.last))
+        }
+    }
+
     /// A call waiting for this process's lock behind a stuck one (a driver call that ignores cancellation) ends at
     /// its deadline (the event loop's timer), and so does the stuck one; a caller's cancellation ends a call.
     @Test func callsEndAtTheirDeadlineBehindAStuckCall() async throws {

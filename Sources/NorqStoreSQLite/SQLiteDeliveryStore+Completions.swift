@@ -164,13 +164,15 @@ extension SQLiteDeliveryStore {
         let (columns, values, set): (String, Substring, String)
         switch kind {
         case .move:
+            // CROSS JOIN: the given rows drive, each finds its outbox row by primary key (the trigger deletes that
+            // row while the statement runs: never a scan of the outbox).
             return """
                 WITH i(id, token, l_message) AS (VALUES \(finishRows.prefix(rows: rows)))
                 INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
                 SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
                     next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
                     ?7, i.l_message, ?9
-                FROM i JOIN norq_outbox ON norq_outbox.id = i.id
+                FROM i CROSS JOIN norq_outbox ON norq_outbox.id = i.id
                 WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
                 RETURNING id
                 """

@@ -27,7 +27,7 @@ extension SQLiteDeliveryStore {
 
     /// The statements completing `completions`, one per effect (a batch of like outcomes is one statement) and
     /// per 500 rows, each a compare-and-set on (row id, lease token) of rows still leased, the rows given as
-    /// `VALUES`, the effect as parameters, the rows it applied to returned. Each kind has its own statement, which
+    /// `VALUES` (a move's as one JSON text), the effect as parameters, the rows it applied to returned. Each kind has its own statement, which
     /// sets only what that kind changes and takes only the row values it needs (a move or finish: id, token,
     /// message id; a retry: also the retry time; a release: id and token): SQLite prepares every statement again
     /// (SQLiteNIO keeps none), so a shorter text and no `CASE` on the kind are cheaper to prepare and to run.
@@ -95,7 +95,12 @@ extension SQLiteDeliveryStore {
                     binds.append(.integer(last?.mayHaveBeenDelivered == true ? 1 : 0))
                 }
                 switch effect.kind {
-                case .move, .finish:
+                case .move:
+                    binds.append(.text(effect.state.rawValue))
+                    appendLast()
+                    binds.append(.integer(Int(now)))
+                    binds.append(.text(moveRows(chunk)))
+                case .finish:
                     binds.append(.text(effect.state.rawValue))
                     appendLast()
                     binds.append(.integer(Int(now)))
@@ -146,11 +151,54 @@ extension SQLiteDeliveryStore {
         func prefix(rows: Int) -> Substring { text[..<ends[min(max(rows, 1), insertChunk) - 1]] }
     }
 
+    /// The rows of a move as the JSON text its `json_each` reads: `[[id,"token","message id" or null],…]`. One
+    /// text parameter instead of three per row: SQLite parses a short statement, SQLiteNIO binds one value.
+    static func moveRows(_ rows: ArraySlice<(lease: Lease, at: Int64, messageID: String?)>) -> String {
+        var json = "["
+        json.reserveCapacity(rows.count * 96)
+        var first = true
+        for row in rows {
+            json += first ? "[" : ",["
+            first = false
+            json += String(row.lease.rowID)
+            json += ","
+            appendJSONString(row.lease.token, to: &json)
+            json += ","
+            if let messageID = row.messageID { appendJSONString(messageID, to: &json) } else { json += "null" }
+            json += "]"
+        }
+        json += "]"
+        return json
+    }
+
+    /// Appends `text` as a JSON string: quoted, with `"`, the backslash and control characters escaped.
+    static func appendJSONString(_ text: String, to json: inout String) {
+        json += "\""
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
+            json += text
+        } else {
+            let hex = Array("0123456789abcdef")
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": json += "\\\""
+                case "\\": json += "\\\\"
+                case _ where scalar.value < 0x20:
+                    json += "\\u00"
+                    json.append(hex[Int(scalar.value >> 4)])
+                    json.append(hex[Int(scalar.value & 0xF)])
+                default: json.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        json += "\""
+    }
+
     /// The classification whose finish is recorded in the token registry (by `norq_outbox_finished`).
     static let tokenInvalidClassification = "token-invalid"
 
     /// A move or a finish: parameters 1-9 are the state, the last answer (state, status, reason, code, classification,
-    /// invalid-since), may-have-been-delivered and now; then (id, token, message id) per row.
+    /// invalid-since), may-have-been-delivered and now; then a finish's (id, token, message id) per row (a move's
+    /// rows are parameter 10, `moveRows`).
     private static let finishRows = CompletionRows(arity: 3, first: 10)
     /// A retry: parameters 1-7 are the last answer and may-have-been-delivered; then (id, token, retry time,
     /// message id) per row.
@@ -164,10 +212,11 @@ extension SQLiteDeliveryStore {
         let (columns, values, set): (String, Substring, String)
         switch kind {
         case .move:
-            // CROSS JOIN: the given rows drive, each finds its outbox row by primary key (the trigger deletes that
-            // row while the statement runs: never a scan of the outbox).
+            // The rows come as one JSON text (`moveRows`) that `json_each` splits. CROSS JOIN: the given rows
+            // drive, each finds its outbox row by primary key (the trigger deletes that row while the statement
+            // runs: never a scan of the outbox).
             return """
-                WITH i(id, token, l_message) AS (VALUES \(finishRows.prefix(rows: rows)))
+                WITH i(id, token, l_message) AS (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?10))
                 INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
                 SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
                     next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,

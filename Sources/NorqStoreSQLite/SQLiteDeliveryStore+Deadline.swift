@@ -18,8 +18,13 @@ extension SQLiteDeliveryStore {
         let timer = eventLoop.scheduleTask(in: .milliseconds(max(1, timeout.wholeMilliseconds))) {
             promise.fail(NorqError(.storeDeadlineExceeded, "\(what()) did not finish within \(timeout)"))
         }
+        // The operation's task runs on the loop and cancels the timer there: from another thread, a cancel costs
+        // the loop one more wake-up per call.
         let operationTask = Task(executorPreference: executor) {
-            do { promise.succeed(try await operation()) } catch { promise.fail(error) }
+            let result: Result<T, any Error>
+            do { result = .success(try await operation()) } catch { result = .failure(error) }
+            timer.cancel()
+            promise.completeWith(result)
         }
         let result: Result<T, any Error>
         do {
@@ -30,9 +35,9 @@ extension SQLiteDeliveryStore {
             })
         } catch {
             result = .failure(error)
+            timer.cancel()
+            operationTask.cancel()
         }
-        timer.cancel()
-        operationTask.cancel()
         switch result {
         case .success(let value):
             return value

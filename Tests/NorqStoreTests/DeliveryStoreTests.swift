@@ -131,6 +131,30 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// A finish carries its rows as JSON text: a message id with quotes, backslashes, control characters and
+    /// non-ASCII text is stored as given, and a token that is not the row's (even one JSON must escape) applies
+    /// nothing.
+    @Test func finishStoresAnyMessageIDAndMatchesTokensExactly() async throws {
+        try await Self.withStore { store, _ in
+            let sendID = try await store.enqueue(StoreConformance.send(tokens: ["a", "b", "c"]), now: 0,
+                                                 idempotencyWindow: StoreConformance.window).sendID
+            let claimed = try await store.claim(owner: "w", limit: 3, now: 0, leaseUntil: 100)
+            let odd = "m \"quoted\" \\ back\tslash\n\u{1}é✓"
+            let report = try await store.complete([
+                .finish(claimed[0].lease!, StoredOutcome(state: .delivered, status: 200, messageID: odd)),
+                .finish(claimed[1].lease!, StoredOutcome(state: .delivered, status: 200)),
+                .finish(Lease(rowID: claimed[2].id, token: claimed[2].leaseToken! + "\""),
+                        StoredOutcome(state: .delivered, status: 200, messageID: "x")),
+            ], now: 10)
+            #expect(report.applied == [claimed[0].id, claimed[1].id])
+            #expect(report.lost == [claimed[2].id])
+            let rows = try await store.deliveries(ofSend: sendID)
+            #expect(rows.map(\.state) == [.delivered, .delivered, .leased])
+            #expect(rows[0].last?.messageID == odd)
+            #expect(rows[1].last?.messageID == nil)
+        }
+    }
+
     /// A call waiting for this process's lock behind a stuck one (a driver call that ignores cancellation) ends at
     /// its deadline (the event loop's timer), and so does the stuck one; a caller's cancellation ends a call.
     @Test func callsEndAtTheirDeadlineBehindAStuckCall() async throws {

@@ -4,7 +4,7 @@
  *   stop23: schema 2 (the finishing trigger on UPDATE OF state), a claim returning every column, a finish as
  *           stop 23's UPDATE … FROM (VALUES …) for every kind (the kind a parameter) that the trigger moves.
  *   stop24: schema 3 (that trigger on UPDATE OF last_state, norq_history_moved), a claim returning 12 columns, a
- *           finish as INSERT INTO norq_history … SELECT … FROM (VALUES …) JOIN norq_outbox.
+ *           finish as INSERT INTO norq_history … SELECT … FROM json_each(the rows as JSON) CROSS JOIN norq_outbox.
  * Statements are prepared for every batch and their values bound, as SQLiteNIO does. Prints CPU s per 10,000 rows. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,9 +144,8 @@ int main(int argc, char **argv) {
         /* The finish of the batch as delivered (id, token, message id per row). */
         char *p = sql;
         if (stop24) {
-            p += sprintf(p, "WITH i(id, token, l_message) AS (VALUES ");
-            for (int k = 0; k < rows; k++)
-                p += sprintf(p, "%s(?%d,?%d,?%d)", k ? "," : "", 10 + 3 * k, 11 + 3 * k, 12 + 3 * k);
+            p += sprintf(p, "WITH i(id, token, l_message) AS (SELECT value ->> 0, value ->> 1, value ->> 2"
+                         " FROM json_each(?10)");
         } else {
             p += sprintf(p, "WITH i(id, token, at, l_message) AS (VALUES ");
             for (int k = 0; k < rows; k++)
@@ -155,7 +154,7 @@ int main(int argc, char **argv) {
         if (stop24)
             sprintf(p, ") INSERT INTO norq_history (" COLS ", finished_at) SELECT norq_outbox.id, send_id, position,"
                     " target, identity, provider, recipient_id, ?1, attempts, next_attempt_at, NULL, NULL, NULL, message_id,"
-                    " max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6, ?7, i.l_message, ?9 FROM i JOIN norq_outbox"
+                    " max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6, ?7, i.l_message, ?9 FROM i CROSS JOIN norq_outbox"
                     " ON norq_outbox.id = i.id WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'"
                     " RETURNING id");
         else  /* stop 23's one statement for every kind, the kind in ?1 */
@@ -185,7 +184,14 @@ int main(int argc, char **argv) {
         for (int n = e + 4; n <= e + 7; n++) S(bind_null)(finish, n);
         S(bind_int)(finish, e + 8, 0);
         S(bind_int64)(finish, e + 9, 5);
-        for (int k = 0; k < rows; k++) {
+        char *json = sql + (1 << 19), *j = json;  /* stop 24: the rows as one JSON text */
+        j += sprintf(j, "[");
+        for (int k = 0; stop24 && k < rows; k++)
+            j += sprintf(j, "%s[%lld,\"%s-%lld\",\"5d41402a-bc4b-5a76-b971-%012lld\"]", k ? "," : "", ids[k], base,
+                         ids[k], ids[k] - 1);
+        sprintf(j, "]");
+        if (stop24) S(bind_text)(finish, 10, json, -1, SQLITE_TRANSIENT);
+        for (int k = 0; !stop24 && k < rows; k++) {
             char token[64], message[48];
             int at = first + arity * k;
             sprintf(token, "%s-%lld", base, ids[k]);

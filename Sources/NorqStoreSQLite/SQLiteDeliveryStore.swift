@@ -9,9 +9,10 @@ import SQLiteNIO
 /// One connection per store, used by one transaction at a time (an in-process lock); writers start with
 /// `BEGIN IMMEDIATE`, so two processes on one file serialize on SQLite's lock and wait at most `busy_timeout`
 /// (the call timeout) for it. Claims are one `UPDATE … RETURNING`. Completions are compare-and-sets on (row id,
-/// lease token), one `UPDATE … FROM (VALUES …)` per batch (up to 500 rows) of the rows still leased under their
-/// token; a row it sets final is moved from the hot `norq_outbox` to `norq_history` (and a token-invalid outcome
-/// recorded in the registry) by a trigger, within that statement. A single statement runs without `BEGIN` and
+/// lease token), one statement per kind of outcome and batch (up to 500 rows) of the rows still leased under
+/// their token: a finished row is inserted into `norq_history` (`INSERT … SELECT`) and deleted from the hot
+/// `norq_outbox` by a trigger, within that statement (a token-invalid finish updates the row, and a trigger moves it
+/// and records the token); a retry or release is an `UPDATE … FROM (VALUES …)`. A single statement runs without `BEGIN` and
 /// `COMMIT`: SQLite's autocommit takes the write lock up front and waits for it like `BEGIN IMMEDIATE` does, and
 /// the statement is atomic.
 ///
@@ -104,8 +105,9 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                                    _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
         let connection = self.connection
         let lock = self.lock
-        return try await withStoreDeadline(settings.callTimeout, "\(what) (SQLite \(path))", executor: executor,
-                                           mapError: { [self] in mapError($0) }) {
+        let path = self.path
+        return try await Self.withDeadline(settings.callTimeout, "\(what) (SQLite \(path))", on: connection.eventLoop,
+                                           executor: executor, mapError: { [self] in mapError($0) }) {
             try await lock.withLock { try await body(connection) }
         }
     }
@@ -398,12 +400,15 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                     UNION ALL
                     SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
                     LIMIT ?5)
-                RETURNING \(SQLiteSchema.rowColumns)
+                RETURNING \(SQLiteSchema.claimColumns)
                 """, [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now)), .integer(limit)])
             return rows
         }
         // Decoded after the lock is released: the next call need not wait for it.
-        return rows.map(SQLiteSchema.outboxRow).sorted { $0.id < $1.id }
+        let claimed = rows.map { SQLiteSchema.claimedRow($0, owner: owner, base: base, leaseUntil: leaseUntil) }
+        // RETURNING gives them in id order: sorted only when it did not.
+        let inOrder = claimed.indices.dropFirst().allSatisfy { claimed[$0 - 1].id < claimed[$0].id }
+        return inOrder ? claimed : claimed.sorted { $0.id < $1.id }
     }
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
@@ -436,134 +441,23 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
         let statements = Self.completions(completions, now: now)
-        let run: @Sendable (SQLiteConnection) async throws -> Set<Int64> = { connection in
-            var applied: Set<Int64> = []
-            for statement in statements {
-                for row in try await connection.query(statement.sql, statement.binds) {
-                    if let id = row.column("id")?.integer { applied.insert(Int64(id)) }
-                }
-            }
-            return applied
+        let run: @Sendable (SQLiteConnection) async throws -> [SQLiteRow] = { connection in
+            var rows: [SQLiteRow] = []
+            for statement in statements { rows += try await connection.query(statement.sql, statement.binds) }
+            return rows
         }
         // One statement is atomic by itself (SQLite's autocommit takes the write lock up front and waits for it
         // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
-        let applied = statements.count == 1
+        let rows = statements.count == 1
             ? try await call("completing rows", run) : try await transaction("completing rows", run)
-        let lost = Set(completions.map(\.lease.rowID)).subtracting(applied)
+        // Each row applies at most once (`completions` drops repeats): as many rows back as rows asked means all
+        // applied, without reading each id.
+        let asked = Set(completions.map(\.lease.rowID))
+        if rows.count == asked.count { return CompletionReport(applied: asked, lost: []) }
+        var applied: Set<Int64> = []
+        for row in rows { if let id = row.columns.first?.data.integer { applied.insert(Int64(id)) } }
+        let lost = asked.subtracting(applied)
         return CompletionReport(applied: applied, lost: lost)
-    }
-
-    /// What a completion sets apart from the row's own values (its retry time and message id): completions
-    /// that share it share one UPDATE.
-    private struct CompletionEffect: Hashable {
-        var kind: String
-        var state: DeliveryState
-        var last: StoredOutcome?
-    }
-
-    /// The UPDATEs completing `completions`, one per effect (a batch of like outcomes is one statement) and per
-    /// 500 rows: a compare-and-set on (row id, lease token) of rows still leased, the rows given as `VALUES` of
-    /// (id, token, retry time, message id), the effect as parameters. A row set to a final state is moved to
-    /// history, and a token-invalid outcome recorded, by the `norq_outbox_finished` trigger (`SQLiteSchema`), which
-    /// takes the finish time from `lease_expires_at`. (Not one statement joining a `VALUES` of effects: with the
-    /// trigger, SQLite runs that join twice as slowly as the statements apart.)
-    static func completions(_ completions: [RowCompletion], now: Int64) -> [(sql: String, binds: [SQLiteData])] {
-        var order: [CompletionEffect] = []
-        var groups: [[(lease: Lease, at: Int64, messageID: String?)]] = []
-        var numbers: [CompletionEffect: Int] = [:]
-        var previous: (effect: CompletionEffect, number: Int)?
-        for completion in completions {
-            let effect: CompletionEffect, at: Int64, messageID: String?
-            switch completion {
-            case .finish(_, let outcome):
-                var last = outcome
-                last.messageID = nil
-                (effect, at, messageID) = (CompletionEffect(kind: "finish", state: outcome.state, last: last), 0,
-                                           outcome.messageID)
-            case .retry(_, let time, let outcome):
-                var last = outcome
-                last.messageID = nil
-                (effect, at, messageID) = (CompletionEffect(kind: "retry", state: .pending, last: last), time,
-                                           outcome.messageID)
-            case .release:
-                (effect, at, messageID) = (CompletionEffect(kind: "release", state: .pending, last: nil), 0, nil)
-            }
-            // A batch's outcomes come in runs of like ones: compare with the last before hashing.
-            let number: Int
-            if let previous, previous.effect == effect {
-                number = previous.number
-            } else if let known = numbers[effect] {
-                number = known
-            } else {
-                number = order.count
-                numbers[effect] = number
-                order.append(effect)
-                groups.append([])
-            }
-            previous = (effect, number)
-            groups[number].append((completion.lease, at, messageID))
-        }
-        var statements: [(sql: String, binds: [SQLiteData])] = []
-        for (effect, rows) in zip(order, groups) {
-            var start = 0
-            while start < rows.count {
-                let chunk = rows[start..<min(rows.count, start + insertChunk)]
-                start += chunk.count
-                var binds: [SQLiteData] = [.text(effect.kind), .text(effect.state.rawValue)]
-                let last = effect.last
-                binds += [last.map { .text($0.state.rawValue) } ?? .null, last?.status.map(SQLiteData.integer) ?? .null,
-                          last?.reason.map(SQLiteData.text) ?? .null, last?.code.map(SQLiteData.text) ?? .null,
-                          last?.classification.map(SQLiteData.text) ?? .null,
-                          last?.invalidSince.map { .integer(Int($0)) } ?? .null,
-                          .integer(last?.mayHaveBeenDelivered == true ? 1 : 0), .integer(Int(now))]
-                binds.reserveCapacity(binds.count + chunk.count * 4)
-                for row in chunk {
-                    binds += [.integer(Int(row.lease.rowID)), .text(row.lease.token), .integer(Int(row.at)),
-                              row.messageID.map(SQLiteData.text) ?? .null]
-                }
-                statements.append((completionUpdate(rows: chunk.count), binds))
-            }
-        }
-        return statements
-    }
-
-    /// The `VALUES` rows of the largest completing UPDATE, `(?11,?12,?13,?14),(?15,…)`, and where each row ends: a
-    /// statement of n rows takes the first n (built once, 12 KB). Numbered, since the rows' parameters come first
-    /// in the text but are bound after the effect's.
-    private static let completionRows: (text: String, ends: [String.Index]) = {
-        var text = "", ends: [String.Index] = []
-        for row in 0..<insertChunk {
-            let first = 11 + row * 4
-            text += "\(row == 0 ? "" : ",")(?\(first),?\(first + 1),?\(first + 2),?\(first + 3))"
-            ends.append(text.endIndex)
-        }
-        return (text, ends)
-    }()
-
-    /// The completing UPDATE of `rows` rows (1 to `insertChunk`): parameters 1-10 are the effect (kind, state, last state, status,
-    /// reason, code, classification, invalid-since, may-have-been-delivered, now), then four per row.
-    static func completionUpdate(rows: Int) -> String {
-        let values = completionRows.text[..<completionRows.ends[min(max(rows, 1), insertChunk) - 1]]
-        return """
-            WITH i(id, token, at, l_message) AS (VALUES \(values))
-            UPDATE norq_outbox SET
-                state = ?2,
-                next_attempt_at = CASE WHEN ?1 = 'retry' THEN i.at ELSE norq_outbox.next_attempt_at END,
-                attempts = CASE WHEN ?1 = 'release' THEN max(0, norq_outbox.attempts - 1) ELSE norq_outbox.attempts END,
-                lease_owner = NULL, lease_token = NULL,
-                lease_expires_at = CASE WHEN ?1 = 'finish' THEN ?10 ELSE NULL END,
-                may_have_been_delivered = max(norq_outbox.may_have_been_delivered, ?9),
-                last_state = CASE WHEN ?1 = 'release' THEN norq_outbox.last_state ELSE ?3 END,
-                last_status = CASE WHEN ?1 = 'release' THEN norq_outbox.last_status ELSE ?4 END,
-                last_reason = CASE WHEN ?1 = 'release' THEN norq_outbox.last_reason ELSE ?5 END,
-                last_code = CASE WHEN ?1 = 'release' THEN norq_outbox.last_code ELSE ?6 END,
-                last_classification = CASE WHEN ?1 = 'release' THEN norq_outbox.last_classification ELSE ?7 END,
-                last_invalid_since = CASE WHEN ?1 = 'release' THEN norq_outbox.last_invalid_since ELSE ?8 END,
-                last_message_id = CASE WHEN ?1 = 'release' THEN norq_outbox.last_message_id ELSE i.l_message END
-            FROM i
-            WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
-            RETURNING norq_outbox.id
-            """
     }
 
     // MARK: - Reading

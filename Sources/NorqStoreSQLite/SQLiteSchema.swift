@@ -10,6 +10,16 @@ enum SQLiteSchema {
         last_reason, last_code, last_classification, last_invalid_since, last_message_id
         """
 
+    /// What a claim returns of each row: what the claim does not know itself (it set the state, lease owner and
+    /// expiry, and the token is `<base>-<id>`), and the last answer as one JSON array, NULL for a row never tried
+    /// (most): SQLite and SQLiteNIO copy 12 columns per row instead of 22 (SQLiteNIO asks SQLite for each
+    /// column's type and value under SQLite's connection mutex). Decoded by `claimedRow`.
+    static let claimColumns = """
+        id, send_id, position, target, identity, provider, recipient_id, attempts, next_attempt_at, message_id, \
+        may_have_been_delivered, CASE WHEN last_state IS NULL THEN NULL ELSE json_array(last_state, last_status, \
+        last_reason, last_code, last_classification, last_invalid_since, last_message_id) END
+        """
+
     static let migrations: [[String]] = [
         // 1: sends, the hot outbox (pending and leased rows only), history, the token registry.
         [
@@ -82,6 +92,43 @@ enum SQLiteSchema {
             "DROP INDEX norq_history_send",
             "CREATE INDEX norq_history_send ON norq_history (send_id, position)",
         ],
+        // 3: a finish moves its row by inserting it into history (`norq_history_moved` deletes it from the hot
+        // outbox), instead of updating the row and letting a trigger on the outbox insert it and delete it: the
+        // outbox row is no longer written once before it is deleted. A finish that records a token-invalid outcome
+        // in the registry still updates the row (rare), and `norq_outbox_finished` moves it and records the
+        // token; that trigger now fires on `UPDATE OF last_state`, not `OF state`: every statement that updates
+        // a column a trigger names compiles that trigger's program when SQLite prepares it (SQLiteNIO prepares
+        // every statement again) and checks its WHEN for every row, and a claim sets `state` (to leased) but never
+        // `last_state`. A retry sets `last_state` to a non-final state (the WHEN is false), a release does not
+        // set it. The rows an enqueue finishes at once (`moveFinished`) are deleted by `norq_history_moved` too.
+        [
+            "DROP TRIGGER norq_outbox_finished",
+            """
+            CREATE TRIGGER norq_outbox_finished AFTER UPDATE OF last_state ON norq_outbox
+            WHEN NEW.state NOT IN ('pending', 'leased')
+            BEGIN
+                INSERT INTO norq_history (\(rowColumns), finished_at)
+                VALUES (NEW.id, NEW.send_id, NEW.position, NEW.target, NEW.identity, NEW.provider, NEW.recipient_id,
+                    NEW.state, NEW.attempts, NEW.next_attempt_at, NULL, NULL, NULL, NEW.message_id,
+                    NEW.may_have_been_delivered, NEW.last_state, NEW.last_status, NEW.last_reason, NEW.last_code,
+                    NEW.last_classification, NEW.last_invalid_since, NEW.last_message_id, NEW.lease_expires_at);
+                INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
+                SELECT NEW.identity, NEW.provider, coalesce(NEW.last_reason, 'invalid'),
+                    coalesce(NEW.last_invalid_since, NEW.lease_expires_at), NEW.lease_expires_at
+                WHERE NEW.last_classification = 'token-invalid'
+                ON CONFLICT(token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
+                    invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since;
+                DELETE FROM norq_outbox WHERE id = NEW.id;
+            END
+            """,
+            """
+            CREATE TRIGGER norq_history_moved AFTER INSERT ON norq_history
+            BEGIN
+                DELETE FROM norq_outbox WHERE id = NEW.id;
+            END
+            """,
+        ],
     ]
 
     /// An outbox or history row, from a query that selected `rowColumns` in their order (then, for history,
@@ -102,5 +149,30 @@ enum SQLiteSchema {
                          nextAttemptAt: int(9) ?? 0, leaseOwner: text(10), leaseToken: text(11),
                          leaseExpiresAt: int(12), messageID: text(13), mayHaveBeenDelivered: int(14) == 1, last: last,
                          finishedAt: int(22))
+    }
+
+    /// A row a claim leased (`claimColumns`, in their order) under `owner` until `leaseUntil`, with the token
+    /// `<base>-<id>` the claim set.
+    static func claimedRow(_ row: SQLiteRow, owner: String, base: String, leaseUntil: Int64) -> OutboxRow {
+        let columns = row.columns
+        func text(_ index: Int) -> String? { index < columns.count ? columns[index].data.string : nil }
+        func int(_ index: Int) -> Int64? { index < columns.count ? columns[index].data.integer.map(Int64.init) : nil }
+        let id = int(0) ?? 0
+        // The positions in `claimColumns`; the last answer's array in the order of `json_array` there.
+        var last: StoredOutcome?
+        if let json = text(11), case .array(let values)? = try? JSONValue(parsing: json), values.count == 7,
+           case .string(let state) = values[0] {
+            func string(_ value: JSONValue) -> String? { if case .string(let text) = value { text } else { nil } }
+            func integer(_ value: JSONValue) -> Int64? { if case .int(let int) = value { int } else { nil } }
+            last = StoredOutcome(state: DeliveryState(rawValue: state), status: integer(values[1]).map(Int.init),
+                                 reason: string(values[2]), code: string(values[3]),
+                                 classification: string(values[4]), invalidSince: integer(values[5]),
+                                 messageID: string(values[6]), mayHaveBeenDelivered: int(10) == 1)
+        }
+        return OutboxRow(id: id, sendID: text(1) ?? "", position: Int(int(2) ?? 0), target: text(3) ?? "",
+                         identity: text(4) ?? "", provider: text(5), recipientID: text(6), state: .leased,
+                         attempts: Int(int(7) ?? 0), nextAttemptAt: int(8) ?? 0, leaseOwner: owner,
+                         leaseToken: "\(base)-\(id)", leaseExpiresAt: leaseUntil, messageID: text(9),
+                         mayHaveBeenDelivered: int(10) == 1, last: last)
     }
 }

@@ -78,11 +78,13 @@ func temporaryDirectory() throws -> URL {
             ]
             let statements = SQLiteDeliveryStore.completions(completions, now: 10)
             #expect(statements.count == 2, "the two deliveries share a statement, the retry has its own")
-            let statement = statements[0]
-            let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
-                                                             statement.sql, parameters: statement.binds.count)
-            #expect(plan.contains { $0.hasPrefix("SEARCH norq_outbox USING INTEGER PRIMARY KEY") }, "\(plan)")
-            #expect(!plan.contains { $0.hasPrefix("SCAN norq_outbox") }, "\(plan)")
+            // The deliveries' history insert (a move) and the retry's UPDATE.
+            for statement in statements {
+                let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
+                                                                 statement.sql, parameters: statement.binds.count)
+                #expect(plan.contains { $0.hasPrefix("SEARCH norq_outbox USING INTEGER PRIMARY KEY") }, "\(plan)")
+                #expect(!plan.contains { $0.hasPrefix("SCAN norq_outbox") }, "\(plan)")
+            }
         }
     }
 
@@ -108,10 +110,97 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// A claim returns a retried row's last answer (one JSON column) whole, as a read of the row does: every field,
+    /// text that JSON escapes, and missing values.
+    @Test func claimReadsBackTheLastAnswerWhole() async throws {
+        try await Self.withStore { store, _ in
+            let sendID = try await store.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 0,
+                                                 idempotencyWindow: StoreConformance.window).sendID
+            let first = try await store.claim(owner: "w", limit: 2, now: 0, leaseUntil: 100)
+            #expect(first.allSatisfy { $0.last == nil })
+            let full = StoredOutcome(state: .failed, status: 503, reason: "Service \"Unavailable\" \\ é\n",
+                                     code: "provider/unavailable", classification: "retryable", invalidSince: 42,
+                                     messageID: "m-1", mayHaveBeenDelivered: true)
+            let sparse = StoredOutcome(state: .failed)
+            _ = try await store.complete([.retry(first[0].lease!, at: 5, last: full),
+                                          .retry(first[1].lease!, at: 5, last: sparse)], now: 1)
+            let again = try await store.claim(owner: "w", limit: 2, now: 10, leaseUntil: 200)
+            #expect(again.map(\.last) == [full, sparse])
+            let read = try await store.deliveries(ofSend: sendID)
+            #expect(read.map(\.last) == again.map(\.last))
+        }
+    }
+
+    /// A finish carries its rows as JSON text: a message id with quotes, backslashes, control characters and
+    /// non-ASCII text is stored as given, and a token that is not the row's (even one JSON must escape) applies
+    /// nothing.
+    @Test func finishStoresAnyMessageIDAndMatchesTokensExactly() async throws {
+        try await Self.withStore { store, _ in
+            let sendID = try await store.enqueue(StoreConformance.send(tokens: ["a", "b", "c"]), now: 0,
+                                                 idempotencyWindow: StoreConformance.window).sendID
+            let claimed = try await store.claim(owner: "w", limit: 3, now: 0, leaseUntil: 100)
+            let odd = "m \"quoted\" \\ back\tslash\n\u{1}é✓"
+            let report = try await store.complete([
+                .finish(claimed[0].lease!, StoredOutcome(state: .delivered, status: 200, messageID: odd)),
+                .finish(claimed[1].lease!, StoredOutcome(state: .delivered, status: 200)),
+                .finish(Lease(rowID: claimed[2].id, token: claimed[2].leaseToken! + "\""),
+                        StoredOutcome(state: .delivered, status: 200, messageID: "x")),
+            ], now: 10)
+            #expect(report.applied == [claimed[0].id, claimed[1].id])
+            #expect(report.lost == [claimed[2].id])
+            let rows = try await store.deliveries(ofSend: sendID)
+            #expect(rows.map(\.state) == [.delivered, .delivered, .leased])
+            #expect(rows[0].last?.messageID == odd)
+            #expect(rows[1].last?.messageID == nil)
+        }
+    }
+
+    /// A call waiting for this process's lock behind a stuck one (a driver call that ignores cancellation) ends at
+    /// its deadline (the event loop's timer), and so does the stuck one; a caller's cancellation ends a call.
+    @Test func callsEndAtTheirDeadlineBehindAStuckCall() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try await SQLiteDeliveryStore.open(path: directory.appendingPathComponent("norq.db").path,
+                                                       settings: DeliveryStoreSettings(callTimeout: .milliseconds(200)))
+        try await store.migrate()
+        let start = ContinuousClock.now
+        // A driver call that ignores cancellation holds the lock for 2 s.
+        async let stuck: Void = store.call("a stuck call") { _ in
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 2) { continuation.resume() }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        do {
+            _ = try await store.claim(owner: "w", limit: 1, now: 0, leaseUntil: 1)
+            Issue.record("the claim waited past its deadline")
+        } catch {
+            #expect(error.code == .storeDeadlineExceeded)
+            #expect(error.message.contains("claiming rows"), "\(error.message)")
+        }
+        do {
+            try await stuck
+            Issue.record("the stuck call returned")
+        } catch let error as NorqError {
+            #expect(error.code == .storeDeadlineExceeded)
+            #expect(error.message.contains("did not finish within"), "\(error.message)")
+        }
+        #expect(start.duration(to: .now) < .seconds(1.5), "both ended at their deadline, not after the stuck call")
+        let cancelled = Task { try await store.call("a cancelled call") { _ in try await Task.sleep(for: .seconds(30)) } }
+        cancelled.cancel()
+        do {
+            try await cancelled.value
+            Issue.record("the cancelled call returned")
+        } catch let error as NorqError {
+            #expect(error.code == .storeDeadlineExceeded)
+        }
+        await store.close()
+    }
+
     @Test func schemaNewerThanTheCodeRefusesToRun() async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path
-            #expect(try await store.schemaVersion() == 2)
+            #expect(try await store.schemaVersion() == SQLiteSchema.migrations.count)
             // Another (newer) norq moved the schema on.
             try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 99")
             let newer = try await SQLiteDeliveryStore.open(path: path)
@@ -121,18 +210,27 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
-    /// A database of schema version 1 (before completions moved rows by trigger) migrates to version 2, and a row
-    /// completed after the migration still leaves the outbox for history, with its finish time.
-    @Test func versionOneDatabaseMigratesAndStillMovesFinishedRows() async throws {
+    /// A database of schema version 1 (before completions moved rows by trigger) or 2 (the trigger on
+    /// `UPDATE OF state`) migrates to the current version, and a row completed after the migration still leaves the
+    /// outbox for history, with its finish time.
+    @Test(arguments: [1, 2])
+    func olderDatabaseMigratesAndStillMovesFinishedRows(from version: Int) async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path
             await store.close()
             try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_outbox_finished")
-            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = 1")
+            try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_history_moved")
+            if version == 2 { try await SQLiteTestSupport.execute(path: path, SQLiteSchema.migrations[1][0]) }
+            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = \(version)")
             let reopened = try await SQLiteDeliveryStore.open(path: path)
-            #expect(try await reopened.schemaVersion() == 1)
+            #expect(try await reopened.schemaVersion() == version)
             try await reopened.migrate()
-            #expect(try await reopened.schemaVersion() == 2)
+            #expect(try await reopened.schemaVersion() == 3)
+            let triggers = try await SQLiteTestSupport.query(
+                path: path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+            #expect(triggers.count == 2, "\(triggers)")
+            #expect(triggers.first?.contains("AFTER INSERT ON norq_history") == true, "\(triggers)")
+            #expect(triggers.last?.contains("AFTER UPDATE OF last_state ON norq_outbox") == true, "\(triggers)")
             let sendID = try await reopened.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 10,
                                                     idempotencyWindow: StoreConformance.window).sendID
             let claimed = try await reopened.claim(owner: "w", limit: 10, now: 10, leaseUntil: 1_000)

@@ -7,6 +7,14 @@ enum SQLiteTestSupport {
         _ = try await connection.query(sql)
         try await connection.close()
     }
+
+    /// The first column of every row `sql` returns, as text.
+    static func query(path: String, _ sql: String) async throws -> [String] {
+        let connection = try await SQLiteConnection.open(storage: .file(path: path))
+        let rows = try await connection.query(sql)
+        try await connection.close()
+        return rows.compactMap { $0.columns.first?.data.string }
+    }
 }
 
 extension SQLiteTestSupport {

@@ -1,0 +1,259 @@
+import NorqCore
+import SQLiteNIO
+
+/// The completing UPDATEs: compare-and-sets on (row id, lease token) of rows still leased.
+extension SQLiteDeliveryStore {
+    /// What a completion does to its row, which decides the UPDATE's `SET` list and the parameters of each row.
+    enum CompletionKind: Hashable, Sendable {
+        /// Sets a final state: inserts the finished row into history (`norq_history_moved` deletes it from the hot
+        /// outbox).
+        case move
+        /// Sets a final state whose outcome goes to the token registry: updates the row (`norq_outbox_finished`
+        /// moves it to history and records the token). Rare: a token-invalid answer.
+        case finish
+        /// Back to pending at a retry time, with its last answer.
+        case retry
+        /// Back to pending at once, the attempt not counted.
+        case release
+    }
+
+    /// What a completion sets apart from the row's own values (its retry time and message id): completions
+    /// that share it share one UPDATE.
+    struct CompletionEffect: Hashable {
+        var kind: CompletionKind
+        var state: DeliveryState
+        var last: StoredOutcome?
+    }
+
+    /// The statements completing `completions`, one per effect (a batch of like outcomes is one statement) and
+    /// per 500 rows, each a compare-and-set on (row id, lease token) of rows still leased, the rows given as
+    /// `VALUES` (a move's as one JSON text), the effect as parameters, the rows it applied to returned. Each kind has its own statement, which
+    /// sets only what that kind changes and takes only the row values it needs (a move or finish: id, token,
+    /// message id; a retry: also the retry time; a release: id and token): SQLite prepares every statement again
+    /// (SQLiteNIO keeps none), so a shorter text and no `CASE` on the kind are cheaper to prepare and to run.
+    /// A move inserts the finished rows into history (its trigger deletes them from the outbox); a finish of a
+    /// token-invalid outcome updates the rows, and the `norq_outbox_finished` trigger (`SQLiteSchema`) moves them
+    /// and records the token, taking the finish time from `lease_expires_at`. (Not one statement joining a
+    /// `VALUES` of effects: with the trigger, SQLite runs that join twice as slowly as the statements apart.)
+    static func completions(_ completions: [RowCompletion], now: Int64) -> [(sql: String, binds: [SQLiteData])] {
+        var order: [CompletionEffect] = []
+        var groups: [[(lease: Lease, at: Int64, messageID: String?)]] = []
+        var numbers: [CompletionEffect: Int] = [:]
+        var previous: (effect: CompletionEffect, number: Int)?
+        // A row completed twice in one call applies once (the first): a move of a repeated row would insert it
+        // into history twice.
+        var seen = Set<Int64>(minimumCapacity: completions.count)
+        for completion in completions {
+            guard seen.insert(completion.lease.rowID).inserted else { continue }
+            let effect: CompletionEffect, at: Int64, messageID: String?
+            switch completion {
+            case .finish(_, let outcome):
+                var last = outcome
+                last.messageID = nil
+                let kind: CompletionKind = outcome.classification == tokenInvalidClassification ? .finish : .move
+                (effect, at, messageID) = (CompletionEffect(kind: kind, state: outcome.state, last: last), 0,
+                                           outcome.messageID)
+            case .retry(_, let time, let outcome):
+                var last = outcome
+                last.messageID = nil
+                (effect, at, messageID) = (CompletionEffect(kind: .retry, state: .pending, last: last), time,
+                                           outcome.messageID)
+            case .release:
+                (effect, at, messageID) = (CompletionEffect(kind: .release, state: .pending, last: nil), 0, nil)
+            }
+            // A batch's outcomes come in runs of like ones: compare with the last before hashing.
+            let number: Int
+            if let previous, previous.effect == effect {
+                number = previous.number
+            } else if let known = numbers[effect] {
+                number = known
+            } else {
+                number = order.count
+                numbers[effect] = number
+                order.append(effect)
+                groups.append([])
+            }
+            previous = (effect, number)
+            groups[number].append((completion.lease, at, messageID))
+        }
+        var statements: [(sql: String, binds: [SQLiteData])] = []
+        for (effect, rows) in zip(order, groups) {
+            var start = 0
+            while start < rows.count {
+                let chunk = rows[start..<min(rows.count, start + insertChunk)]
+                start += chunk.count
+                var binds: [SQLiteData] = []
+                binds.reserveCapacity(9 + chunk.count * 4)
+                let last = effect.last
+                func appendLast() {
+                    binds.append(last.map { .text($0.state.rawValue) } ?? .null)
+                    binds.append(last?.status.map(SQLiteData.integer) ?? .null)
+                    binds.append(last?.reason.map(SQLiteData.text) ?? .null)
+                    binds.append(last?.code.map(SQLiteData.text) ?? .null)
+                    binds.append(last?.classification.map(SQLiteData.text) ?? .null)
+                    binds.append(last?.invalidSince.map { .integer(Int($0)) } ?? .null)
+                    binds.append(.integer(last?.mayHaveBeenDelivered == true ? 1 : 0))
+                }
+                switch effect.kind {
+                case .move:
+                    binds.append(.text(effect.state.rawValue))
+                    appendLast()
+                    binds.append(.integer(Int(now)))
+                    binds.append(.text(moveRows(chunk)))
+                case .finish:
+                    binds.append(.text(effect.state.rawValue))
+                    appendLast()
+                    binds.append(.integer(Int(now)))
+                    for row in chunk {
+                        binds.append(.integer(Int(row.lease.rowID)))
+                        binds.append(.text(row.lease.token))
+                        binds.append(row.messageID.map(SQLiteData.text) ?? .null)
+                    }
+                case .retry:
+                    appendLast()
+                    for row in chunk {
+                        binds.append(.integer(Int(row.lease.rowID)))
+                        binds.append(.text(row.lease.token))
+                        binds.append(.integer(Int(row.at)))
+                        binds.append(row.messageID.map(SQLiteData.text) ?? .null)
+                    }
+                case .release:
+                    for row in chunk {
+                        binds.append(.integer(Int(row.lease.rowID)))
+                        binds.append(.text(row.lease.token))
+                    }
+                }
+                statements.append((completionUpdate(effect.kind, rows: chunk.count), binds))
+            }
+        }
+        return statements
+    }
+
+    /// The `VALUES` rows of the largest completing UPDATE of a kind, e.g. `(?10,?11,?12),(?13,…)`, and where each
+    /// row ends: a statement of n rows takes the first n. Numbered, since the rows' parameters come first in the
+    /// text but are bound after the effect's.
+    private struct CompletionRows: Sendable {
+        var text = ""
+        var ends: [String.Index] = []
+
+        /// `arity` parameters per row, the first numbered `first`.
+        init(arity: Int, first: Int) {
+            for row in 0..<insertChunk {
+                text += row == 0 ? "(" : ",("
+                for column in 0..<arity {
+                    text += "\(column == 0 ? "" : ",")?\(first + row * arity + column)"
+                }
+                text += ")"
+                ends.append(text.endIndex)
+            }
+        }
+
+        func prefix(rows: Int) -> Substring { text[..<ends[min(max(rows, 1), insertChunk) - 1]] }
+    }
+
+    /// The rows of a move as the JSON text its `json_each` reads: `[[id,"token","message id" or null],…]`. One
+    /// text parameter instead of three per row: SQLite parses a short statement, SQLiteNIO binds one value.
+    static func moveRows(_ rows: ArraySlice<(lease: Lease, at: Int64, messageID: String?)>) -> String {
+        var json = "["
+        json.reserveCapacity(rows.count * 96)
+        var first = true
+        for row in rows {
+            json += first ? "[" : ",["
+            first = false
+            json += String(row.lease.rowID)
+            json += ","
+            appendJSONString(row.lease.token, to: &json)
+            json += ","
+            if let messageID = row.messageID { appendJSONString(messageID, to: &json) } else { json += "null" }
+            json += "]"
+        }
+        json += "]"
+        return json
+    }
+
+    /// Appends `text` as a JSON string: quoted, with `"`, the backslash and control characters escaped.
+    static func appendJSONString(_ text: String, to json: inout String) {
+        json += "\""
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
+            json += text
+        } else {
+            let hex = Array("0123456789abcdef")
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": json += "\\\""
+                case "\\": json += "\\\\"
+                case _ where scalar.value < 0x20:
+                    json += "\\u00"
+                    json.append(hex[Int(scalar.value >> 4)])
+                    json.append(hex[Int(scalar.value & 0xF)])
+                default: json.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        json += "\""
+    }
+
+    /// The classification whose finish is recorded in the token registry (by `norq_outbox_finished`).
+    static let tokenInvalidClassification = "token-invalid"
+
+    /// A move or a finish: parameters 1-9 are the state, the last answer (state, status, reason, code, classification,
+    /// invalid-since), may-have-been-delivered and now; then a finish's (id, token, message id) per row (a move's
+    /// rows are parameter 10, `moveRows`).
+    private static let finishRows = CompletionRows(arity: 3, first: 10)
+    /// A retry: parameters 1-7 are the last answer and may-have-been-delivered; then (id, token, retry time,
+    /// message id) per row.
+    private static let retryRows = CompletionRows(arity: 4, first: 8)
+    /// A release: (id, token) per row.
+    private static let releaseRows = CompletionRows(arity: 2, first: 1)
+
+    /// The completing UPDATE of `rows` rows (1 to `insertChunk`) of one kind (parameters: see `finishRows`,
+    /// `retryRows`, `releaseRows`).
+    static func completionUpdate(_ kind: CompletionKind, rows: Int) -> String {
+        let (columns, values, set): (String, Substring, String)
+        switch kind {
+        case .move:
+            // The rows come as one JSON text (`moveRows`) that `json_each` splits. CROSS JOIN: the given rows
+            // drive, each finds its outbox row by primary key (the trigger deletes that row while the statement
+            // runs: never a scan of the outbox).
+            return """
+                WITH i(id, token, l_message) AS (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?10))
+                INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
+                SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
+                    next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
+                    ?7, i.l_message, ?9
+                FROM i CROSS JOIN norq_outbox ON norq_outbox.id = i.id
+                WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+                RETURNING id
+                """
+        case .finish:
+            (columns, values) = ("id, token, l_message", finishRows.prefix(rows: rows))
+            set = """
+                state = ?1, lease_owner = NULL, lease_token = NULL, lease_expires_at = ?9,
+                    may_have_been_delivered = max(norq_outbox.may_have_been_delivered, ?8),
+                    last_state = ?2, last_status = ?3, last_reason = ?4, last_code = ?5, last_classification = ?6,
+                    last_invalid_since = ?7, last_message_id = i.l_message
+                """
+        case .retry:
+            (columns, values) = ("id, token, at, l_message", retryRows.prefix(rows: rows))
+            set = """
+                state = 'pending', next_attempt_at = i.at, lease_owner = NULL, lease_token = NULL,
+                    lease_expires_at = NULL, may_have_been_delivered = max(norq_outbox.may_have_been_delivered, ?7),
+                    last_state = ?1, last_status = ?2, last_reason = ?3, last_code = ?4, last_classification = ?5,
+                    last_invalid_since = ?6, last_message_id = i.l_message
+                """
+        case .release:
+            (columns, values) = ("id, token", releaseRows.prefix(rows: rows))
+            set = """
+                state = 'pending', attempts = max(0, norq_outbox.attempts - 1), lease_owner = NULL,
+                    lease_token = NULL, lease_expires_at = NULL
+                """
+        }
+        return """
+            WITH i(\(columns)) AS (VALUES \(values))
+            UPDATE norq_outbox SET \(set)
+            FROM i
+            WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+            RETURNING norq_outbox.id
+            """
+    }
+}

@@ -29,13 +29,20 @@ package func withStoreDeadline<T: Sendable>(
     }
     operationTask.cancel()
     timer.cancel()
+    return try storeDeadlineValue(result, what, mapError: mapError)
+}
+
+/// The value of a deadline race's result, or its error as a `NorqError`: a cancellation is
+/// `store/deadline-exceeded` naming `what`, any other error that is not a `NorqError` goes through `mapError`.
+package func storeDeadlineValue<T>(_ result: Result<T, any Error>, _ what: @autoclosure () -> String,
+                                   mapError: (any Error) -> NorqError) throws(NorqError) -> T {
     switch result {
     case .success(let value):
         return value
     case .failure(let error as NorqError):
         throw error
     case .failure(is CancellationError):
-        throw NorqError(.storeDeadlineExceeded, "\(what) was cancelled")
+        throw NorqError(.storeDeadlineExceeded, "\(what()) was cancelled")
     case .failure(let error):
         throw mapError(error)
     }

@@ -38,15 +38,6 @@ extension SQLiteDeliveryStore {
             timer.cancel()
             operationTask.cancel()
         }
-        switch result {
-        case .success(let value):
-            return value
-        case .failure(let error as NorqError):
-            throw error
-        case .failure(is CancellationError):
-            throw NorqError(.storeDeadlineExceeded, "\(what()) was cancelled")
-        case .failure(let error):
-            throw mapError(error)
-        }
+        return try storeDeadlineValue(result, what(), mapError: mapError)
     }
 }

@@ -96,6 +96,11 @@ extension JSONValue {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
+            // Most strings (tokens, ids, plain text) need no escape: one tight scan, then one copy.
+            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) {
+                out.append(contentsOf: bytes)
+                return
+            }
             var runStart = 0
             var i = 0
             let n = bytes.count

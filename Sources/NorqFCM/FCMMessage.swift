@@ -314,7 +314,7 @@ public enum FCMMessage {
         out.append(contentsOf: validateOnly ? #"{"validate_only":true,"message":{""#.utf8 : #"{"message":{""#.utf8)
         out.append(contentsOf: target.key.utf8)
         out.append(contentsOf: #"":"#.utf8)
-        writeTargetValue(target.value, into: &out)
+        JSONValue.writeString(target.value, into: &out)
         if message.count > 2 {
             out.append(UInt8(ascii: ","))
             out.append(contentsOf: message[1...])  // the rest of the object, its closing brace included
@@ -323,26 +323,6 @@ public enum FCMMessage {
         }
         out.append(UInt8(ascii: "}"))
         return out
-    }
-
-    /// `value` as a JSON string. A registration token (letters, digits, `-_:.`) needs no escape: it is checked
-    /// and copied whole (the general writer looked at each of its ~160 bytes in turn, per token); anything else
-    /// goes through `JSONValue.writeString`.
-    static func writeTargetValue(_ value: String, into out: inout [UInt8]) {
-        var value = value
-        let copied = value.withUTF8 { bytes -> Bool in
-            var plain = true
-            for byte in bytes where byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                plain = false
-                break
-            }
-            guard plain else { return false }
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: bytes)
-            out.append(UInt8(ascii: "\""))
-            return true
-        }
-        if !copied { JSONValue.writeString(value, into: &out) }
     }
 }
 

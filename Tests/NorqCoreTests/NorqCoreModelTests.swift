@@ -58,6 +58,25 @@ import Testing
         #expect(!bytes.contains(0x00), "a raw NUL must be escaped")
     }
 
+    /// Strings with nothing to escape are copied whole; each escape still applies (one of them alone in an
+    /// otherwise plain string, at the start, in the middle and at the end).
+    @Test func plainStringsAreCopiedWholeAndEveryEscapeStillApplies() {
+        func written(_ value: String) -> String {
+            var out: [UInt8] = []
+            JSONValue.writeString(value, into: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        #expect(written("fA1-_:.x/~ caf\u{e9} 😀") == "\"fA1-_:.x/~ caf\u{e9} 😀\"")
+        #expect(written("") == "\"\"")
+        let escapes: [(String, String)] = [("\"", #"\""#), ("\\", #"\\"#), ("\n", #"\n"#), ("\u{1}", #"\u0001"#),
+                                           ("\u{2028}", #"\u2028"#), ("\u{2029}", #"\u2029"#), ("\u{2030}", "\u{2030}")]
+        for (raw, escaped) in escapes {
+            #expect(written(raw + "ab") == "\"" + escaped + "ab\"")
+            #expect(written("a" + raw + "b") == "\"a" + escaped + "b\"")
+            #expect(written("ab" + raw) == "\"ab" + escaped + "\"")
+        }
+    }
+
     @Test func invalidJSONHasLineAndColumn() {
         do {
             _ = try JSONValue(parsing: "{\n  \"a\": }")

@@ -205,17 +205,6 @@ import Testing
         #expect(String(decoding: dry, as: UTF8.self) == #"{"validate_only":true,"message":{"topic":"news"}}"#)
     }
 
-    /// A target copied whole (nothing to escape) and one escaped give what the general JSON writer gives.
-    @Test func targetValueIsWrittenAsTheJSONWriterWritesIt() {
-        for value in ["fA1-_:.x", "'a' in topics && 'b' in topics", "back\\slash", "tab\tnew\nline", "quote\"d",
-                      "caf\u{e9}", "line\u{2028}sep", ""] {
-            var fast: [UInt8] = []
-            FCMMessage.writeTargetValue(value, into: &fast)
-            var general: [UInt8] = []
-            JSONValue.writeString(value, into: &general)
-            #expect(fast == general, "\(value)")
-        }
-    }
 }
 
 @Suite struct FCMPrepareTests {

@@ -154,43 +154,23 @@ extension SQLiteDeliveryStore {
     /// The rows of a move as the JSON text its `json_each` reads: `[[id,"token","message id" or null],…]`. One
     /// text parameter instead of three per row: SQLite parses a short statement, SQLiteNIO binds one value.
     static func moveRows(_ rows: ArraySlice<(lease: Lease, at: Int64, messageID: String?)>) -> String {
-        var json = "["
+        var json: [UInt8] = [UInt8(ascii: "[")]
         json.reserveCapacity(rows.count * 96)
-        var first = true
         for row in rows {
-            json += first ? "[" : ",["
-            first = false
-            json += String(row.lease.rowID)
-            json += ","
-            appendJSONString(row.lease.token, to: &json)
-            json += ","
-            if let messageID = row.messageID { appendJSONString(messageID, to: &json) } else { json += "null" }
-            json += "]"
-        }
-        json += "]"
-        return json
-    }
-
-    /// Appends `text` as a JSON string: quoted, with `"`, the backslash and control characters escaped.
-    static func appendJSONString(_ text: String, to json: inout String) {
-        json += "\""
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
-            json += text
-        } else {
-            let hex = Array("0123456789abcdef")
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": json += "\\\""
-                case "\\": json += "\\\\"
-                case _ where scalar.value < 0x20:
-                    json += "\\u00"
-                    json.append(hex[Int(scalar.value >> 4)])
-                    json.append(hex[Int(scalar.value & 0xF)])
-                default: json.unicodeScalars.append(scalar)
-                }
+            json.append(contentsOf: (json.count == 1 ? "[" : ",[").utf8)
+            json.append(contentsOf: String(row.lease.rowID).utf8)
+            json.append(UInt8(ascii: ","))
+            JSONValue.writeString(row.lease.token, into: &json)
+            json.append(UInt8(ascii: ","))
+            if let messageID = row.messageID {
+                JSONValue.writeString(messageID, into: &json)
+            } else {
+                json.append(contentsOf: "null".utf8)
             }
+            json.append(UInt8(ascii: "]"))
         }
-        json += "\""
+        json.append(UInt8(ascii: "]"))
+        return String(decoding: json, as: UTF8.self)
     }
 
     /// The classification whose finish is recorded in the token registry (by `norq_outbox_finished`).

@@ -11,10 +11,6 @@ extension NorqError.Code {
     public static let configKeyNotFound: Self = "config/key-not-found"
     /// A private key is not what it must be (token auth: a PKCS#8 P-256 `.p8` key).
     public static let configInvalidPrivateKey: Self = "config/invalid-private-key"
-    /// A certificate, PKCS#12 or CA file (`certPath`, `pfxPath`, `caPath`) does not exist or cannot be read.
-    public static let configFileNotFound: Self = "config/file-not-found"
-    /// A certificate PEM (`certPath`, `certPem`, `caPath`) has no CERTIFICATE block.
-    public static let configInvalidCertificate: Self = "config/invalid-certificate"
 }
 
 extension APNsConfiguration {
@@ -88,56 +84,36 @@ extension APNsConfiguration {
             configuration.managementProductionEndpoint = try endpoint(value, path: "\(path).managementProductionEndpoint", scheme: "https")
         }
         try parseBroadcastEndpoints(keys, path: path, into: &configuration)
-        if let pathNode = keys["caPath"], let pemNode = keys["caPem"] {
-            throw NorqError(.configConflictingKeys,
-                            "\(path) sets both caPath and caPem (line \(pathNode.location.line)); use exactly one",
-                            at: pemNode.location)
-        }
-        if let value = keys["caPem"] {
-            let text = try value.string(path: "\(path).caPem")
-            guard text.contains("-----BEGIN CERTIFICATE-----") else {
-                throw NorqError(.configInvalidCertificate, "\(path).caPem contains no PEM CERTIFICATE block",
-                                at: value.location)
-            }
-            configuration.caPath = "caPem (inline)"
-            configuration.additionalTrustRootsPEM = text
-        }
-        if let value = keys["caPath"] {
-            let caPath = try value.string(path: "\(path).caPath")
-            let text = try readText(caPath, node: value, context: context, missing: .configFileNotFound, what: "CA file")
-            guard text.contains("-----BEGIN CERTIFICATE-----") else {
-                throw NorqError(.configInvalidCertificate, "CA file \(caPath) contains no PEM CERTIFICATE block",
-                                at: value.location)
-            }
-            configuration.caPath = caPath
-            configuration.additionalTrustRootsPEM = text
+        if let roots = try context.trustRoots(keys, path: path) {
+            configuration.caPath = roots.label
+            configuration.additionalTrustRootsPEM = roots.pem
         }
         if let value = keys["proxy"] { configuration.proxy = try endpoint(value, path: "\(path).proxy", scheme: "http") }
         if let value = keys["connections"] {
-            configuration.connectionsPerEndpoint = try int(value, path: "\(path).connections", in: 1...64)
+            configuration.connectionsPerEndpoint = try value.int(path: "\(path).connections", in: 1...64)
         }
         if let value = keys["maxConcurrentStreams"] {
-            configuration.maxConcurrentStreamsPerConnection = try int(value, path: "\(path).maxConcurrentStreams", in: 1...100_000)
+            configuration.maxConcurrentStreamsPerConnection = try value.int(path: "\(path).maxConcurrentStreams", in: 1...100_000)
         }
         if let value = keys["timeout"] {
-            configuration.requestTimeout = try duration(value, path: "\(path).timeout",
+            configuration.requestTimeout = try value.duration(path: "\(path).timeout",
                                                         in: .milliseconds(1)...(.seconds(3600)))
         }
         if let value = keys["tokenRefresh"] {
-            configuration.tokenRefreshInterval = try duration(value, path: "\(path).tokenRefresh",
+            configuration.tokenRefreshInterval = try value.duration(path: "\(path).tokenRefresh",
                                                               in: .seconds(20 * 60)...(.seconds(55 * 60)))
         }
         if let value = keys["pingInterval"] {
-            configuration.pingInterval = try duration(value, path: "\(path).pingInterval",
+            configuration.pingInterval = try value.duration(path: "\(path).pingInterval",
                                                       in: .seconds(1)...(.seconds(3600)))
         }
         if let value = keys["connectionRetryLimit"] {
             // 0: no limit (requests wait for a connection until their deadline).
-            let limit = try int(value, path: "\(path).connectionRetryLimit", in: 0...1_000)
+            let limit = try value.int(path: "\(path).connectionRetryLimit", in: 0...1_000)
             configuration.connectionRetryLimit = limit == 0 ? nil : limit
         }
         if let value = keys["idleTimeout"] {
-            configuration.idleTimeout = try duration(value, path: "\(path).idleTimeout", in: .seconds(1)...(.seconds(86_400)))
+            configuration.idleTimeout = try value.duration(path: "\(path).idleTimeout", in: .seconds(1)...(.seconds(86_400)))
         }
         return configuration
     }
@@ -154,13 +130,8 @@ extension APNsConfiguration {
     /// resolve against `context.baseDirectory`. A `KEY_PEM` may use `\n` escapes for newlines.
     public static func fromEnvironment(_ environment: [String: String], prefix: String = "NORQ_APNS_",
                                        context: ProviderConfigurationContext) throws(NorqError) -> APNsConfiguration? {
-        let known = environmentKeys.map { prefix + $0.variable }
-        for name in environment.keys.sorted() where name.hasPrefix(prefix) && !known.contains(name) {
-            let suggestion = ConfigNode.suggestion(for: name, among: known)
-            throw NorqError(.configUnknownKey, "unknown environment variable \(name)",
-                            at: SourceLocation(file: "env \(name)"),
-                            hint: suggestion.map { "did you mean \($0)?" } ?? "known: \(known.joined(separator: ", "))")
-        }
+        try ProviderConfigurationContext.rejectUnknownVariables(in: environment, prefix: prefix,
+                                                                known: environmentKeys.map { prefix + $0.variable })
         var pairs: [(key: ConfigNode, value: ConfigNode)] = []
         for entry in environmentKeys {
             let name = prefix + entry.variable
@@ -219,7 +190,7 @@ extension APNsConfiguration {
         switch (keys["keyPath"], keys["keyPem"]) {
         case (let pathNode?, nil):
             source = try pathNode.string(path: "\(path).keyPath")
-            pem = try readText(source, node: pathNode, context: context, missing: .configKeyNotFound, what: "key file")
+            pem = try context.readText(source, node: pathNode, missing: .configKeyNotFound, what: "key file")
             try checkP256(pem, source: "key file \(source)", location: pathNode.location)
         case (nil, let pemNode?):
             guard case .scalar(let text, _) = pemNode.value, !text.isEmpty else {
@@ -258,7 +229,7 @@ extension APNsConfiguration {
                 throw NorqError(.configConflictingKeys, "\(path) sets both pfxPath and \(other); use one", at: pfxNode.location)
             }
             let pfxPath = try pfxNode.string(path: "\(path).pfxPath")
-            let bytes = try readBytes(pfxPath, node: pfxNode, context: context, missing: .configFileNotFound, what: "PKCS#12 file")
+            let bytes = try context.readBytes(pfxPath, node: pfxNode, missing: .configFileNotFound, what: "PKCS#12 file")
             guard !bytes.isEmpty else {
                 throw NorqError(.configInvalidCertificate, "PKCS#12 file \(pfxPath) is empty", at: pfxNode.location)
             }
@@ -270,7 +241,7 @@ extension APNsConfiguration {
         switch (keys["certPath"], keys["certPem"]) {
         case (let pathNode?, nil):
             source = try pathNode.string(path: "\(path).certPath")
-            certificatePEM = try readText(source, node: pathNode, context: context, missing: .configFileNotFound, what: "certificate file")
+            certificatePEM = try context.readText(source, node: pathNode, missing: .configFileNotFound, what: "certificate file")
             certificateLocation = pathNode.location
         case (nil, let pemNode?):
             certificatePEM = try pemNode.string(path: "\(path).certPem")
@@ -290,7 +261,7 @@ extension APNsConfiguration {
         switch (keys["certKeyPath"], keys["certKeyPem"]) {
         case (let pathNode?, nil):
             let keyPath = try pathNode.string(path: "\(path).certKeyPath")
-            keyPEM = try readText(keyPath, node: pathNode, context: context, missing: .configKeyNotFound, what: "key file")
+            keyPEM = try context.readText(keyPath, node: pathNode, missing: .configKeyNotFound, what: "key file")
             keyLocation = pathNode.location
         case (nil, let pemNode?):
             keyPEM = try pemNode.string(path: "\(path).certKeyPem")
@@ -343,30 +314,6 @@ extension APNsConfiguration {
         }
     }
 
-    static func resolve(_ path: String, context: ProviderConfigurationContext) -> String {
-        if path.hasPrefix("/") || context.baseDirectory.isEmpty || context.baseDirectory == "." { return path }
-        return (context.baseDirectory as NSString).appendingPathComponent(path)
-    }
-
-    static func readBytes(_ path: String, node: ConfigNode, context: ProviderConfigurationContext,
-                          missing code: NorqError.Code, what: String) throws(NorqError) -> [UInt8] {
-        let resolved = resolve(path, context: context)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) else {
-            throw NorqError(code, "\(what) \(resolved) does not exist", at: node.location)
-        }
-        guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: resolved),
-              let data = FileManager.default.contents(atPath: resolved) else {
-            throw NorqError(code, "\(what) \(resolved) cannot be read", at: node.location)
-        }
-        return [UInt8](data)
-    }
-
-    static func readText(_ path: String, node: ConfigNode, context: ProviderConfigurationContext,
-                         missing code: NorqError.Code, what: String) throws(NorqError) -> String {
-        String(decoding: try readBytes(path, node: node, context: context, missing: code, what: what), as: UTF8.self)
-    }
-
     /// `scheme://host[:port]`.
     static func endpoint(_ node: ConfigNode, path: String, scheme: String) throws(NorqError) -> APNsEndpoint {
         let text = try node.string(path: path)
@@ -393,23 +340,5 @@ extension APNsConfiguration {
         guard !host.isEmpty, (1...65535).contains(port),
               !host.contains(where: { $0 == "/" || $0 == " " || $0 == "@" || $0 == "?" || $0 == "#" }) else { throw invalid }
         return APNsEndpoint(host: String(host), port: port)
-    }
-
-    static func int(_ node: ConfigNode, path: String, in range: ClosedRange<Int>) throws(NorqError) -> Int {
-        let value = try node.int(path: path)
-        guard range.contains(value) else {
-            throw NorqError(.configInvalidValue, "\(path) must be between \(range.lowerBound) and \(range.upperBound)",
-                            at: node.location)
-        }
-        return value
-    }
-
-    static func duration(_ node: ConfigNode, path: String, in range: ClosedRange<Duration>) throws(NorqError) -> Duration {
-        let value = try node.duration(path: path)
-        guard range.contains(value) else {
-            throw NorqError(.configInvalidValue, "\(path) must be between \(range.lowerBound) and \(range.upperBound)",
-                            at: node.location)
-        }
-        return value
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 extension FCMConfiguration {
     /// Every key an FCM `config:` block accepts (`serverKey` is recognised only to be refused).
     public static let allowedKeys = [
-        "projectId", "serviceAccount", "endpoint", "tokenEndpoint", "caPath", "connections", "maxConcurrentStreams",
+        "projectId", "serviceAccount", "endpoint", "tokenEndpoint", "caPath", "caPem", "connections", "maxConcurrentStreams",
         "timeout", "proxy", "validateOnly",
     ]
 
@@ -51,29 +51,19 @@ extension FCMConfiguration {
         if let value = keys["tokenEndpoint"] {
             configuration.tokenEndpoint = try url(value, path: "\(path).tokenEndpoint", scheme: "https")
         }
-        if let value = keys["caPath"] {
-            let caPath = try value.string(path: "\(path).caPath")
-            let text = try readText(caPath, node: value, context: context, what: "CA file")
-            guard text.contains("-----BEGIN CERTIFICATE-----") else {
-                throw NorqError(.configInvalidValue, "CA file \(caPath) contains no PEM CERTIFICATE block",
-                                at: value.location)
-            }
-            configuration.caPath = caPath
-            configuration.additionalTrustRootsPEM = text
+        if let roots = try context.trustRoots(keys, path: path) {
+            configuration.caPath = roots.label
+            configuration.additionalTrustRootsPEM = roots.pem
         }
         if let value = keys["proxy"] { configuration.proxy = try url(value, path: "\(path).proxy", scheme: "http") }
         if let value = keys["connections"] {
-            configuration.connections = try int(value, path: "\(path).connections", in: 1...64)
+            configuration.connections = try value.int(path: "\(path).connections", in: 1...64)
         }
         if let value = keys["maxConcurrentStreams"] {
-            configuration.maxConcurrentStreams = try int(value, path: "\(path).maxConcurrentStreams", in: 1...100_000)
+            configuration.maxConcurrentStreams = try value.int(path: "\(path).maxConcurrentStreams", in: 1...100_000)
         }
         if let value = keys["timeout"] {
-            let timeout = try value.duration(path: "\(path).timeout")
-            guard timeout >= .milliseconds(1), timeout <= .seconds(3600) else {
-                throw NorqError(.configInvalidValue, "\(path).timeout must be between 1ms and 1h", at: value.location)
-            }
-            configuration.requestTimeout = timeout
+            configuration.requestTimeout = try value.duration(path: "\(path).timeout", in: .milliseconds(1)...(.seconds(3600)))
         }
         if let value = keys["validateOnly"] { configuration.validateOnly = try value.bool(path: "\(path).validateOnly") }
         return configuration
@@ -97,11 +87,8 @@ extension FCMConfiguration {
                                 at: SourceLocation(file: "env \(name)"),
                                 hint: "set \(prefix)PROJECT_ID and \(prefix)SERVICE_ACCOUNT instead")
             }
-            let suggestion = ConfigNode.suggestion(for: name, among: known)
-            throw NorqError(.configUnknownKey, "unknown environment variable \(name)",
-                            at: SourceLocation(file: "env \(name)"),
-                            hint: suggestion.map { "did you mean \($0)?" } ?? "known: \(known.joined(separator: ", "))")
         }
+        try ProviderConfigurationContext.rejectUnknownVariables(in: environment, prefix: prefix, known: known)
         var pairs: [(key: ConfigNode, value: ConfigNode)] = []
         for entry in environmentKeys {
             let name = prefix + entry.variable
@@ -147,9 +134,9 @@ extension FCMConfiguration {
             let account = try FCMServiceAccount(json: trimmed, location: node.location)
             return (account, fromEnv ? (node.location.file ?? "env") : "inline JSON")
         }
-        let json = try readText(trimmed, node: node, context: context, what: "service-account file")
+        let json = try context.readText(trimmed, node: node, what: "service-account file")
         var location = node.location
-        location.file = resolve(trimmed, context: context)
+        location.file = context.resolve(trimmed)
         location.line = 0
         location.column = 0
         return (try FCMServiceAccount(json: json, location: location), trimmed)
@@ -162,24 +149,6 @@ extension FCMConfiguration {
         return bytes.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
     }
 
-    static func resolve(_ path: String, context: ProviderConfigurationContext) -> String {
-        if path.hasPrefix("/") || context.baseDirectory.isEmpty || context.baseDirectory == "." { return path }
-        return (context.baseDirectory as NSString).appendingPathComponent(path)
-    }
-
-    static func readText(_ path: String, node: ConfigNode, context: ProviderConfigurationContext,
-                         what: String) throws(NorqError) -> String {
-        let resolved = resolve(path, context: context)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) else {
-            throw NorqError(.configFileNotFound, "\(what) \(resolved) does not exist", at: node.location)
-        }
-        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: resolved) else {
-            throw NorqError(.configFileNotFound, "\(what) \(resolved) cannot be read", at: node.location)
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
-
     static func url(_ node: ConfigNode, path: String, scheme: String) throws(NorqError) -> FCMURL {
         let text = try node.string(path: path)
         guard let url = FCMURL.parse(text, scheme: scheme) else {
@@ -187,14 +156,5 @@ extension FCMConfiguration {
                             at: node.location)
         }
         return url
-    }
-
-    static func int(_ node: ConfigNode, path: String, in range: ClosedRange<Int>) throws(NorqError) -> Int {
-        let value = try node.int(path: path)
-        guard range.contains(value) else {
-            throw NorqError(.configInvalidValue, "\(path) must be between \(range.lowerBound) and \(range.upperBound)",
-                            at: node.location)
-        }
-        return value
     }
 }

@@ -6,7 +6,7 @@ extension WebPushConfiguration {
     /// Every key a `webpush` `config:` block accepts.
     public static let allowedKeys = [
         "vapidPublicKey", "vapidPrivateKey", "subject", "allowedHosts", "allowPrivateEndpoints", "caPath",
-        "connections", "maxOrigins", "timeout", "ttl", "padding", "vapidLifetime",
+        "caPem", "connections", "maxOrigins", "timeout", "ttl", "padding", "vapidLifetime",
     ]
 
     /// The env vars of the fallback, without the `NORQ_WEBPUSH_` prefix, and the config key each stands for.
@@ -58,32 +58,18 @@ extension WebPushConfiguration {
         if let value = keys["allowPrivateEndpoints"] {
             configuration.allowPrivateEndpoints = try value.bool(path: "\(path).allowPrivateEndpoints")
         }
-        if let value = keys["caPath"] {
-            let caPath = try value.string(path: "\(path).caPath")
-            guard let data = FileManager.default.contents(atPath: resolve(caPath, context: context)) else {
-                throw NorqError("config/file-not-found", "CA file \(resolve(caPath, context: context)) does not exist or cannot be read",
-                                at: value.location)
-            }
-            let text = String(decoding: data, as: UTF8.self)
-            guard text.contains("-----BEGIN CERTIFICATE-----") else {
-                throw NorqError("config/invalid-certificate", "CA file \(caPath) contains no PEM CERTIFICATE block",
-                                at: value.location)
-            }
-            configuration.caPath = caPath
-            configuration.additionalTrustRootsPEM = text
+        if let roots = try context.trustRoots(keys, path: path) {
+            configuration.caPath = roots.label
+            configuration.additionalTrustRootsPEM = roots.pem
         }
         if let value = keys["connections"] {
-            configuration.connectionsPerOrigin = try int(value, path: "\(path).connections", in: 1...64)
+            configuration.connectionsPerOrigin = try value.int(path: "\(path).connections", in: 1...64)
         }
         if let value = keys["maxOrigins"] {
-            configuration.maxOrigins = try int(value, path: "\(path).maxOrigins", in: 1...10_000)
+            configuration.maxOrigins = try value.int(path: "\(path).maxOrigins", in: 1...10_000)
         }
         if let value = keys["timeout"] {
-            let timeout = try value.duration(path: "\(path).timeout")
-            guard timeout >= .milliseconds(1), timeout <= .seconds(3600) else {
-                throw NorqError(.configInvalidValue, "\(path).timeout must be between 1ms and 1h", at: value.location)
-            }
-            configuration.requestTimeout = timeout
+            configuration.requestTimeout = try value.duration(path: "\(path).timeout", in: .milliseconds(1)...(.seconds(3600)))
         }
         if let value = keys["ttl"] {
             let ttl = try value.duration(path: "\(path).ttl")
@@ -93,14 +79,10 @@ extension WebPushConfiguration {
             configuration.defaultTTL = Int(ttl.components.seconds)
         }
         if let value = keys["padding"] {
-            configuration.paddingBlock = try int(value, path: "\(path).padding", in: 0...WebPushEncryption.maxPlaintextBytes)
+            configuration.paddingBlock = try value.int(path: "\(path).padding", in: 0...WebPushEncryption.maxPlaintextBytes)
         }
         if let value = keys["vapidLifetime"] {
-            let lifetime = try value.duration(path: "\(path).vapidLifetime")
-            guard lifetime >= .seconds(600), lifetime <= .seconds(24 * 3600) else {
-                throw NorqError(.configInvalidValue, "\(path).vapidLifetime must be between 10m and 24h (RFC 8292)",
-                                at: value.location)
-            }
+            let lifetime = try value.duration(path: "\(path).vapidLifetime", in: .seconds(600)...(.seconds(24 * 3600)))
             configuration.vapidRenewal = VAPIDRenewalPolicy(lifetime: lifetime, renewBefore: min(.seconds(3600), lifetime / 4))
         }
         return configuration
@@ -110,13 +92,8 @@ extension WebPushConfiguration {
     /// then all required.
     public static func fromEnvironment(_ environment: [String: String], prefix: String = "NORQ_WEBPUSH_",
                                        context: ProviderConfigurationContext) throws(NorqError) -> WebPushConfiguration? {
-        let known = environmentKeys.map { prefix + $0.variable }
-        for name in environment.keys.sorted() where name.hasPrefix(prefix) && !known.contains(name) {
-            let suggestion = ConfigNode.suggestion(for: name, among: known)
-            throw NorqError(.configUnknownKey, "unknown environment variable \(name)",
-                            at: SourceLocation(file: "env \(name)"),
-                            hint: suggestion.map { "did you mean \($0)?" } ?? "known: \(known.joined(separator: ", "))")
-        }
+        try ProviderConfigurationContext.rejectUnknownVariables(in: environment, prefix: prefix,
+                                                                known: environmentKeys.map { prefix + $0.variable })
         var pairs: [(key: ConfigNode, value: ConfigNode)] = []
         for entry in environmentKeys {
             let name = prefix + entry.variable
@@ -162,7 +139,7 @@ extension WebPushConfiguration {
         }
         // A file path: it must exist (a value that is neither a key nor a file is reported as a missing file,
         // naming the path, never echoing a would-be secret beyond 40 characters).
-        let resolved = resolve(text, context: context)
+        let resolved = context.resolve(text)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory), !isDirectory.boolValue,
               let data = FileManager.default.contents(atPath: resolved) else {
@@ -226,19 +203,5 @@ extension WebPushConfiguration {
             hosts.append(bare)
         }
         return hosts
-    }
-
-    static func resolve(_ path: String, context: ProviderConfigurationContext) -> String {
-        if path.hasPrefix("/") || context.baseDirectory.isEmpty || context.baseDirectory == "." { return path }
-        return (context.baseDirectory as NSString).appendingPathComponent(path)
-    }
-
-    static func int(_ node: ConfigNode, path: String, in range: ClosedRange<Int>) throws(NorqError) -> Int {
-        let value = try node.int(path: path)
-        guard range.contains(value) else {
-            throw NorqError(.configInvalidValue, "\(path) must be between \(range.lowerBound) and \(range.upperBound)",
-                            at: node.location)
-        }
-        return value
     }
 }

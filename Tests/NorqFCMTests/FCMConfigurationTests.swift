@@ -157,3 +157,25 @@ import Testing
         #expect(FCMProviderType().pushTypes == apns)
     }
 }
+
+@Suite struct FCMTrustRootsTests {
+    static let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+    /// `caPath` and `caPem` read by the rule every provider shares: the same keys and error codes as APNs.
+    @Test func caPathAndCaPemAsForAPNs() throws {
+        let inline = try FCMConfiguration.parse(FCMNode.map(["projectId": "norq-demo", "serviceAccount": FCMPaths.demoAccountRelative,
+                                                             "caPem": Self.pem]), context: FCMPaths.context)
+        #expect(inline.caPath == "caPem (inline)" && inline.additionalTrustRootsPEM == Self.pem)
+        let notes = try FCMPaths.temporaryFile("no certificate", suffix: ".txt")
+        let error = fcmError {
+            _ = try FCMConfiguration.parse(FCMNode.map(["projectId": "norq-demo", "serviceAccount": FCMPaths.demoAccountRelative,
+                                                        "caPath": notes]), context: FCMPaths.context)
+        }
+        #expect(error?.code == .configInvalidCertificate)
+        let both = fcmError {
+            _ = try FCMConfiguration.parse(FCMNode.map(["projectId": "norq-demo", "serviceAccount": FCMPaths.demoAccountRelative,
+                                                        "caPath": notes, "caPem": Self.pem]), context: FCMPaths.context)
+        }
+        #expect(both?.code == .configConflictingKeys)
+    }
+}

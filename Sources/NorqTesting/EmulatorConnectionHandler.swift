@@ -12,24 +12,9 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     private let shared: EmulatorShared
     private var connectionID = 0
 
-    private struct PendingStream {
-        var headers: HPACKHeaders
-        var body: ByteBuffer?
-    }
-    private var streams: [HTTP2StreamID: PendingStream] = [:]
-    private var streamCount = 0
-    private var goAwayLastStreamID: HTTP2StreamID?
-    private var goAwayPending = false
-    private var delayedAnswers = 0
-    private var needsFlush = false
-    private var closed = false
-    /// DATA bytes received since the last connection-level WINDOW_UPDATE. NIOHTTP2Handler only replenishes
-    /// the connection window through its stream multiplexer, which this handler does not use: without these
-    /// updates a client stalls after 64 KiB of request bodies on a connection.
-    private var unacknowledgedBytes = 0
-    /// Whether the large connection window was granted (after the client's first frame).
-    private var connectionWindowOpened = false
-    private var sawFrame = false
+    private typealias PendingStream = EmulatorConnectionState.Stream
+    /// Streams, faults, the connection window and the close after GOAWAY (shared with the FCM emulator).
+    private var connection = EmulatorConnectionState()
 
     // JWT state of this connection.
     private var verifiedTokens: [String: Result<JWTVerifier.Verified, JWTVerifier.Failure>] = [:]
@@ -47,152 +32,88 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closed = true
         // Requests that were received but never answered.
-        for (id, stream) in streams {
+        for (id, stream) in connection.closedByPeer() {
             record(stream, streamID: id, status: 0, reason: nil, apnsID: nil, bodyOverride: nil)
         }
-        streams.removeAll()
         shared.unregister(connectionID)
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if closed { return }
-        sawFrame = true
         let frame = unwrapInboundIn(data)
-        switch frame.payload {
-        case .headers(let h):
-            if let last = goAwayLastStreamID, frame.streamID > last {
-                // Above the GOAWAY's last-stream-id: not processed (the client retries it elsewhere).
-                return
-            }
-            if streams[frame.streamID] != nil {
-                // Trailers: ignore their content, but they may end the stream.
-                if h.endStream { complete(context: context, streamID: frame.streamID) }
-                return
-            }
-            streams[frame.streamID] = PendingStream(headers: h.headers, body: nil)
-            streamCount += 1
-            let faults = shared.streamFaults
-            if let n = faults.dropConnectionAfterStreams, streamCount >= n {
-                // Answer what is already answered, then drop the connection.
-                context.flush()
-                closed = true
-                context.close(promise: nil)
-                return
-            }
-            if let n = faults.goAwayAfterStreams, streamCount == n, goAwayLastStreamID == nil {
-                // Sent at the end of the read batch: writing it from inside NIOHTTP2Handler's read loop
-                // makes the handler reject it.
-                goAwayLastStreamID = frame.streamID
-                goAwayPending = true
-                needsFlush = true
-            }
-            if h.endStream { complete(context: context, streamID: frame.streamID) }
-        case .data(let d):
-            // Without a stream multiplexer nobody replenishes the connection-level receive window: count what
-            // the client sent (answered, ignored or not) and hand it back at the end of the read batch.
-            unacknowledgedBytes += d.data.readableBytes + (d.paddingBytes ?? 0)
-            guard var stream = streams[frame.streamID] else { return }
-            if case .byteBuffer(var bytes) = d.data {
-                if stream.body == nil {
-                    stream.body = bytes
-                } else {
-                    stream.body!.writeBuffer(&bytes)
-                }
-                streams[frame.streamID] = stream
-            }
-            if d.endStream { complete(context: context, streamID: frame.streamID) }
-        case .rstStream:
-            if let stream = streams.removeValue(forKey: frame.streamID) {
-                record(stream, streamID: frame.streamID, status: 0, reason: "client reset the stream", apnsID: nil,
-                       bodyOverride: nil)
-            }
-        default:
+        switch connection.receive(frame, faults: shared.streamFaults) {
+        case .nothing:
             break
+        case .complete(let streamID):
+            complete(context: context, streamID: streamID)
+        case .reset(let streamID, let stream):
+            record(stream, streamID: streamID, status: 0, reason: "client reset the stream", apnsID: nil, bodyOverride: nil)
+        case .drop:
+            // Answer what is already answered, then drop the connection.
+            context.flush()
+            context.close(promise: nil)
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !connectionWindowOpened, sawFrame, !closed {
-            // NIOHTTP2Handler drops DATA for streams above a GOAWAY's last-stream-id before this handler sees
-            // them, yet they use up the connection window, which then never comes back: a client with streams
-            // still to finish below the last id would stall. A 1 GiB connection window (as APNs-sized servers
-            // advertise) makes that loss harmless; everything this handler reads is still handed back.
-            connectionWindowOpened = true
-            unacknowledgedBytes += 1 << 30
+        for payload in connection.readComplete() {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: payload)), promise: nil)
         }
-        if unacknowledgedBytes > 0, !closed {
-            context.write(wrapOutboundOut(HTTP2Frame(
-                streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
-            unacknowledgedBytes = 0
-            needsFlush = true
-        }
-        if goAwayPending, let last = goAwayLastStreamID {
-            goAwayPending = false
-            context.write(wrapOutboundOut(HTTP2Frame(
-                streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))),
-                promise: nil)
-        }
-        if needsFlush {
-            needsFlush = false
-            context.flush()
-        }
-        closeAfterGoAwayIfDone(context: context)
+        if connection.takeFlush() { context.flush() }
+        if connection.closeIfDrained() { context.close(promise: nil) }
         context.fireChannelReadComplete()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // NIOHTTP2Handler and NIOSSL close the connection themselves on connection-level errors;
         // stream-level errors (e.g. a frame for a stream already closed) must not end the connection.
-
-    }
-
-    private func closeAfterGoAwayIfDone(context: ChannelHandlerContext) {
-        if goAwayLastStreamID != nil, streams.isEmpty, delayedAnswers == 0, !closed {
-            closed = true
-            context.close(promise: nil)
-        }
     }
 
     // MARK: - Requests
 
     private func complete(context: ChannelHandlerContext, streamID: HTTP2StreamID) {
-        guard let stream = streams[streamID] else { return }
+        guard let stream = connection.stream(streamID) else { return }
+        if stream.tooLarge {
+            // Far above APNs's 4 KiB (5 KiB for VoIP) payload limit: the body was not kept.
+            connection.remove(streamID)
+            answer(context: context, streamID: streamID, stream: stream,
+                   rejection: APNsRejection(status: 413, reason: "PayloadTooLarge"), flush: false)
+            return
+        }
         if answerChannelRequest(context: context, streamID: streamID, headers: stream.headers, body: stream.body,
                                 connectionID: connectionID, shared: shared) {  // broadcast API (APNsEmulator+Channels.swift)
-            streams.removeValue(forKey: streamID)
+            connection.remove(streamID)
             return
         }
         let now = shared.configuration.now()
         let outcome = evaluate(stream, now: now)
         switch outcome {
         case .rejected(let rejection):
-            streams.removeValue(forKey: streamID)
+            connection.remove(streamID)
             answer(context: context, streamID: streamID, stream: stream, rejection: rejection, flush: false)
         case .valid(let token):
             switch shared.decide(token: token) {
             case .silent:
                 break  // stays in `streams`, recorded with status 0 if the connection closes
             case .answer(let rejection, let latency):
-                streams.removeValue(forKey: streamID)
+                connection.remove(streamID)
                 if latency == .zero {
                     answer(context: context, streamID: streamID, stream: stream, rejection: rejection, flush: false)
                 } else {
-                    delayedAnswers += 1
+                    connection.delayedAnswers += 1
                     let nanos = latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000
                     let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                     context.eventLoop.scheduleTask(in: .nanoseconds(nanos)) {
                         let (handler, context) = loopBound.value
-                        handler.delayedAnswers -= 1
-                        if handler.closed {
+                        handler.connection.delayedAnswers -= 1
+                        if handler.connection.closed {
                             handler.record(stream, streamID: streamID, status: 0, reason: nil, apnsID: nil,
                                            bodyOverride: nil)
                         } else {
                             handler.answer(context: context, streamID: streamID, stream: stream,
                                            rejection: rejection, flush: true)
-                            handler.closeAfterGoAwayIfDone(context: context)
+                            if handler.connection.closeIfDrained() { context.close(promise: nil) }
                         }
                     }
                 }
@@ -340,7 +261,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
             context.write(wrapOutboundOut(HTTP2Frame(
                 streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
         }
-        if flush { context.flush() } else { needsFlush = true }
+        if flush { context.flush() } else { connection.needsFlush = true }
         record(stream, streamID: streamID, status: rejection?.status ?? 200, reason: rejection?.reason,
                apnsID: apnsID, bodyOverride: nil)
     }

@@ -42,13 +42,8 @@ final class EmulatorShared: Sendable {
     }
 
     /// Per-connection fault knobs read when a stream opens.
-    struct StreamFaults {
-        var goAwayAfterStreams: Int?
-        var dropConnectionAfterStreams: Int?
-    }
-
-    var streamFaults: StreamFaults {
-        state.withLock { StreamFaults(
+    var streamFaults: EmulatorStreamFaults {
+        state.withLock { EmulatorStreamFaults(
             goAwayAfterStreams: $0.faults.goAwayAfterStreams,
             dropConnectionAfterStreams: $0.faults.dropConnectionAfterStreams) }
     }

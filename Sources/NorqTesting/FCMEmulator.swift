@@ -183,13 +183,9 @@ final class FCMEmulatorShared: Sendable {
                                  records: EmulatorRecords(limit: configuration.recordLimit)))
     }
 
-    struct StreamFaults {
-        var goAwayAfterStreams: Int?
-        var dropConnectionAfterStreams: Int?
-    }
-
-    var streamFaults: StreamFaults {
-        state.withLock { StreamFaults(goAwayAfterStreams: $0.faults.goAwayAfterStreams,
+    /// Per-connection fault knobs read when a stream opens.
+    var streamFaults: EmulatorStreamFaults {
+        state.withLock { EmulatorStreamFaults(goAwayAfterStreams: $0.faults.goAwayAfterStreams,
                                       dropConnectionAfterStreams: $0.faults.dropConnectionAfterStreams) }
     }
 

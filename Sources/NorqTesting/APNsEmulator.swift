@@ -52,21 +52,8 @@ public final class APNsEmulator: Sendable {
         self.shared = try EmulatorShared(configuration: configuration)
         let certificates = try EmulatorCertificates()
         self.certificates = certificates
-        let serverCert = try NIOSSLCertificate(bytes: Array(certificates.serverCertificatePEM.utf8), format: .pem)
-        let serverKey = try NIOSSLPrivateKey(bytes: Array(certificates.serverPrivateKeyPEM.utf8), format: .pem)
-        var tls: TLSConfiguration
-        if configuration.requireClientCertificate {
-            let ca = try NIOSSLCertificate(bytes: Array(certificates.caCertificatePEM.utf8), format: .pem)
-            tls = .makeServerConfigurationWithMTLS(
-                certificateChain: [.certificate(serverCert)], privateKey: .privateKey(serverKey),
-                trustRoots: .certificates([ca]))
-            tls.certificateVerification = .noHostnameVerification
-        } else {
-            tls = .makeServerConfiguration(certificateChain: [.certificate(serverCert)], privateKey: .privateKey(serverKey))
-        }
-        tls.minimumTLSVersion = .tlsv12
-        tls.applicationProtocols = ["h2"]
-        self.sslContext = try NIOSSLContext(configuration: tls)
+        self.sslContext = try EmulatorServer.tlsContext(
+            certificates, requireClientCertificate: configuration.requireClientCertificate)
         self.group = MultiThreadedEventLoopGroup.singleton
         self.lifecycle = Mutex(Lifecycle(serverChannel: nil, port: configuration.port))
     }
@@ -87,39 +74,10 @@ public final class APNsEmulator: Sendable {
 
     private func bind(port: Int) async throws -> any Channel {
         let shared = self.shared
-        let sslContext = self.sslContext
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let maxStreams = shared.state.withLock { $0.maxConcurrentStreams }
-                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                    connection.initialSettings = [
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: maxStreams),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                    ]
-                    connection.maximumConnectionGlitches = 1_000_000
-                    // NIOHTTP2 remembers only this many streams it closed without their end (by RST_STREAM or
-                    // by a GOAWAY's last-stream-id); a DATA frame for a forgotten one is a connection error
-                    // that also drops the rest of the read batch, i.e. other streams' DATA below the GOAWAY.
-                    // The default (32) is far below the hundreds of streams a burst leaves above a GOAWAY.
-                    connection.maximumRecentlyResetStreams = max(32,
-                                                                 2 * maxStreams)
-                    var stream = NIOHTTP2Handler.StreamConfiguration()
-                    stream.streamResetFrameRateLimit.maximumCount = 1_000_000
-                    stream.streamErrorRateLimit.maximumCount = 1_000_000
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.addHandler(WriteCoalescingHandler())
-                    try sync.addHandler(NIOHTTP2Handler(
-                        mode: .server, connectionConfiguration: connection, streamConfiguration: stream))
-                    try sync.addHandler(EmulatorConnectionHandler(shared: shared))
-                }
-            }
-        return try await bootstrap.bind(host: shared.configuration.host, port: port).get()
+        return try await EmulatorServer.bind(
+            group: group, host: shared.configuration.host, port: port, sslContext: sslContext, coalesceWrites: true,
+            maxConcurrentStreams: { shared.state.withLock { $0.maxConcurrentStreams } },
+            addConnectionHandler: { try $0.addHandler(EmulatorConnectionHandler(shared: shared)) })
     }
 
     /// The bound port (the configured one before ``start()``).

@@ -38,13 +38,7 @@ public final class FCMEmulator: Sendable {
         self.shared = try FCMEmulatorShared(configuration: configuration)
         let certificates = try EmulatorCertificates()
         self.certificates = certificates
-        let serverCert = try NIOSSLCertificate(bytes: Array(certificates.serverCertificatePEM.utf8), format: .pem)
-        let serverKey = try NIOSSLPrivateKey(bytes: Array(certificates.serverPrivateKeyPEM.utf8), format: .pem)
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(serverCert)],
-                                                           privateKey: .privateKey(serverKey))
-        tls.minimumTLSVersion = .tlsv12
-        tls.applicationProtocols = ["h2"]
-        self.sslContext = try NIOSSLContext(configuration: tls)
+        self.sslContext = try EmulatorServer.tlsContext(certificates)
         self.group = MultiThreadedEventLoopGroup.singleton
         self.lifecycle = Mutex(Lifecycle(serverChannel: nil, port: configuration.port))
     }
@@ -55,32 +49,11 @@ public final class FCMEmulator: Sendable {
     public func start() async throws {
         let port = lifecycle.withLock { $0.port }
         let shared = self.shared
-        let sslContext = self.sslContext
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                    connection.initialSettings = [
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: shared.configuration.maxConcurrentStreams),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                    ]
-                    connection.maximumConnectionGlitches = 1_000_000
-                    connection.maximumRecentlyResetStreams = max(32, 2 * shared.configuration.maxConcurrentStreams)
-                    var stream = NIOHTTP2Handler.StreamConfiguration()
-                    stream.streamResetFrameRateLimit.maximumCount = 1_000_000
-                    stream.streamErrorRateLimit.maximumCount = 1_000_000
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.addHandler(NIOHTTP2Handler(
-                        mode: .server, connectionConfiguration: connection, streamConfiguration: stream))
-                    try sync.addHandler(FCMEmulatorConnectionHandler(shared: shared))
-                }
-            }
-        let channel = try await bootstrap.bind(host: shared.configuration.host, port: port).get()
+        let maxConcurrentStreams = shared.configuration.maxConcurrentStreams
+        let channel = try await EmulatorServer.bind(
+            group: group, host: shared.configuration.host, port: port, sslContext: sslContext, coalesceWrites: false,
+            maxConcurrentStreams: { maxConcurrentStreams },
+            addConnectionHandler: { try $0.addHandler(FCMEmulatorConnectionHandler(shared: shared)) })
         let bound = channel.localAddress?.port ?? port
         lifecycle.withLock {
             $0.serverChannel = channel

@@ -218,10 +218,7 @@ public final class APNsProvider: PushProvider {
     // MARK: deliver
 
     public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
-            startDelivery(request, deadline: deadline) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
+        try await deliverThroughStart(request, deadline: deadline)
     }
 
     /// `deliver` without a suspended task: the answer is classified on the connection's event loop and handed

@@ -142,6 +142,15 @@ extension PushProvider {
 
     public var supportsValidateOnly: Bool { false }
 
+    /// `deliver` for a provider whose own path is `startDelivery` (APNs, FCM, Web Push): awaits its completion.
+    public func deliverThroughStart(_ request: PreparedRequest,
+                                    deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
+            startDelivery(request, deadline: deadline) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         Task {

@@ -144,10 +144,7 @@ public final class FCMProvider: PushProvider {
     // MARK: deliver
 
     public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
-            startDelivery(request, deadline: deadline) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
+        try await deliverThroughStart(request, deadline: deadline)
     }
 
     /// Sends once (plus one resend after a 401 `UNAUTHENTICATED` with a renewed access token) within its own

@@ -112,10 +112,7 @@ public final class WebPushProvider: PushProvider {
     // MARK: deliver
 
     public func deliver(_ request: PreparedRequest, deadline: ContinuousClock.Instant) async throws(NorqError) -> DeliveryResponse {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
-            startDelivery(request, deadline: deadline) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
+        try await deliverThroughStart(request, deadline: deadline)
     }
 
     /// Sends once. The endpoint is checked by the guard again (a request prepared elsewhere), the VAPID token is

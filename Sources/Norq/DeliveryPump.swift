@@ -219,7 +219,7 @@ final class DeliveryPump: Sendable {
         let prepared: PreparedJob
         do {
             let request = try router.prepareRequest(target: job.target, provider: provider, plan: plan,
-                                                    requestID: job.requestID)
+                                                    requestID: provider.readsRequestID ? job.requestID : nil)
             prepared = PreparedJob(job: job, request: request,
                                    deadline: router.clock.now().advanced(by: plan.options.deadline))
         } catch {
@@ -295,6 +295,7 @@ final class DeliveryPump: Sendable {
                     self.send(attempt, previousAttempts: attempts, possiblyProcessed: possiblyProcessed)
                 } else {
                     self.finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
+                                                                          job: attempt.job,
                                                                           possiblyProcessed: possiblyProcessed),
                                   attempts: attempts, lastResponse: lastResponse)
                 }
@@ -303,7 +304,7 @@ final class DeliveryPump: Sendable {
         }
         if !waiting {
             finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
-                                                             possiblyProcessed: possiblyProcessed),
+                                                             job: attempt.job, possiblyProcessed: possiblyProcessed),
                      attempts: attempts, lastResponse: lastResponse)
         }
     }
@@ -331,8 +332,9 @@ struct DeliveryJob: Sendable {
     let recipientID: String?
     let provider: any PushProvider
     let plan: SendPlan
-    /// The stable per-target request id (UUIDv5 of the idempotency key and the target).
-    let requestID: String
+    /// The stable per-target request id (UUIDv5 of the idempotency key and the target), made when asked for:
+    /// a provider that does not read it (`readsRequestID`) needs it only for an answer without a message id.
+    var requestID: String { RequestID.make(idempotencyKey: plan.key, token: target.identity) }
     /// Set when the caller gave an idempotency key: only then is the dedup store consulted.
     let dedupKey: DeduplicationKey?
 
@@ -342,7 +344,6 @@ struct DeliveryJob: Sendable {
         self.recipientID = recipientID
         self.provider = provider
         self.plan = plan
-        self.requestID = RequestID.make(idempotencyKey: plan.key, token: target.identity)
         self.dedupKey = plan.callerKey ? DeduplicationKey(idempotencyKey: plan.key, target: target.identity) : nil
     }
 

@@ -55,7 +55,8 @@ extension NotificationRouter {
                     requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
                 }
                 let delivered = PushOutcome.Delivered(status: response.status,
-                                                      messageID: response.messageID ?? request.requestID,
+                                                      messageID: response.messageID ?? request.requestID
+                                                          ?? prepared.job.requestID,
                                                       uniqueID: response.uniqueID)
                 return .done(.delivered(delivered), lastResponse: response)
             }
@@ -86,20 +87,23 @@ extension NotificationRouter {
             failureLog.notice("delivery did not succeed", metadata: ["norq.give-up": "\(reason)",
                                                                      "norq.attempts": "\(attempts)",
                                                                      "norq.possibly-processed": "\(possiblyProcessed)"])
-            return .done(Self.finalResult(lastResponse, lastError, request: request, possiblyProcessed: possiblyProcessed),
+            return .done(Self.finalResult(lastResponse, lastError, request: request, job: prepared.job,
+                                          possiblyProcessed: possiblyProcessed),
                          lastResponse: lastResponse)
         }
     }
 
     /// The outcome after the last attempt: its rejection, else its failure. `possiblyProcessed` (some attempt may
     /// have been processed) marks a failure as possibly delivered.
+    /// The message id of an answer without one is the request's id, made from `job` when the provider did not
+    /// take it (`PushProvider.readsRequestID`).
     static func finalResult(_ response: DeliveryResponse?, _ error: NorqError?, request: PreparedRequest,
-                            possiblyProcessed: Bool = false) -> PushOutcome.Result {
+                            job: DeliveryJob? = nil, possiblyProcessed: Bool = false) -> PushOutcome.Result {
         if let response {
             return .rejected(PushOutcome.Rejected(
                 status: response.status, reason: response.reason, code: response.code ?? .rejectedByProvider,
                 classification: response.classification, invalidSince: response.invalidSince,
-                messageID: response.messageID ?? request.requestID))
+                messageID: response.messageID ?? request.requestID ?? job?.requestID))
         }
         var failure = error ?? NorqError(.transportFailed, "no answer from the provider")
         if possiblyProcessed { failure.possiblyProcessed = true }

@@ -312,7 +312,7 @@ extension NotificationRouter {
     }
 
     func prepareRequest(target: DeliveryTarget, provider: any PushProvider, plan: SendPlan,
-                        requestID: String) throws(NorqError) -> PreparedRequest {
+                        requestID: String?) throws(NorqError) -> PreparedRequest {
         guard !plan.templateDisabled else {
             throw NorqError(.templateDisabled, "template \"\(plan.templateName ?? "?")\" is disabled (enabled: false)")
         }

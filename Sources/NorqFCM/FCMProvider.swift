@@ -288,6 +288,9 @@ extension FCMProvider {
 
     /// FCM validates a `validate_only` message and delivers nothing (a per-send server-side dry run).
     public var supportsValidateOnly: Bool { true }
+
+    /// FCM names the message (`name`): no request id goes on the wire.
+    public var readsRequestID: Bool { false }
 }
 
 extension FCMProvider {

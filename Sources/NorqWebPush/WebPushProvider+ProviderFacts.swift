@@ -5,6 +5,9 @@ extension WebPushProvider {
     /// `location` (`WebPushProviderType.messageIDName`).
     public var messageIDName: String { WebPushProviderType().messageIDName }
 
+    /// The push service names the message (`Location`): no request id goes on the wire.
+    public var readsRequestID: Bool { false }
+
     /// The reasons the router keeps as metric labels: the two subscription-gone reasons; a service's own words
     /// for other answers count as `other`, so labels stay bounded.
     public var knownReasons: Set<String> { ["NotFound", "Gone"] }

@@ -125,12 +125,17 @@ import Testing
         let router = try setup.router(onInvalidToken: { event in events.withLock { $0.append(event) } })
         let report = try await router.send(content: PushContent(title: "x"), to: [Recipient(tokens: [
             PushToken(token: androidToken2, platform: .android), PushToken(token: androidToken, platform: .android),
-        ])])
+        ])], options: RouterSendOptions(idempotencyKey: "unregistered-send"))
         #expect(report.delivered == 1)
         #expect(report.rejected == 1)
         if case .rejected(let rejected) = report.outcomes[0].result {
             #expect(rejected.reason == "UNREGISTERED")
             #expect(rejected.classification == .tokenInvalid)
+            // FCM answered no message name: the outcome's id is the request id, made by the router although FCM's
+            // requests do not carry it (`readsRequestID` false).
+            #expect(rejected.messageID == RequestID.make(idempotencyKey: "unregistered-send", token: androidToken2))
+        } else {
+            Issue.record("outcome: \(report.outcomes[0].result)")
         }
         let seen = events.withLock { $0 }
         #expect(seen.count == 1)

@@ -41,6 +41,7 @@ package final class TimedProvider<Inner: PushProvider>: PushProvider {
     package var knownReasons: Set<String> { inner.knownReasons }
     package var messageIDName: String { inner.messageIDName }
     package var supportsValidateOnly: Bool { inner.supportsValidateOnly }
+    package var readsRequestID: Bool { inner.readsRequestID }
     package func collapseID(of request: PreparedRequest) -> String? { inner.collapseID(of: request) }
     package func isInvalidTokenAnswer(_ response: DeliveryResponse) -> Bool { inner.isInvalidTokenAnswer(response) }
 

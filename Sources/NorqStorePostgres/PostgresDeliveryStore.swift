@@ -401,7 +401,9 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                         for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
                     } else {
                         let finishIDs = FinishIDsStatement(arrays: finishes, now: now)
-                        for try await id in try await connection.execute(finishIDs, logger: logger) { applied.insert(id) }
+                        for try await ids in try await connection.execute(finishIDs, logger: logger) {
+                            applied.formUnion(ids)
+                        }
                     }
                     return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
                 }

@@ -361,8 +361,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         return try await call("claiming rows") { client in
             try await client.withConnection { connection in
                 var result: [OutboxRow] = []
-                result.reserveCapacity(limit)
-                for try await row in try await connection.execute(statement, logger: logger) { result.append(row) }
+                for try await rows in try await connection.execute(statement, logger: logger) { result += rows }
                 return result.sorted { $0.id < $1.id }
             }
         }

@@ -98,31 +98,52 @@ enum PostgresSchema {
         "last_classification", "last_invalid_since", "last_message_id",
     ]
 
-    /// A row a claim returned (`claimedColumns`, read in order, cell by cell) with the lease the claim set:
-    /// `lease_token` is `tokenBase-id` (`ClaimStatement`).
-    static func claimedRow(_ row: PostgresRow, owner: String, tokenBase: String, leaseUntil: Int64) throws -> OutboxRow {
-        var cells = row.makeIterator()
-        func next<T: PostgresDecodable>(_ type: T.Type) throws -> T {
-            guard let cell = cells.next() else {
-                throw NorqError(.storeFailed, "a claimed row has fewer columns than \(claimedColumns.count)")
+    /// The rows a claim returned (`claimedColumns`, one array each, in order; '' and -1 for NULL) with the lease
+    /// the claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the arrays are NULL.
+    static func claimedRows(_ row: PostgresRow, owner: String, tokenBase: String,
+                            leaseUntil: Int64) throws -> [OutboxRow] {
+        let r = row.makeRandomAccess()
+        guard r.count == claimedColumns.count else {
+            throw NorqError(.storeFailed, "a claim returned \(r.count) columns, not \(claimedColumns.count)")
+        }
+        guard let ids = try r[0].decode([Int64]?.self) else { return [] }
+        let sendIDs = try r[1].decode([String].self), positions = try r[2].decode([Int64].self)
+        let targets = try r[3].decode([String].self), identities = try r[4].decode([String].self)
+        let providers = try r[5].decode([String].self), recipients = try r[6].decode([String].self)
+        let attempts = try r[7].decode([Int64].self), nextAttempts = try r[8].decode([Int64].self)
+        let messages = try r[9].decode([String].self), maybes = try r[10].decode([Bool].self)
+        let lastStates = try r[11].decode([String].self), statuses = try r[12].decode([Int64].self)
+        let reasons = try r[13].decode([String].self), codes = try r[14].decode([String].self)
+        let classes = try r[15].decode([String].self), sinces = try r[16].decode([Int64].self)
+        let lastMessages = try r[17].decode([String].self)
+        let count = ids.count
+        var lengths: [Int] = [sendIDs.count, positions.count, targets.count, identities.count, providers.count]
+        lengths += [recipients.count, attempts.count, nextAttempts.count, messages.count, maybes.count]
+        lengths += [lastStates.count, statuses.count, reasons.count, codes.count, classes.count, sinces.count]
+        lengths.append(lastMessages.count)
+        guard lengths.allSatisfy({ $0 == count }) else {
+            throw NorqError(.storeFailed, "a claim returned columns of different lengths")
+        }
+        func text(_ value: String) -> String? { value.isEmpty ? nil : value }
+        func number(_ value: Int64) -> Int64? { value == -1 ? nil : value }
+        var rows: [OutboxRow] = []
+        rows.reserveCapacity(count)
+        for i in 0..<count {
+            let maybe = maybes[i]
+            let last = text(lastStates[i]).map {
+                StoredOutcome(state: DeliveryState(rawValue: $0), status: number(statuses[i]).map { Int($0) },
+                              reason: text(reasons[i]), code: text(codes[i]), classification: text(classes[i]),
+                              invalidSince: number(sinces[i]), messageID: text(lastMessages[i]),
+                              mayHaveBeenDelivered: maybe)
             }
-            return try cell.decode(T.self)
+            rows.append(OutboxRow(id: ids[i], sendID: sendIDs[i], position: Int(positions[i]), target: targets[i],
+                                  identity: identities[i], provider: text(providers[i]),
+                                  recipientID: text(recipients[i]), state: .leased, attempts: Int(attempts[i]),
+                                  nextAttemptAt: nextAttempts[i], leaseOwner: owner,
+                                  leaseToken: "\(tokenBase)-\(ids[i])", leaseExpiresAt: leaseUntil,
+                                  messageID: text(messages[i]), mayHaveBeenDelivered: maybe, last: last))
         }
-        let id = try next(Int64.self), sendID = try next(String.self), position = try next(Int.self)
-        let target = try next(String.self), identity = try next(String.self), provider = try next(String?.self)
-        let recipientID = try next(String?.self), attempts = try next(Int.self), nextAttemptAt = try next(Int64.self)
-        let messageID = try next(String?.self), maybe = try next(Bool.self)
-        var last: StoredOutcome?
-        if let state = try next(String?.self) {
-            last = StoredOutcome(state: DeliveryState(rawValue: state), status: try next(Int?.self),
-                                 reason: try next(String?.self), code: try next(String?.self),
-                                 classification: try next(String?.self), invalidSince: try next(Int64?.self),
-                                 messageID: try next(String?.self), mayHaveBeenDelivered: maybe)
-        }
-        return OutboxRow(id: id, sendID: sendID, position: position, target: target, identity: identity,
-                         provider: provider, recipientID: recipientID, state: .leased, attempts: attempts,
-                         nextAttemptAt: nextAttemptAt, leaseOwner: owner, leaseToken: "\(tokenBase)-\(id)",
-                         leaseExpiresAt: leaseUntil, messageID: messageID, mayHaveBeenDelivered: maybe, last: last)
+        return rows
     }
 
     /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).

@@ -124,7 +124,7 @@ import Testing
                 var claimed = 0
                 let statement = ClaimStatement(now: 0, limit: 300, owner: "worker-with-a-long-name-0001",
                                                tokenBase: RequestID.random(), leaseUntil: 100)
-                for try await _ in try await connection.execute(statement, logger: logger) { claimed += 1 }
+                for try await rows in try await connection.execute(statement, logger: logger) { claimed += rows.count }
                 var counts = (Int64(0), Int64(0))
                 for try await row in try await connection.query("""
                     SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = 'norq_outbox'

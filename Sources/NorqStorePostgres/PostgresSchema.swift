@@ -99,52 +99,57 @@ enum PostgresSchema {
     ]
 
     /// The rows a claim returned (`claimedColumns`, one array each, in order; '' and -1 for NULL) with the lease
-    /// the claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the arrays are NULL.
+    /// the claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the arrays are NULL. Read
+    /// element by element from the cells' bytes (`BinaryArrayReader`).
     static func claimedRows(_ row: PostgresRow, owner: String, tokenBase: String,
                             leaseUntil: Int64) throws -> [OutboxRow] {
         let r = row.makeRandomAccess()
         guard r.count == claimedColumns.count else {
             throw NorqError(.storeFailed, "a claim returned \(r.count) columns, not \(claimedColumns.count)")
         }
-        guard let ids = try r[0].decode([Int64]?.self) else { return [] }
-        let sendIDs = try r[1].decode([String].self), positions = try r[2].decode([Int64].self)
-        let targets = try r[3].decode([String].self), identities = try r[4].decode([String].self)
-        let providers = try r[5].decode([String].self), recipients = try r[6].decode([String].self)
-        let attempts = try r[7].decode([Int64].self), nextAttempts = try r[8].decode([Int64].self)
-        let messages = try r[9].decode([String].self), maybes = try r[10].decode([Bool].self)
-        let lastStates = try r[11].decode([String].self), statuses = try r[12].decode([Int64].self)
-        let reasons = try r[13].decode([String].self), codes = try r[14].decode([String].self)
-        let classes = try r[15].decode([String].self), sinces = try r[16].decode([Int64].self)
-        let lastMessages = try r[17].decode([String].self)
-        let count = ids.count
-        var lengths: [Int] = [sendIDs.count, positions.count, targets.count, identities.count, providers.count]
-        lengths += [recipients.count, attempts.count, nextAttempts.count, messages.count, maybes.count]
-        lengths += [lastStates.count, statuses.count, reasons.count, codes.count, classes.count, sinces.count]
-        lengths.append(lastMessages.count)
-        guard lengths.allSatisfy({ $0 == count }) else {
+        var columns: [BinaryArrayReader] = []
+        columns.reserveCapacity(claimedColumns.count)
+        for (index, type) in claimedTypes.enumerated() {
+            guard let column = try BinaryArrayReader(r[index], of: type) else { return [] }
+            columns.append(column)
+        }
+        let count = columns[0].count
+        guard columns.allSatisfy({ $0.count == count }) else {
             throw NorqError(.storeFailed, "a claim returned columns of different lengths")
         }
         func text(_ value: String) -> String? { value.isEmpty ? nil : value }
         func number(_ value: Int64) -> Int64? { value == -1 ? nil : value }
         var rows: [OutboxRow] = []
         rows.reserveCapacity(count)
-        for i in 0..<count {
-            let maybe = maybes[i]
-            let last = text(lastStates[i]).map {
-                StoredOutcome(state: DeliveryState(rawValue: $0), status: number(statuses[i]).map { Int($0) },
-                              reason: text(reasons[i]), code: text(codes[i]), classification: text(classes[i]),
-                              invalidSince: number(sinces[i]), messageID: text(lastMessages[i]),
-                              mayHaveBeenDelivered: maybe)
+        for _ in 0..<count {
+            let id = try columns[0].nextInt64(), sendID = try columns[1].nextString()
+            let position = try columns[2].nextInt64(), target = try columns[3].nextString()
+            let identity = try columns[4].nextString(), provider = try columns[5].nextString()
+            let recipient = try columns[6].nextString(), attempts = try columns[7].nextInt64()
+            let nextAttempt = try columns[8].nextInt64(), message = try columns[9].nextString()
+            let maybe = try columns[10].nextBool(), lastState = try columns[11].nextString()
+            let status = try columns[12].nextInt64(), reason = try columns[13].nextString()
+            let code = try columns[14].nextString(), classification = try columns[15].nextString()
+            let since = try columns[16].nextInt64(), lastMessage = try columns[17].nextString()
+            let last = text(lastState).map {
+                StoredOutcome(state: DeliveryState(rawValue: $0), status: number(status).map { Int($0) },
+                              reason: text(reason), code: text(code), classification: text(classification),
+                              invalidSince: number(since), messageID: text(lastMessage), mayHaveBeenDelivered: maybe)
             }
-            rows.append(OutboxRow(id: ids[i], sendID: sendIDs[i], position: Int(positions[i]), target: targets[i],
-                                  identity: identities[i], provider: text(providers[i]),
-                                  recipientID: text(recipients[i]), state: .leased, attempts: Int(attempts[i]),
-                                  nextAttemptAt: nextAttempts[i], leaseOwner: owner,
-                                  leaseToken: "\(tokenBase)-\(ids[i])", leaseExpiresAt: leaseUntil,
-                                  messageID: text(messages[i]), mayHaveBeenDelivered: maybe, last: last))
+            rows.append(OutboxRow(id: id, sendID: sendID, position: Int(position), target: target,
+                                  identity: identity, provider: text(provider), recipientID: text(recipient),
+                                  state: .leased, attempts: Int(attempts), nextAttemptAt: nextAttempt,
+                                  leaseOwner: owner, leaseToken: "\(tokenBase)-\(id)", leaseExpiresAt: leaseUntil,
+                                  messageID: text(message), mayHaveBeenDelivered: maybe, last: last))
         }
         return rows
     }
+
+    /// The element type of each of a claim's arrays (`claimedColumns`, as `ClaimStatement` aggregates them).
+    static let claimedTypes: [PostgresDataType] = [
+        .int8, .text, .int8, .text, .text, .text, .text, .int8, .int8, .text, .bool, .text, .int8, .text, .text,
+        .text, .int8, .text,
+    ]
 
     /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).
     static func outboxRow(_ row: PostgresRow) throws -> OutboxRow {

@@ -15,22 +15,21 @@ import PostgresNIO
 // lease token exactly while it is leased (a claim sets a fresh random one; every other change clears it, and a
 // finished row leaves the outbox).
 
-/// Leases up to `limit` due rows in due order: one scan of `norq_outbox_due` (every hot row by `next_attempt_at`),
-/// taking pending rows and leased rows whose lease has expired (a leased row's `next_attempt_at` is before its
-/// claim, so an expired lease is found ahead of rows that became due later), `FOR UPDATE SKIP LOCKED` so
-/// concurrent workers neither wait nor take the same row. The update writes no indexed column (schema version 3):
-/// a HOT update, no index entry per row. The scan passes over the leased rows ahead of the first due one (rows in
-/// flight: a heap visit each, mostly on pages the scan reads anyway). Returns only what the claim did not set
-/// itself (`PostgresSchema.claimedColumns`), as one row of one array per column (one `DataRow` per claim, not one
-/// per row: measured cheaper on both sides than a row each; NULL travels as '' or -1, values never stored: every
-/// write of these columns turns '' and -1 into NULL).
+/// Leases up to `limit` due rows: expired leases first, then due pending rows, each an index scan of its partial
+/// index in its own order, `FOR UPDATE SKIP LOCKED` so concurrent workers neither wait nor take the same row.
+/// Returns only what the claim did not set itself (`PostgresSchema.claimedColumns`), as one row of one array per
+/// column: one `DataRow` per claim, not one per row (measured: the process's CPU per claimed row -30%, the server's
+/// +5%). NULL travels as '' or -1, values never stored (every write of these columns turns '' and -1 into NULL).
 struct ClaimStatement: PostgresPreparedStatement {
     static let name = "norq_claim_4"
     static let sql = """
-        WITH due AS (
-            SELECT id FROM norq_outbox
-            WHERE next_attempt_at <= $1 AND (state = 'pending' OR (state = 'leased' AND lease_expires_at <= $1))
+        WITH expired AS (
+            SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= $1
+            ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+        pending AS (
+            SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= $1
             ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+        due AS (SELECT id FROM expired UNION ALL SELECT id FROM pending LIMIT $2),
         leased AS (
             UPDATE norq_outbox o SET
                 may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',

@@ -17,10 +17,10 @@ import PostgresNIO
 ///   the range of its rows' ids (`first_row_id`, `last_row_id`): its rows are read through the primary keys, with
 ///   no index on `send_id`.
 /// - Claims: one statement, `SELECT … FOR UPDATE SKIP LOCKED` in the `UPDATE` that leases, so concurrent workers
-///   never wait on each other nor take the same row. One index scan in due order (`next_attempt_at`, every hot
-///   row) read only as far as the limit, taking pending rows and expired leases; the lease is a HOT update (no
-///   indexed column changes, `fillfactor = 40` leaves the room on the page: schema version 3). A scan by row id
-///   with both conditions ORed became a bitmap scan of the whole (bloated) heap after a burst.
+///   never wait on each other nor take the same row. Expired leases first, then due pending rows, each an index
+///   scan of its partial index in its own order (`lease_expires_at`, `next_attempt_at`) read only as far as the
+///   limit: a scan by row id with both conditions ORed became a bitmap scan of the whole (bloated) heap after a
+///   burst.
 /// - Completions: compare-and-sets on (row id, lease token), one statement per kind per batch (a batch of only
 ///   finished rows, the usual case, is one round trip): finished rows move from the hot outbox to `norq_history` in
 ///   one `DELETE … USING unnest(…) RETURNING` feeding an `INSERT` (never updated first); retries and releases are

@@ -74,20 +74,6 @@ enum PostgresSchema {
             "DROP INDEX norq_outbox_send",
             "DROP INDEX norq_history_send",
         ],
-        // 3: a claim is a HOT update (heap-only: no index entry written). It writes only columns no index reads:
-        // the two partial indexes (`state` in their predicates, `lease_expires_at` a key) become one index on
-        // `next_attempt_at` over every hot row, which a claim does not change; a claim scans it in due order and
-        // skips leased rows whose lease has not expired. `fillfactor = 40` leaves room on each page for the new
-        // version of every row a claim takes there (a claim takes rows that lie together; at 70 only about 40%
-        // of the updates found room). Measured at the SQL level (100,000 rows, batches of 256): the claim's WAL
-        // records per row 4.6 -> 2.1, its executor time -20 to -30%. The setting applies to pages written from
-        // now on (the hot outbox turns over).
-        [
-            "DROP INDEX norq_outbox_due",
-            "DROP INDEX norq_outbox_leases",
-            "CREATE INDEX norq_outbox_due ON norq_outbox (next_attempt_at)",
-            "ALTER TABLE norq_outbox SET (fillfactor = 40)",
-        ],
     ]
 
     /// What a claim returns of each row it leased: the columns the claim did not set itself (it knows the state,

@@ -84,58 +84,46 @@ enum PostgresSchema {
         "last_classification", "last_invalid_since", "last_message_id",
     ]
 
-    /// The rows a claim returned (`claimedColumns`, one array each, in order; '' and -1 for NULL) with the lease
-    /// the claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the arrays are NULL. Read
-    /// element by element from the cells' bytes (`BinaryArrayReader`).
+    /// The rows a claim returned (one cell: an array of records of `claimedColumns`, in order) with the lease the
+    /// claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the cell is NULL. Read field by
+    /// field from the cell's bytes (`BinaryRecordArrayReader`).
     static func claimedRows(_ row: PostgresRow, owner: String, tokenBase: String,
                             leaseUntil: Int64) throws -> [OutboxRow] {
-        let r = row.makeRandomAccess()
-        guard r.count == claimedColumns.count else {
-            throw NorqError(.storeFailed, "a claim returned \(r.count) columns, not \(claimedColumns.count)")
+        guard let cell = row.first(where: { _ in true }) else {
+            throw NorqError(.storeFailed, "a claim returned no column")
         }
-        var columns: [BinaryArrayReader] = []
-        columns.reserveCapacity(claimedColumns.count)
-        for (index, type) in claimedTypes.enumerated() {
-            guard let column = try BinaryArrayReader(r[index], of: type) else { return [] }
-            columns.append(column)
+        guard var records = try BinaryRecordArrayReader(cell) else { return [] }
+        func required<T>(_ value: T?, _ name: String) throws(NorqError) -> T {
+            guard let value else { throw NorqError(.storeFailed, "a claimed row has no \(name)") }
+            return value
         }
-        let count = columns[0].count
-        guard columns.allSatisfy({ $0.count == count }) else {
-            throw NorqError(.storeFailed, "a claim returned columns of different lengths")
-        }
-        func text(_ value: String) -> String? { value.isEmpty ? nil : value }
-        func number(_ value: Int64) -> Int64? { value == -1 ? nil : value }
         var rows: [OutboxRow] = []
-        rows.reserveCapacity(count)
-        for _ in 0..<count {
-            let id = try columns[0].nextInt64(), sendID = try columns[1].nextString()
-            let position = try columns[2].nextInt64(), target = try columns[3].nextString()
-            let identity = try columns[4].nextString(), provider = try columns[5].nextString()
-            let recipient = try columns[6].nextString(), attempts = try columns[7].nextInt64()
-            let nextAttempt = try columns[8].nextInt64(), message = try columns[9].nextString()
-            let maybe = try columns[10].nextBool(), lastState = try columns[11].nextString()
-            let status = try columns[12].nextInt64(), reason = try columns[13].nextString()
-            let code = try columns[14].nextString(), classification = try columns[15].nextString()
-            let since = try columns[16].nextInt64(), lastMessage = try columns[17].nextString()
-            let last = text(lastState).map {
-                StoredOutcome(state: DeliveryState(rawValue: $0), status: number(status).map { Int($0) },
-                              reason: text(reason), code: text(code), classification: text(classification),
-                              invalidSince: number(since), messageID: text(lastMessage), mayHaveBeenDelivered: maybe)
+        rows.reserveCapacity(records.count)
+        for _ in 0..<records.count {
+            try records.nextRecord(fields: claimedColumns.count)
+            let id = try required(records.integer(), "id"), sendID = try required(records.text(), "send_id")
+            let position = try required(records.integer(), "position")
+            let target = try required(records.text(), "target"), identity = try required(records.text(), "identity")
+            let provider = try records.text(), recipient = try records.text()
+            let attempts = try required(records.integer(), "attempts")
+            let nextAttempt = try required(records.integer(), "next_attempt_at")
+            let message = try records.text(), maybe = try required(records.bool(), "may_have_been_delivered")
+            let lastState = try records.text(), status = try records.integer(), reason = try records.text()
+            let code = try records.text(), classification = try records.text(), since = try records.integer()
+            let lastMessage = try records.text()
+            let last = lastState.map {
+                StoredOutcome(state: DeliveryState(rawValue: $0), status: status.map { Int($0) }, reason: reason,
+                              code: code, classification: classification, invalidSince: since,
+                              messageID: lastMessage, mayHaveBeenDelivered: maybe)
             }
             rows.append(OutboxRow(id: id, sendID: sendID, position: Int(position), target: target,
-                                  identity: identity, provider: text(provider), recipientID: text(recipient),
-                                  state: .leased, attempts: Int(attempts), nextAttemptAt: nextAttempt,
-                                  leaseOwner: owner, leaseToken: "\(tokenBase)-\(id)", leaseExpiresAt: leaseUntil,
-                                  messageID: text(message), mayHaveBeenDelivered: maybe, last: last))
+                                  identity: identity, provider: provider, recipientID: recipient, state: .leased,
+                                  attempts: Int(attempts), nextAttemptAt: nextAttempt, leaseOwner: owner,
+                                  leaseToken: "\(tokenBase)-\(id)", leaseExpiresAt: leaseUntil, messageID: message,
+                                  mayHaveBeenDelivered: maybe, last: last))
         }
         return rows
     }
-
-    /// The element type of each of a claim's arrays (`claimedColumns`, as `ClaimStatement` aggregates them).
-    static let claimedTypes: [PostgresDataType] = [
-        .int8, .text, .int8, .text, .text, .text, .text, .int8, .int8, .text, .bool, .text, .int8, .text, .text,
-        .text, .int8, .text,
-    ]
 
     /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).
     static func outboxRow(_ row: PostgresRow) throws -> OutboxRow {

@@ -89,7 +89,8 @@ enum PostgresSchema {
     /// field from the cell's bytes (`BinaryRecordArrayReader`).
     static func claimedRows(_ row: PostgresRow, owner: String, tokenBase: String,
                             leaseUntil: Int64) throws -> [OutboxRow] {
-        guard let cell = row.first(where: { _ in true }) else {
+        var cells = row.makeIterator()
+        guard let cell = cells.next() else {
             throw NorqError(.storeFailed, "a claim returned no column")
         }
         guard var records = try BinaryRecordArrayReader(cell) else { return [] }

@@ -17,9 +17,10 @@ import PostgresNIO
 
 /// Leases up to `limit` due rows: expired leases first, then due pending rows, each an index scan of its partial
 /// index in its own order, `FOR UPDATE SKIP LOCKED` so concurrent workers neither wait nor take the same row.
-/// Returns only what the claim did not set itself (`PostgresSchema.claimedColumns`).
+/// Returns only what the claim did not set itself (`PostgresSchema.claimedColumns`), as one cell: an array of one
+/// record per row (one `DataRow` per claim, not one per row: postgres-nio hops executors once per row it yields).
 struct ClaimStatement: PostgresPreparedStatement {
-    static let name = "norq_claim_2"
+    static let name = "norq_claim_5"
     static let sql = """
         WITH expired AS (
             SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= $1
@@ -27,16 +28,19 @@ struct ClaimStatement: PostgresPreparedStatement {
         pending AS (
             SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= $1
             ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED),
-        due AS (SELECT id FROM expired UNION ALL SELECT id FROM pending LIMIT $2)
-        UPDATE norq_outbox o SET
-            may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',
-            state = 'leased', attempts = o.attempts + 1, lease_owner = $3,
-            lease_token = $4 || '-' || o.id, lease_expires_at = $5
-        FROM due WHERE o.id = due.id
-        RETURNING \(PostgresSchema.claimedColumns.map { "o.\($0)" }.joined(separator: ", "))
+        due AS (SELECT id FROM expired UNION ALL SELECT id FROM pending LIMIT $2),
+        leased AS (
+            UPDATE norq_outbox o SET
+                may_have_been_delivered = o.may_have_been_delivered OR o.state = 'leased',
+                state = 'leased', attempts = o.attempts + 1, lease_owner = $3,
+                lease_token = $4 || '-' || o.id, lease_expires_at = $5
+            FROM due WHERE o.id = due.id
+            RETURNING \(PostgresSchema.claimedColumns.map { "o.\($0)" }.joined(separator: ", ")))
+        SELECT array_agg(ROW(\(PostgresSchema.claimedColumns.joined(separator: ", "))))
+        FROM leased
         """
     static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .text, .int8]
-    typealias Row = OutboxRow
+    typealias Row = [OutboxRow]
 
     var now: Int64, limit: Int, owner: String, tokenBase: String, leaseUntil: Int64
 
@@ -50,8 +54,8 @@ struct ClaimStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> OutboxRow {
-        try PostgresSchema.claimedRow(row, owner: owner, tokenBase: tokenBase, leaseUntil: leaseUntil)
+    func decodeRow(_ row: PostgresRow) throws -> [OutboxRow] {
+        try PostgresSchema.claimedRows(row, owner: owner, tokenBase: tokenBase, leaseUntil: leaseUntil)
     }
 }
 
@@ -82,10 +86,21 @@ struct RenewStatement: PostgresPreparedStatement {
 
 /// Finished rows go straight from the hot outbox to history (one `DELETE … RETURNING` into an `INSERT`: the row is
 /// not updated first), a compare-and-set on (row id, lease token); returns the moved rows' ids, and with
-/// `withIdentity` their token and provider too (what the registry needs of a `token-invalid` outcome).
+/// `withIdentity` their token and provider too (what the registry needs of a `token-invalid` outcome), one row
+/// each; without it, one row: the moved ids as one array (one `DataRow` per batch, not one per row).
 struct FinishSQL {
     static func sql(withIdentity: Bool) -> String {
-        """
+        withIdentity ? "\(moved)\n\(insert)\nRETURNING id, identity, provider" : """
+            \(moved),
+            moved_ids AS (
+            \(insert)
+            RETURNING id)
+            SELECT coalesce(array_agg(id), '{}') FROM moved_ids
+            """
+    }
+
+    /// The finishes as rows, and the rows they move out of the outbox.
+    static let moved = """
         WITH i AS (
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
                 $7::text[], $8::bigint[], $9::text[], $10::bool[])
@@ -99,14 +114,16 @@ struct FinishSQL {
                 NULLIF(i.l_reason, '') AS l_reason, NULLIF(i.l_code, '') AS l_code,
                 NULLIF(i.l_class, '') AS l_class, NULLIF(i.l_since, -1) AS l_since,
                 NULLIF(i.l_message, '') AS l_message)
+        """
+
+    /// The moved rows into history.
+    static let insert = """
         INSERT INTO norq_history (\(PostgresSchema.rowColumns), finished_at)
         SELECT id, send_id, position, target, identity, provider, recipient_id, state, attempts,
             next_attempt_at, NULL, NULL, NULL, message_id, maybe, state, l_status, l_reason, l_code,
             l_class, l_since, l_message, $11
         FROM moved
-        RETURNING \(withIdentity ? "id, identity, provider" : "id")
         """
-    }
 
     static let bindingDataTypes: [PostgresDataType] = [
         .int8Array, .textArray, .textArray, .int8Array, .textArray, .textArray, .textArray, .int8Array, .textArray,
@@ -132,7 +149,7 @@ struct FinishSQL {
 
 /// `FinishSQL` returning each moved row's id, token and provider (a batch with a `token-invalid` outcome).
 struct FinishStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_2"
+    static let name = "norq_finish_3"
     static let sql = FinishSQL.sql(withIdentity: true)
     static let bindingDataTypes = FinishSQL.bindingDataTypes
     typealias Row = (Int64, String, String?)
@@ -146,18 +163,18 @@ struct FinishStatement: PostgresPreparedStatement {
     }
 }
 
-/// `FinishSQL` returning each moved row's id only (the usual batch: nothing for the registry).
+/// `FinishSQL` returning the moved rows' ids as one array (the usual batch: nothing for the registry).
 struct FinishIDsStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_ids_2"
+    static let name = "norq_finish_ids_3"
     static let sql = FinishSQL.sql(withIdentity: false)
     static let bindingDataTypes = FinishSQL.bindingDataTypes
-    typealias Row = Int64
+    typealias Row = [Int64]
 
     var arrays: PostgresDeliveryStore.FinishArrays, now: Int64
 
     func makeBindings() -> PostgresBindings { FinishSQL.bindings(arrays, now: now) }
 
-    func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
 }
 
 /// Retries, releases and finishes to a state that is not final: the row goes back to pending (compare-and-set on

@@ -361,8 +361,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         return try await call("claiming rows") { client in
             try await client.withConnection { connection in
                 var result: [OutboxRow] = []
-                result.reserveCapacity(limit)
-                for try await row in try await connection.execute(statement, logger: logger) { result.append(row) }
+                for try await rows in try await connection.execute(statement, logger: logger) { result += rows }
                 return result.sorted { $0.id < $1.id }
             }
         }
@@ -401,7 +400,9 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                         for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
                     } else {
                         let finishIDs = FinishIDsStatement(arrays: finishes, now: now)
-                        for try await id in try await connection.execute(finishIDs, logger: logger) { applied.insert(id) }
+                        for try await ids in try await connection.execute(finishIDs, logger: logger) {
+                            applied.formUnion(ids)
+                        }
                     }
                     return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
                 }

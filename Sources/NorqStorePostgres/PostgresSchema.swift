@@ -84,31 +84,46 @@ enum PostgresSchema {
         "last_classification", "last_invalid_since", "last_message_id",
     ]
 
-    /// A row a claim returned (`claimedColumns`, read in order, cell by cell) with the lease the claim set:
-    /// `lease_token` is `tokenBase-id` (`ClaimStatement`).
-    static func claimedRow(_ row: PostgresRow, owner: String, tokenBase: String, leaseUntil: Int64) throws -> OutboxRow {
+    /// The rows a claim returned (one cell: an array of records of `claimedColumns`, in order) with the lease the
+    /// claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the cell is NULL. Read field by
+    /// field from the cell's bytes (`BinaryRecordArrayReader`).
+    static func claimedRows(_ row: PostgresRow, owner: String, tokenBase: String,
+                            leaseUntil: Int64) throws -> [OutboxRow] {
         var cells = row.makeIterator()
-        func next<T: PostgresDecodable>(_ type: T.Type) throws -> T {
-            guard let cell = cells.next() else {
-                throw NorqError(.storeFailed, "a claimed row has fewer columns than \(claimedColumns.count)")
+        guard let cell = cells.next() else {
+            throw NorqError(.storeFailed, "a claim returned no column")
+        }
+        guard var records = try BinaryRecordArrayReader(cell) else { return [] }
+        func required<T>(_ value: T?, _ name: String) throws(NorqError) -> T {
+            guard let value else { throw NorqError(.storeFailed, "a claimed row has no \(name)") }
+            return value
+        }
+        var rows: [OutboxRow] = []
+        rows.reserveCapacity(records.count)
+        for _ in 0..<records.count {
+            try records.nextRecord(fields: claimedColumns.count)
+            let id = try required(records.integer(), "id"), sendID = try required(records.text(), "send_id")
+            let position = try required(records.integer(), "position")
+            let target = try required(records.text(), "target"), identity = try required(records.text(), "identity")
+            let provider = try records.text(), recipient = try records.text()
+            let attempts = try required(records.integer(), "attempts")
+            let nextAttempt = try required(records.integer(), "next_attempt_at")
+            let message = try records.text(), maybe = try required(records.bool(), "may_have_been_delivered")
+            let lastState = try records.text(), status = try records.integer(), reason = try records.text()
+            let code = try records.text(), classification = try records.text(), since = try records.integer()
+            let lastMessage = try records.text()
+            let last = lastState.map {
+                StoredOutcome(state: DeliveryState(rawValue: $0), status: status.map { Int($0) }, reason: reason,
+                              code: code, classification: classification, invalidSince: since,
+                              messageID: lastMessage, mayHaveBeenDelivered: maybe)
             }
-            return try cell.decode(T.self)
+            rows.append(OutboxRow(id: id, sendID: sendID, position: Int(position), target: target,
+                                  identity: identity, provider: provider, recipientID: recipient, state: .leased,
+                                  attempts: Int(attempts), nextAttemptAt: nextAttempt, leaseOwner: owner,
+                                  leaseToken: "\(tokenBase)-\(id)", leaseExpiresAt: leaseUntil, messageID: message,
+                                  mayHaveBeenDelivered: maybe, last: last))
         }
-        let id = try next(Int64.self), sendID = try next(String.self), position = try next(Int.self)
-        let target = try next(String.self), identity = try next(String.self), provider = try next(String?.self)
-        let recipientID = try next(String?.self), attempts = try next(Int.self), nextAttemptAt = try next(Int64.self)
-        let messageID = try next(String?.self), maybe = try next(Bool.self)
-        var last: StoredOutcome?
-        if let state = try next(String?.self) {
-            last = StoredOutcome(state: DeliveryState(rawValue: state), status: try next(Int?.self),
-                                 reason: try next(String?.self), code: try next(String?.self),
-                                 classification: try next(String?.self), invalidSince: try next(Int64?.self),
-                                 messageID: try next(String?.self), mayHaveBeenDelivered: maybe)
-        }
-        return OutboxRow(id: id, sendID: sendID, position: position, target: target, identity: identity,
-                         provider: provider, recipientID: recipientID, state: .leased, attempts: attempts,
-                         nextAttemptAt: nextAttemptAt, leaseOwner: owner, leaseToken: "\(tokenBase)-\(id)",
-                         leaseExpiresAt: leaseUntil, messageID: messageID, mayHaveBeenDelivered: maybe, last: last)
+        return rows
     }
 
     /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).

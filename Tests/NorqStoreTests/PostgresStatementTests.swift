@@ -61,6 +61,35 @@ import Testing
         }
     }
 
+    /// A claim returns its rows as column arrays (one per column, NULL sent as '' or -1): every field of a claimed
+    /// row equals the same row read back by the other decoder (`deliveries(ofSend:)`), with and without a last
+    /// outcome, NULL and non-ASCII values included; a claim of nothing is empty.
+    @Test func claimedRowsEqualTheRowsReadBack() async throws {
+        try await PostgresTestServer.withStore(settings: Self.oneConnection) { store, _ in
+            #expect(try await store.claim(owner: "w", limit: 10, now: 0, leaseUntil: 100).isEmpty)
+            var send = StoreConformance.send(tokens: ["é-0", "b", "c"])
+            send.targets[1].recipientID = nil
+            send.targets[1].messageID = nil
+            _ = try await store.enqueue(send, now: 5, idempotencyWindow: Self.window)
+            let first = try await store.claim(owner: "worker-1", limit: 10, now: 10, leaseUntil: 100)
+            #expect(first == (try await store.deliveries(ofSend: send.id)))
+            #expect(first.map(\.identity) == ["é-0", "b", "c"] && first.allSatisfy { $0.last == nil && $0.attempts == 1 })
+            #expect(first[1].recipientID == nil && first[1].messageID == nil && first[0].recipientID == "u0")
+            // A retry with every field of its outcome set, a release, and a lease left to expire.
+            let last = StoredOutcome(state: .rejected, status: 503, reason: "ServiceUnavailable", code: "provider/busy",
+                                     classification: "retryable", invalidSince: 7, messageID: "apns-é",
+                                     mayHaveBeenDelivered: true)
+            _ = try await store.complete([.retry(first[0].lease!, at: 50, last: last), .release(first[1].lease!)],
+                                         now: 20)
+            let second = try await store.claim(owner: "worker-2", limit: 10, now: 100, leaseUntil: 200)
+            #expect(second == (try await store.deliveries(ofSend: send.id)))
+            #expect(second.count == 3)
+            #expect(second[0].last == last && second[0].attempts == 2 && second[0].mayHaveBeenDelivered)
+            #expect(second[1].last == nil && second[1].attempts == 1 && !second[1].mayHaveBeenDelivered)
+            #expect(second[2].mayHaveBeenDelivered && second[2].attempts == 2, "an expired lease taken over")
+        }
+    }
+
     @Test func versionOneDatabaseKeepsItsSendsRowsThroughMigrationTwo() async throws {
         try await PostgresTestServer.withDatabase { configuration in
             // Schema version 1 as an older norq left it: send s1's rows have ids 1 (history) and 3 (outbox), and

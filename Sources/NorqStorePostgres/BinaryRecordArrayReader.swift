@@ -32,8 +32,10 @@ struct BinaryRecordArrayReader {
         case 0:
             count = 0
         case 1:
+            // Each record takes at least 8 bytes (its length and its field count): a count the cell cannot hold is
+            // refused before anything is reserved for it.
             guard let length = buffer.readInteger(as: Int32.self), length >= 0,
-                  buffer.readInteger(as: Int32.self) != nil else {
+                  buffer.readInteger(as: Int32.self) != nil, Int(length) <= buffer.readableBytes / 8 else {
                 throw Self.malformed(cell.columnName)
             }
             count = Int(length)

@@ -390,25 +390,33 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         let base = RequestID.random()
         // One statement, atomic by itself (see `complete`).
         let rows = try await call("claiming rows") { connection in
-            let rows = try await connection.query("""
-                UPDATE norq_outbox SET
-                    may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
-                    state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
-                    lease_expires_at = ?3
-                WHERE id IN (
-                    SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
-                    UNION ALL
-                    SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
-                    LIMIT ?5)
-                RETURNING \(SQLiteSchema.claimColumns)
-                """, [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now)), .integer(limit)])
-            return rows
+            try await connection.query(Self.claimStatement(limit: limit),
+                                       [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now))])
         }
         // Decoded after the lock is released: the next call need not wait for it.
         let claimed = rows.map { SQLiteSchema.claimedRow($0, owner: owner, base: base, leaseUntil: leaseUntil) }
         // RETURNING gives them in id order: sorted only when it did not.
         let inOrder = claimed.indices.dropFirst().allSatisfy { claimed[$0 - 1].id < claimed[$0].id }
         return inOrder ? claimed : claimed.sorted { $0.id < $1.id }
+    }
+
+    /// The claiming UPDATE of at most `limit` rows (parameters: owner, token base, lease expiry, now). The limit is
+    /// written into the text, not bound: SQLite's planner reads a bound LIMIT's value, so binding one marks the
+    /// statement to be prepared again at its first step, and every claim was prepared twice (SQLiteNIO prepares
+    /// each statement anew already).
+    static func claimStatement(limit: Int) -> String {
+        """
+        UPDATE norq_outbox SET
+            may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
+            state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
+            lease_expires_at = ?3
+        WHERE id IN (
+            SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
+            UNION ALL
+            SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
+            LIMIT \(max(1, limit)))
+        RETURNING \(SQLiteSchema.claimColumns)
+        """
     }
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {

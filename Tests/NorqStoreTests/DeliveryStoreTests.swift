@@ -88,6 +88,18 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// A claim finds its rows through the partial indexes of due and of expired leased rows, not by a scan.
+    @Test func claimSearchesItsIndexes() async throws {
+        try await Self.withStore { store, directory in
+            let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
+                                                             SQLiteDeliveryStore.claimStatement(limit: 256),
+                                                             parameters: 4)
+            #expect(plan.contains { $0.contains("INDEX norq_outbox_due (") }, "\(plan)")
+            #expect(plan.contains { $0.contains("INDEX norq_outbox_leases (") }, "\(plan)")
+            #expect(!plan.contains { $0.hasPrefix("SCAN norq_outbox") }, "\(plan)")
+        }
+    }
+
     @Test func twoConnectionsOnOneFileMigrateAndClaimWithoutOverlap() async throws {
         try await Self.withStore { store, directory in
             let path = directory.appendingPathComponent("norq.db").path

@@ -151,25 +151,32 @@ extension SQLiteDeliveryStore {
         func prefix(rows: Int) -> Substring { text[..<ends[min(max(rows, 1), insertChunk) - 1]] }
     }
 
-    /// The rows of a move as the JSON text its `json_each` reads: `[[id,"token","message id" or null],…]`. One
-    /// text parameter instead of three per row: SQLite parses a short statement, SQLiteNIO binds one value.
+    /// The rows of a move as the JSON text its `json_each` reads: one object, a member per row,
+    /// `{"<id>:<token>":"<message id>" or null,…}`. One text parameter instead of three per row (SQLite parses a
+    /// short statement, SQLiteNIO binds one value), and flat: `json_each` gives each member's key and value as SQL
+    /// values, where an array per row made SQLite write each row's array back to text and parse it again for each
+    /// of its three fields. The id leads the key (`CAST(key AS INTEGER)` reads it; the first `:` ends it), the
+    /// token is the rest. Ids are unique within a statement (`completions` drops repeats), so the keys are too.
     static func moveRows(_ rows: ArraySlice<(lease: Lease, at: Int64, messageID: String?)>) -> String {
-        var json: [UInt8] = [UInt8(ascii: "[")]
-        json.reserveCapacity(rows.count * 96)
+        var json: [UInt8] = [UInt8(ascii: "{")]
+        json.reserveCapacity(rows.count * 104)
         for row in rows {
-            json.append(contentsOf: (json.count == 1 ? "[" : ",[").utf8)
+            if json.count > 1 { json.append(UInt8(ascii: ",")) }
+            json.append(UInt8(ascii: "\""))
             json.append(contentsOf: String(row.lease.rowID).utf8)
-            json.append(UInt8(ascii: ","))
+            json.append(UInt8(ascii: ":"))
+            // The token as a JSON string without its opening quote: it continues the key.
+            let quote = json.count
             JSONValue.writeString(row.lease.token, into: &json)
-            json.append(UInt8(ascii: ","))
+            json.remove(at: quote)
+            json.append(UInt8(ascii: ":"))
             if let messageID = row.messageID {
                 JSONValue.writeString(messageID, into: &json)
             } else {
                 json.append(contentsOf: "null".utf8)
             }
-            json.append(UInt8(ascii: "]"))
         }
-        json.append(UInt8(ascii: "]"))
+        json.append(UInt8(ascii: "}"))
         return String(decoding: json, as: UTF8.self)
     }
 
@@ -192,11 +199,12 @@ extension SQLiteDeliveryStore {
         let (columns, values, set): (String, Substring, String)
         switch kind {
         case .move:
-            // The rows come as one JSON text (`moveRows`) that `json_each` splits. CROSS JOIN: the given rows
+            // The rows come as one JSON object (`moveRows`) that `json_each` splits. CROSS JOIN: the given rows
             // drive, each finds its outbox row by primary key (the trigger deletes that row while the statement
             // runs: never a scan of the outbox).
             return """
-                WITH i(id, token, l_message) AS (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?10))
+                WITH i(id, token, l_message) AS (
+                    SELECT CAST(key AS INTEGER), substr(key, instr(key, ':') + 1), value FROM json_each(?10))
                 INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
                 SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
                     next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,

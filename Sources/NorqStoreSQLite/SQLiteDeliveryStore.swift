@@ -448,7 +448,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
-        let statements = Self.completions(completions, now: now)
+        let (statements, asked) = Self.completionStatements(completions, now: now)
         let run: @Sendable (SQLiteConnection) async throws -> [SQLiteRow] = { connection in
             var rows: [SQLiteRow] = []
             for statement in statements { rows += try await connection.query(statement.sql, statement.binds) }
@@ -458,9 +458,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
         let rows = statements.count == 1
             ? try await call("completing rows", run) : try await transaction("completing rows", run)
-        // Each row applies at most once (`completions` drops repeats): as many rows back as rows asked means all
-        // applied, without reading each id.
-        let asked = Set(completions.map(\.lease.rowID))
+        // Each row applies at most once (`completionStatements` drops repeats): as many rows back as rows asked
+        // means all applied, without reading each id.
         if rows.count == asked.count { return CompletionReport(applied: asked, lost: []) }
         var applied: Set<Int64> = []
         for row in rows { if let id = row.columns.first?.data.integer { applied.insert(Int64(id)) } }

@@ -229,26 +229,28 @@ extension SQLiteDeliveryStore {
     /// A release: (id, token) per row.
     private static let releaseRows = CompletionRows(arity: 2, first: 1)
 
+    /// A move of any number of rows: they come as one JSON object (`moveRows`) that `json_each` splits. CROSS
+    /// JOIN: the given rows drive, each finds its outbox row by primary key (the trigger deletes that row while the
+    /// statement runs: never a scan of the outbox). Built once: it does not depend on the number of rows.
+    private static let moveStatement = """
+        WITH i(id, token, l_message) AS (
+            SELECT CAST(key AS INTEGER), substr(key, instr(key, ':') + 1), value FROM json_each(?10))
+        INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
+        SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
+            next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
+            ?7, i.l_message, ?9
+        FROM i CROSS JOIN norq_outbox ON norq_outbox.id = i.id
+        WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+        RETURNING id
+        """
+
     /// The completing UPDATE of `rows` rows (1 to `insertChunk`) of one kind (parameters: see `finishRows`,
     /// `retryRows`, `releaseRows`).
     static func completionUpdate(_ kind: CompletionKind, rows: Int) -> String {
         let (columns, values, set): (String, Substring, String)
         switch kind {
         case .move:
-            // The rows come as one JSON object (`moveRows`) that `json_each` splits. CROSS JOIN: the given rows
-            // drive, each finds its outbox row by primary key (the trigger deletes that row while the statement
-            // runs: never a scan of the outbox).
-            return """
-                WITH i(id, token, l_message) AS (
-                    SELECT CAST(key AS INTEGER), substr(key, instr(key, ':') + 1), value FROM json_each(?10))
-                INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
-                SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
-                    next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
-                    ?7, i.l_message, ?9
-                FROM i CROSS JOIN norq_outbox ON norq_outbox.id = i.id
-                WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
-                RETURNING id
-                """
+            return moveStatement
         case .finish:
             (columns, values) = ("id, token, l_message", finishRows.prefix(rows: rows))
             set = """

@@ -405,7 +405,11 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     /// statement to be prepared again at its first step, and every claim was prepared twice (SQLiteNIO prepares
     /// each statement anew already).
     static func claimStatement(limit: Int) -> String {
-        """
+        claimHead + String(max(1, limit)) + claimTail
+    }
+
+    /// `claimStatement` around its limit, built once.
+    private static let claimHead = """
         UPDATE norq_outbox SET
             may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
             state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
@@ -414,10 +418,9 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
             UNION ALL
             SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
-            LIMIT \(max(1, limit)))
-        RETURNING \(SQLiteSchema.claimColumns)
+            LIMIT\u{20}
         """
-    }
+    private static let claimTail = ")\nRETURNING \(SQLiteSchema.claimColumns)"
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }

@@ -88,6 +88,23 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// A file the store creates has its page size; a file created before keeps its own.
+    @Test func newFilesGetTheStorePageSize() async throws {
+        try await Self.withStore { _, directory in
+            let size = try await SQLiteTestSupport.query(path: directory.appendingPathComponent("norq.db").path,
+                                                         "PRAGMA page_size")
+            #expect(size == [String(SQLiteDeliveryStore.pageSize)])
+        }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("old.db").path
+        try await SQLiteTestSupport.execute(path: path, "CREATE TABLE t (x)")
+        let store = try await SQLiteDeliveryStore.open(path: path)
+        try await store.migrate()
+        await store.close()
+        #expect(try await SQLiteTestSupport.query(path: path, "PRAGMA page_size") == ["4096"])
+    }
+
     /// A claim finds its rows through the partial indexes of due and of expired leased rows, not by a scan.
     @Test func claimSearchesItsIndexes() async throws {
         try await Self.withStore { store, directory in

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The SQLite floor of the durable store phase (Benchmarks/README.md, "SQLite store CPU, stop 24"): sqlite_floor.c runs
-# the store's claim and completion statements of stop 23 and of stop 24 in C, against the amalgamation that
+# the store's claim and completion statements of stop 23, 24 and 25 in C, against the amalgamation that
 # sqlite-nio vendors (compiled with sqlite-nio's defines for a release build), and prints CPU s per 10,000 rows.
 # The store phase's figure minus this one is what the Swift side (SQLiteNIO, the store, the thread hops) costs.
 #
 # Environment (defaults in brackets): ROWS [100000]  ROUNDS [3] interleaved runs of each mode
+#   MODES ["stop23 stop24 stop25"]
 #   WORK [/tmp/norq-bench-sqlite-floor]  SQLITE_NIO [the .build checkout of sqlite-nio]
 # Each run holds the shared benchmark lock (/tmp/norq-bench.lock); the compilation does not.
 set -euo pipefail
@@ -34,7 +35,7 @@ nice cc -O2 "${DEFINES[@]}" -I "$SOURCE/include" "$ROOT/Benchmarks/sqlite_floor.
     -o "$WORK/sqlite_floor" -lpthread -lm
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq 1 "$ROUNDS"); do
-    for mode in stop23 stop24; do
+    for mode in ${MODES:-stop23 stop24 stop25}; do
         rm -f "$WORK/floor.db" "$WORK/floor.db-wal" "$WORK/floor.db-shm"
         flock /tmp/norq-bench.lock "$WORK/sqlite_floor" "$mode" "$ROWS" "$WORK/floor.db"
     done

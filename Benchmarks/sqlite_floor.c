@@ -1,10 +1,13 @@
 /* The SQLite store's claim and completion statements in C, against the SQLite that sqlite-nio vendors: the floor
  * under the store phase's CPU figure when no Swift runs (Benchmarks/README.md, "SQLite store CPU, stop 24").
- * Built and run by Benchmarks/sqlite-floor.sh. Usage: sqlite_floor stop23|stop24 ROWS DBPATH
+ * Built and run by Benchmarks/sqlite-floor.sh. Usage: sqlite_floor stop23|stop24|stop25 ROWS DBPATH
  *   stop23: schema 2 (the finishing trigger on UPDATE OF state), a claim returning every column, a finish as
  *           stop 23's UPDATE … FROM (VALUES …) for every kind (the kind a parameter) that the trigger moves.
  *   stop24: schema 3 (that trigger on UPDATE OF last_state, norq_history_moved), a claim returning 12 columns, a
  *           finish as INSERT INTO norq_history … SELECT … FROM json_each(the rows as JSON) CROSS JOIN norq_outbox.
+ *   stop25: stop 24's statements with the claim's LIMIT written into the text (a bound LIMIT makes SQLite prepare
+ *           the claim again at its first step), the finish's rows as one flat JSON object {"<id>:<token>": message
+ *           id} and 8 KiB pages ("SQLite store CPU, stop 25").
  * Statements are prepared for every batch and their values bound, as SQLiteNIO does. Prints CPU s per 10,000 rows. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,19 +75,21 @@ static const char *claimHead =
     "UPDATE norq_outbox SET may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,"
     " state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id, lease_expires_at = ?3"
     " WHERE id IN (SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4 UNION ALL"
-    " SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4 LIMIT ?5) RETURNING ";
+    " SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4 LIMIT %s) RETURNING ";
 static const char *claimColumns24 =
     "id, send_id, position, target, identity, provider, recipient_id, attempts, next_attempt_at, message_id,"
     " may_have_been_delivered, CASE WHEN last_state IS NULL THEN NULL ELSE json_array(last_state, last_status,"
     " last_reason, last_code, last_classification, last_invalid_since, last_message_id) END";
 
 int main(int argc, char **argv) {
-    if (argc != 4 || (strcmp(argv[1], "stop23") && strcmp(argv[1], "stop24"))) {
-        fprintf(stderr, "usage: sqlite_floor stop23|stop24 ROWS DBPATH\n");
+    if (argc != 4 || (strcmp(argv[1], "stop23") && strcmp(argv[1], "stop24") && strcmp(argv[1], "stop25"))) {
+        fprintf(stderr, "usage: sqlite_floor stop23|stop24|stop25 ROWS DBPATH\n");
         return 2;
     }
-    int stop24 = strcmp(argv[1], "stop24") == 0, count = atoi(argv[2]);
+    int stop25 = strcmp(argv[1], "stop25") == 0, stop24 = stop25 || strcmp(argv[1], "stop24") == 0;
+    int count = atoi(argv[2]);
     if (S(open)(argv[3], &db) != SQLITE_OK) { fprintf(stderr, "cannot open %s\n", argv[3]); return 1; }
+    if (stop25) run("PRAGMA page_size = 8192;");
     run("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
     run(schema);
     char *sql = malloc(1 << 20);
@@ -123,13 +128,16 @@ int main(int argc, char **argv) {
     for (;;) {
         double claimStart = cpu();
         sqlite3_stmt *claim;
-        sprintf(sql, "%s%s", claimHead, stop24 ? claimColumns24 : COLS);
+        char limit[16];
+        sprintf(limit, "%d", BATCH);
+        sprintf(sql, claimHead, stop25 ? limit : "?5");
+        strcat(sql, stop24 ? claimColumns24 : COLS);
         S(prepare_v3)(db, sql, -1, 0, &claim, 0);
         S(bind_text)(claim, 1, "bench-store-abcdef", -1, SQLITE_TRANSIENT);
         S(bind_text)(claim, 2, base, -1, SQLITE_TRANSIENT);
         S(bind_int64)(claim, 3, 1000000);
         S(bind_int64)(claim, 4, 1);
-        S(bind_int)(claim, 5, BATCH);
+        if (!stop25) S(bind_int)(claim, 5, BATCH);
         int rows = 0, columns = S(column_count)(claim);
         while (S(step)(claim) == SQLITE_ROW) {
             ids[rows++] = S(column_int64)(claim, 0);
@@ -143,7 +151,10 @@ int main(int argc, char **argv) {
         if (rows == 0) break;
         /* The finish of the batch as delivered (id, token, message id per row). */
         char *p = sql;
-        if (stop24) {
+        if (stop25) {
+            p += sprintf(p, "WITH i(id, token, l_message) AS (SELECT CAST(key AS INTEGER),"
+                         " substr(key, instr(key, ':') + 1), value FROM json_each(?10)");
+        } else if (stop24) {
             p += sprintf(p, "WITH i(id, token, l_message) AS (SELECT value ->> 0, value ->> 1, value ->> 2"
                          " FROM json_each(?10)");
         } else {
@@ -185,11 +196,16 @@ int main(int argc, char **argv) {
         S(bind_int)(finish, e + 8, 0);
         S(bind_int64)(finish, e + 9, 5);
         char *json = sql + (1 << 19), *j = json;  /* stop 24: the rows as one JSON text */
-        j += sprintf(j, "[");
-        for (int k = 0; stop24 && k < rows; k++)
-            j += sprintf(j, "%s[%lld,\"%s-%lld\",\"5d41402a-bc4b-5a76-b971-%012lld\"]", k ? "," : "", ids[k], base,
-                         ids[k], ids[k] - 1);
-        sprintf(j, "]");
+        j += sprintf(j, stop25 ? "{" : "[");
+        for (int k = 0; stop24 && k < rows; k++) {
+            if (stop25)
+                j += sprintf(j, "%s\"%lld:%s-%lld\":\"5d41402a-bc4b-5a76-b971-%012lld\"", k ? "," : "", ids[k], base,
+                             ids[k], ids[k] - 1);
+            else
+                j += sprintf(j, "%s[%lld,\"%s-%lld\",\"5d41402a-bc4b-5a76-b971-%012lld\"]", k ? "," : "", ids[k], base,
+                             ids[k], ids[k] - 1);
+        }
+        sprintf(j, stop25 ? "}" : "]");
         if (stop24) S(bind_text)(finish, 10, json, -1, SQLITE_TRANSIENT);
         for (int k = 0; !stop24 && k < rows; k++) {
             char token[64], message[48];

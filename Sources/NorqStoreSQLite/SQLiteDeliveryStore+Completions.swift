@@ -36,54 +36,48 @@ extension SQLiteDeliveryStore {
     /// and records the token, taking the finish time from `lease_expires_at`. (Not one statement joining a
     /// `VALUES` of effects: with the trigger, SQLite runs that join twice as slowly as the statements apart.)
     static func completions(_ completions: [RowCompletion], now: Int64) -> [(sql: String, binds: [SQLiteData])] {
+        completionStatements(completions, now: now).statements
+    }
+
+    /// `completions(_:now:)` and the distinct rows the statements complete. A row completed twice in one call
+    /// applies once (the first): a move of a repeated row would insert it into history twice.
+    static func completionStatements(_ completions: [RowCompletion],
+                                     now: Int64) -> (statements: [(sql: String, binds: [SQLiteData])], rows: Set<Int64>) {
+        var rows = Set<Int64>(minimumCapacity: completions.count)
+        // The effects in their first order, and the completions (indexes) of each.
         var order: [CompletionEffect] = []
-        var groups: [[(lease: Lease, at: Int64, messageID: String?)]] = []
+        var groups: [[Int]] = []
         var numbers: [CompletionEffect: Int] = [:]
-        var previous: (effect: CompletionEffect, number: Int)?
-        // A row completed twice in one call applies once (the first): a move of a repeated row would insert it
-        // into history twice.
-        var seen = Set<Int64>(minimumCapacity: completions.count)
-        for completion in completions {
-            guard seen.insert(completion.lease.rowID).inserted else { continue }
-            let effect: CompletionEffect, at: Int64, messageID: String?
-            switch completion {
-            case .finish(_, let outcome):
-                var last = outcome
-                last.messageID = nil
-                let kind: CompletionKind = outcome.classification == tokenInvalidClassification ? .finish : .move
-                (effect, at, messageID) = (CompletionEffect(kind: kind, state: outcome.state, last: last), 0,
-                                           outcome.messageID)
-            case .retry(_, let time, let outcome):
-                var last = outcome
-                last.messageID = nil
-                (effect, at, messageID) = (CompletionEffect(kind: .retry, state: .pending, last: last), time,
-                                           outcome.messageID)
-            case .release:
-                (effect, at, messageID) = (CompletionEffect(kind: .release, state: .pending, last: nil), 0, nil)
-            }
-            // A batch's outcomes come in runs of like ones: compare with the last before hashing.
+        var previous: (index: Int, number: Int)?
+        for index in completions.indices {
+            guard rows.insert(completions[index].lease.rowID).inserted else { continue }
+            // A batch's outcomes come in runs of like ones: compared with the last in place, without building
+            // its effect.
             let number: Int
-            if let previous, previous.effect == effect {
+            if let previous, sameEffect(completions[previous.index], completions[index]) {
                 number = previous.number
-            } else if let known = numbers[effect] {
-                number = known
             } else {
-                number = order.count
-                numbers[effect] = number
-                order.append(effect)
-                groups.append([])
+                let effect = self.effect(of: completions[index])
+                if let known = numbers[effect] {
+                    number = known
+                } else {
+                    number = order.count
+                    numbers[effect] = number
+                    order.append(effect)
+                    groups.append([])
+                }
             }
-            previous = (effect, number)
-            groups[number].append((completion.lease, at, messageID))
+            previous = (index, number)
+            groups[number].append(index)
         }
         var statements: [(sql: String, binds: [SQLiteData])] = []
-        for (effect, rows) in zip(order, groups) {
+        for (effect, members) in zip(order, groups) {
             var start = 0
-            while start < rows.count {
-                let chunk = rows[start..<min(rows.count, start + insertChunk)]
+            while start < members.count {
+                let chunk = members[start..<min(members.count, start + insertChunk)]
                 start += chunk.count
                 var binds: [SQLiteData] = []
-                binds.reserveCapacity(9 + chunk.count * 4)
+                binds.reserveCapacity(10 + (effect.kind == .move ? 0 : chunk.count * 4))
                 let last = effect.last
                 func appendLast() {
                     binds.append(last.map { .text($0.state.rawValue) } ?? .null)
@@ -99,34 +93,75 @@ extension SQLiteDeliveryStore {
                     binds.append(.text(effect.state.rawValue))
                     appendLast()
                     binds.append(.integer(Int(now)))
-                    binds.append(.text(moveRows(chunk)))
+                    binds.append(.text(moveRows(completions, chunk)))
                 case .finish:
                     binds.append(.text(effect.state.rawValue))
                     appendLast()
                     binds.append(.integer(Int(now)))
-                    for row in chunk {
-                        binds.append(.integer(Int(row.lease.rowID)))
-                        binds.append(.text(row.lease.token))
-                        binds.append(row.messageID.map(SQLiteData.text) ?? .null)
+                    for index in chunk {
+                        guard case .finish(let lease, let outcome) = completions[index] else { continue }
+                        binds.append(.integer(Int(lease.rowID)))
+                        binds.append(.text(lease.token))
+                        binds.append(outcome.messageID.map(SQLiteData.text) ?? .null)
                     }
                 case .retry:
                     appendLast()
-                    for row in chunk {
-                        binds.append(.integer(Int(row.lease.rowID)))
-                        binds.append(.text(row.lease.token))
-                        binds.append(.integer(Int(row.at)))
-                        binds.append(row.messageID.map(SQLiteData.text) ?? .null)
+                    for index in chunk {
+                        guard case .retry(let lease, let at, let outcome) = completions[index] else { continue }
+                        binds.append(.integer(Int(lease.rowID)))
+                        binds.append(.text(lease.token))
+                        binds.append(.integer(Int(at)))
+                        binds.append(outcome.messageID.map(SQLiteData.text) ?? .null)
                     }
                 case .release:
-                    for row in chunk {
-                        binds.append(.integer(Int(row.lease.rowID)))
-                        binds.append(.text(row.lease.token))
+                    for index in chunk {
+                        let lease = completions[index].lease
+                        binds.append(.integer(Int(lease.rowID)))
+                        binds.append(.text(lease.token))
                     }
                 }
                 statements.append((completionUpdate(effect.kind, rows: chunk.count), binds))
             }
         }
-        return statements
+        return (statements, rows)
+    }
+
+    /// What `completion` sets apart from its row's own values (its retry time and message id).
+    private static func effect(of completion: RowCompletion) -> CompletionEffect {
+        switch completion {
+        case .finish(_, let outcome):
+            var last = outcome
+            last.messageID = nil
+            return CompletionEffect(kind: outcome.classification == tokenInvalidClassification ? .finish : .move,
+                                    state: outcome.state, last: last)
+        case .retry(_, _, let outcome):
+            var last = outcome
+            last.messageID = nil
+            return CompletionEffect(kind: .retry, state: .pending, last: last)
+        case .release:
+            return CompletionEffect(kind: .release, state: .pending, last: nil)
+        }
+    }
+
+    /// Whether `a` and `b` have the same effect (`effect(of:)`), compared field by field.
+    private static func sameEffect(_ a: RowCompletion, _ b: RowCompletion) -> Bool {
+        switch a {
+        case .finish(_, let x):
+            guard case .finish(_, let y) = b else { return false }
+            return sameAnswer(x, y)
+        case .retry(_, _, let x):
+            guard case .retry(_, _, let y) = b else { return false }
+            return sameAnswer(x, y)
+        case .release:
+            if case .release = b { return true }
+            return false
+        }
+    }
+
+    /// Two answers equal apart from their message id (the kind of a finish follows the classification).
+    private static func sameAnswer(_ x: StoredOutcome, _ y: StoredOutcome) -> Bool {
+        x.status == y.status && x.invalidSince == y.invalidSince && x.mayHaveBeenDelivered == y.mayHaveBeenDelivered
+            && x.state == y.state && x.classification == y.classification && x.code == y.code && x.reason == y.reason
     }
 
     /// The `VALUES` rows of the largest completing UPDATE of a kind, e.g. `(?10,?11,?12),(?13,…)`, and where each
@@ -151,25 +186,33 @@ extension SQLiteDeliveryStore {
         func prefix(rows: Int) -> Substring { text[..<ends[min(max(rows, 1), insertChunk) - 1]] }
     }
 
-    /// The rows of a move as the JSON text its `json_each` reads: `[[id,"token","message id" or null],…]`. One
-    /// text parameter instead of three per row: SQLite parses a short statement, SQLiteNIO binds one value.
-    static func moveRows(_ rows: ArraySlice<(lease: Lease, at: Int64, messageID: String?)>) -> String {
-        var json: [UInt8] = [UInt8(ascii: "[")]
-        json.reserveCapacity(rows.count * 96)
-        for row in rows {
-            json.append(contentsOf: (json.count == 1 ? "[" : ",[").utf8)
-            json.append(contentsOf: String(row.lease.rowID).utf8)
-            json.append(UInt8(ascii: ","))
-            JSONValue.writeString(row.lease.token, into: &json)
-            json.append(UInt8(ascii: ","))
-            if let messageID = row.messageID {
+    /// The rows of a move as the JSON text its `json_each` reads: one object, a member per row,
+    /// `{"<id>:<token>":"<message id>" or null,…}`. One text parameter instead of three per row (SQLite parses a
+    /// short statement, SQLiteNIO binds one value), and flat: `json_each` gives each member's key and value as SQL
+    /// values, where an array per row made SQLite write each row's array back to text and parse it again for each
+    /// of its three fields. The id leads the key (`CAST(key AS INTEGER)` reads it; the first `:` ends it), the
+    /// token is the rest. Ids are unique within a statement (`completions` drops repeats), so the keys are too.
+    static func moveRows(_ completions: [RowCompletion], _ members: ArraySlice<Int>) -> String {
+        var json: [UInt8] = [UInt8(ascii: "{")]
+        json.reserveCapacity(members.count * 104)
+        for index in members {
+            guard case .finish(let lease, let outcome) = completions[index] else { continue }
+            if json.count > 1 { json.append(UInt8(ascii: ",")) }
+            json.append(UInt8(ascii: "\""))
+            json.append(contentsOf: String(lease.rowID).utf8)
+            json.append(UInt8(ascii: ":"))
+            // The token as a JSON string without its opening quote: it continues the key.
+            let quote = json.count
+            JSONValue.writeString(lease.token, into: &json)
+            json.remove(at: quote)
+            json.append(UInt8(ascii: ":"))
+            if let messageID = outcome.messageID {
                 JSONValue.writeString(messageID, into: &json)
             } else {
                 json.append(contentsOf: "null".utf8)
             }
-            json.append(UInt8(ascii: "]"))
         }
-        json.append(UInt8(ascii: "]"))
+        json.append(UInt8(ascii: "}"))
         return String(decoding: json, as: UTF8.self)
     }
 
@@ -186,25 +229,28 @@ extension SQLiteDeliveryStore {
     /// A release: (id, token) per row.
     private static let releaseRows = CompletionRows(arity: 2, first: 1)
 
+    /// A move of any number of rows: they come as one JSON object (`moveRows`) that `json_each` splits. CROSS
+    /// JOIN: the given rows drive, each finds its outbox row by primary key (the trigger deletes that row while the
+    /// statement runs: never a scan of the outbox). Built once: it does not depend on the number of rows.
+    private static let moveStatement = """
+        WITH i(id, token, l_message) AS (
+            SELECT CAST(key AS INTEGER), substr(key, instr(key, ':') + 1), value FROM json_each(?10))
+        INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
+        SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
+            next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
+            ?7, i.l_message, ?9
+        FROM i CROSS JOIN norq_outbox ON norq_outbox.id = i.id
+        WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
+        RETURNING id
+        """
+
     /// The completing UPDATE of `rows` rows (1 to `insertChunk`) of one kind (parameters: see `finishRows`,
     /// `retryRows`, `releaseRows`).
     static func completionUpdate(_ kind: CompletionKind, rows: Int) -> String {
         let (columns, values, set): (String, Substring, String)
         switch kind {
         case .move:
-            // The rows come as one JSON text (`moveRows`) that `json_each` splits. CROSS JOIN: the given rows
-            // drive, each finds its outbox row by primary key (the trigger deletes that row while the statement
-            // runs: never a scan of the outbox).
-            return """
-                WITH i(id, token, l_message) AS (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?10))
-                INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at)
-                SELECT norq_outbox.id, send_id, position, target, identity, provider, recipient_id, ?1, attempts,
-                    next_attempt_at, NULL, NULL, NULL, message_id, max(may_have_been_delivered, ?8), ?2, ?3, ?4, ?5, ?6,
-                    ?7, i.l_message, ?9
-                FROM i CROSS JOIN norq_outbox ON norq_outbox.id = i.id
-                WHERE norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
-                RETURNING id
-                """
+            return moveStatement
         case .finish:
             (columns, values) = ("id, token, l_message", finishRows.prefix(rows: rows))
             set = """

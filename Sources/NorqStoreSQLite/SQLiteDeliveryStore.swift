@@ -63,16 +63,24 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         self.logger = logger
     }
 
-    /// WAL, busy timeout, and a first read that tells a corrupt file apart.
+    /// WAL, busy timeout, the page size of a new file, and a first read that tells a corrupt file apart.
     private func configure() async throws(NorqError) {
         let busy = max(1, settings.callTimeout.wholeMilliseconds)
         try await call("opening the database") { connection in
             _ = try await connection.query("PRAGMA busy_timeout = \(busy)")
+            _ = try await connection.query("PRAGMA page_size = \(Self.pageSize)")
             _ = try await connection.query("PRAGMA journal_mode = WAL")
             _ = try await connection.query("PRAGMA synchronous = NORMAL")
             _ = try await connection.query("SELECT count(*) FROM sqlite_master")
         }
     }
+
+    /// The page size of a database file this store creates (SQLite's default is 4096). An outbox row is ~300 bytes
+    /// and grows when claimed, so 4 KiB pages split and merge often as rows are claimed and moved; 8 KiB pages
+    /// cost less CPU per row (`Benchmarks/README.md`, "SQLite store CPU, stop 25"). SQLite fixes the page size
+    /// when it creates the file: an existing database keeps its own (the PRAGMA is then ignored; `VACUUM` would
+    /// convert it).
+    static let pageSize = 8192
 
     // MARK: - Calls
 
@@ -390,19 +398,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         let base = RequestID.random()
         // One statement, atomic by itself (see `complete`).
         let rows = try await call("claiming rows") { connection in
-            let rows = try await connection.query("""
-                UPDATE norq_outbox SET
-                    may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
-                    state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
-                    lease_expires_at = ?3
-                WHERE id IN (
-                    SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
-                    UNION ALL
-                    SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
-                    LIMIT ?5)
-                RETURNING \(SQLiteSchema.claimColumns)
-                """, [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now)), .integer(limit)])
-            return rows
+            try await connection.query(Self.claimStatement(limit: limit),
+                                       [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now))])
         }
         // Decoded after the lock is released: the next call need not wait for it.
         let claimed = rows.map { SQLiteSchema.claimedRow($0, owner: owner, base: base, leaseUntil: leaseUntil) }
@@ -410,6 +407,28 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         let inOrder = claimed.indices.dropFirst().allSatisfy { claimed[$0 - 1].id < claimed[$0].id }
         return inOrder ? claimed : claimed.sorted { $0.id < $1.id }
     }
+
+    /// The claiming UPDATE of at most `limit` rows (parameters: owner, token base, lease expiry, now). The limit is
+    /// written into the text, not bound: SQLite's planner reads a bound LIMIT's value, so binding one marks the
+    /// statement to be prepared again at its first step, and every claim was prepared twice (SQLiteNIO prepares
+    /// each statement anew already).
+    static func claimStatement(limit: Int) -> String {
+        claimHead + String(max(1, limit)) + claimTail
+    }
+
+    /// `claimStatement` around its limit, built once.
+    private static let claimHead = """
+        UPDATE norq_outbox SET
+            may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
+            state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
+            lease_expires_at = ?3
+        WHERE id IN (
+            SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
+            UNION ALL
+            SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
+            LIMIT\u{20}
+        """
+    private static let claimTail = ")\nRETURNING \(SQLiteSchema.claimColumns)"
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }
@@ -440,7 +459,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
-        let statements = Self.completions(completions, now: now)
+        let (statements, asked) = Self.completionStatements(completions, now: now)
         let run: @Sendable (SQLiteConnection) async throws -> [SQLiteRow] = { connection in
             var rows: [SQLiteRow] = []
             for statement in statements { rows += try await connection.query(statement.sql, statement.binds) }
@@ -450,9 +469,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
         let rows = statements.count == 1
             ? try await call("completing rows", run) : try await transaction("completing rows", run)
-        // Each row applies at most once (`completions` drops repeats): as many rows back as rows asked means all
-        // applied, without reading each id.
-        let asked = Set(completions.map(\.lease.rowID))
+        // Each row applies at most once (`completionStatements` drops repeats): as many rows back as rows asked
+        // means all applied, without reading each id.
         if rows.count == asked.count { return CompletionReport(applied: asked, lost: []) }
         var applied: Set<Int64> = []
         for row in rows { if let id = row.columns.first?.data.integer { applied.insert(Int64(id)) } }

@@ -657,13 +657,27 @@ final class MeasuredStore: DeliveryStore {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.times.completes += 1
             state.times.complete += start.duration(to: end)
-            for completion in completions where report.applied.contains(completion.lease.rowID) {
-                guard case .finish(let lease, let outcome) = completion else { continue }
+            // Cheap per row (this runs inside the measured CPU): no set lookup when every row applied, outcome
+            // counts kept per run of one state and added to the dictionary once per run.
+            let all = report.lost.isEmpty && report.applied.count >= completions.count
+            let track = state.trackIDs || !state.watched.isEmpty
+            var run: (state: String, count: Int)?
+            for completion in completions {
+                guard case .finish(let lease, let outcome) = completion,
+                      all || report.applied.contains(lease.rowID) else { continue }
                 state.finished += 1
-                state.outcomes[outcome.state.rawValue, default: 0] += 1
-                if state.trackIDs { state.finishedIDs.insert(lease.rowID) }
-                if state.watched.contains(lease.rowID) { state.watchedFinished[lease.rowID] = end }
+                if let current = run, current.state == outcome.state.rawValue {
+                    run = (current.state, current.count + 1)
+                } else {
+                    if let current = run { state.outcomes[current.state, default: 0] += current.count }
+                    run = (outcome.state.rawValue, 1)
+                }
+                if track {
+                    if state.trackIDs { state.finishedIDs.insert(lease.rowID) }
+                    if state.watched.contains(lease.rowID) { state.watchedFinished[lease.rowID] = end }
+                }
             }
+            if let current = run { state.outcomes[current.state, default: 0] += current.count }
             let finished = state.finished
             let ready = state.waiters.filter { $0.target <= finished }.map(\.continuation)
             state.waiters.removeAll { $0.target <= finished }

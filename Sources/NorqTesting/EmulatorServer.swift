@@ -27,6 +27,15 @@ enum EmulatorServer {
         return try NIOSSLContext(configuration: tls)
     }
 
+    /// The listener's socket options, shared by every emulator: a backlog for bursts of connections, the port
+    /// reusable at once after a restart, no Nagle delay on answers.
+    static func bootstrap(group: any EventLoopGroup) -> ServerBootstrap {
+        ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+    }
+
     /// Binds `host:port` (0: any free port). Each connection gets TLS, then (with `coalesceWrites`) a
     /// ``WriteCoalescingHandler``, then HTTP/2 announcing `maxConcurrentStreams()` (read per connection: a test
     /// may lower it), then what `addConnectionHandler` adds.
@@ -34,10 +43,7 @@ enum EmulatorServer {
                      coalesceWrites: Bool, maxConcurrentStreams: @escaping @Sendable () -> Int,
                      addConnectionHandler: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void)
         async throws -> any Channel {
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        let bootstrap = Self.bootstrap(group: group)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let maxStreams = maxConcurrentStreams()

@@ -51,10 +51,7 @@ public final class WebPushEmulator: Sendable {
         let shared = self.shared
         let sslContext = self.sslContext
         let version = shared.configuration.httpVersion
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        let bootstrap = EmulatorServer.bootstrap(group: group)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

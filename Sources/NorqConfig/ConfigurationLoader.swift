@@ -177,10 +177,9 @@ public struct ConfigurationLoader: Sendable {
     /// in ``NorqConfiguration/ignoredKeys`` and shown by `norq validate`.
     public static let ignoredTopLevelKeys = ["brand", "codegen", "theme", "fonts"]
 
-    /// `path` when absolute, else `base/path`.
+    /// `path` when absolute, else `base/path` (`ProviderConfigurationContext.resolve(_:against:)`, the rule
+    /// provider types use for their files too).
     public static func resolve(_ path: String, against base: String) -> String {
-        if path.hasPrefix("/") { return path }
-        if base.isEmpty || base == "." { return path }
-        return (base as NSString).appendingPathComponent(path)
+        ProviderConfigurationContext.resolve(path, against: base)
     }
 }

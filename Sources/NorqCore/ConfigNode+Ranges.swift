@@ -13,15 +13,15 @@ extension ConfigNode {
     public func duration(path: String, in range: ClosedRange<Duration>) throws(NorqError) -> Duration {
         let value = try duration(path: path)
         guard range.contains(value) else {
-            throw NorqError(.configInvalidValue, "\(path) must be between \(Self.describe(range.lowerBound)) and "
-                                + "\(Self.describe(range.upperBound)), found \(describe)", at: location)
+            throw NorqError(.configInvalidValue, "\(path) must be between \(Self.notation(range.lowerBound)) and "
+                                + "\(Self.notation(range.upperBound)), found \(describe)", at: location)
         }
         return value
     }
 
     /// `d` in the largest of h, m, s and ms that writes it whole (`1h`, `90s`, `1500ms`): the notation the
     /// config file takes.
-    static func describe(_ duration: Duration) -> String {
+    static func notation(_ duration: Duration) -> String {
         let millis = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         for (unit, size) in [("h", Int64(3_600_000)), ("m", 60_000), ("s", 1000)] where millis >= size && millis % size == 0 {
             return "\(millis / size)\(unit)"

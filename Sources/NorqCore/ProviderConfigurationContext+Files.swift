@@ -13,8 +13,14 @@ extension NorqError.Code {
 extension ProviderConfigurationContext {
     /// `path` against the config file's directory (an absolute path stays as it is).
     public func resolve(_ path: String) -> String {
-        if path.hasPrefix("/") || baseDirectory.isEmpty || baseDirectory == "." { return path }
-        return baseDirectory.hasSuffix("/") ? baseDirectory + path : baseDirectory + "/" + path
+        Self.resolve(path, against: baseDirectory)
+    }
+
+    /// `path` when absolute (or when `base` is empty or `.`), else `base/path`: the one rule for every path a
+    /// config file names (`ConfigurationLoader.resolve(_:against:)` is this).
+    public static func resolve(_ path: String, against base: String) -> String {
+        if path.hasPrefix("/") || base.isEmpty || base == "." { return path }
+        return base.hasSuffix("/") ? base + path : base + "/" + path
     }
 
     /// The bytes of the file `path` (relative to the config file) that `node` names; `missing` is the error code

@@ -59,8 +59,19 @@ public enum CompletionBatch {
     /// Whether a batch is open on this thread.
     public static var isOpen: Bool { current.depth > 0 }
 
+    /// The object filling free slots on this thread right now (a router's delivery pump), or nil.
+    ///
+    /// A completion that frees a slot while its own filler runs on this thread leaves the slot to that filler's
+    /// loop, which is still going; one freed under another filler is refilled when the batch ends. Only then is a
+    /// slot refilled at once, inside the completion, which bounds the nesting to one filler per thread.
+    package static var filler: ObjectIdentifier? {
+        get { current.filler }
+        set { current.filler = newValue }
+    }
+
     /// One thread's batch state (only that thread touches it).
     private final class State {
+        var filler: ObjectIdentifier?
         var depth = 0
         var actions: [() -> Void] = []
     }

@@ -115,10 +115,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     /// Writes at the end of this event-loop tick, so that the frames of many requests leave as one TLS record and
-    /// one syscall; a full 16 KB record goes at once. The stream counts go to the observer at the end of the tick
+    /// one syscall; `writeChunkBytes` go at once. The stream counts go to the observer at the end of the tick
     /// too: reported per enqueue, they cost a metrics call per request.
     private func scheduleWrite() {
-        if machine.outbound.readableBytes >= 16_384 {
+        if machine.outbound.readableBytes >= HTTP2ConnectionStateMachine.writeChunkBytes {
             writeOutbound()
         }
         guard !writeScheduled, machine.outbound.readableBytes > 0 || !machine.counts.isZero, let context else { return }

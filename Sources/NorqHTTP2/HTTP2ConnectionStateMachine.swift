@@ -60,8 +60,8 @@ package struct HTTP2ConnectionStateMachine {
         case goingAway(reason: String)
         /// Write ``outbound``, then close the channel.
         case close
-        /// A TLS record's worth is encoded and more requests wait: write ``outbound`` now (the server starts on
-        /// it while the rest are encoded), then call ``resumeStreams(now:)``.
+        /// ``writeChunkBytes`` are encoded and more requests wait: write ``outbound`` now (the server starts on
+        /// them while the rest are encoded), then call ``resumeStreams(now:)``.
         case writeAndResume
     }
 
@@ -129,6 +129,11 @@ package struct HTTP2ConnectionStateMachine {
     private var remoteMaxConcurrentStreams = Int.max
     private var warmingUp: Bool
     private var warmUpEnds: NIODeadline?
+
+    /// How many encoded bytes go out in one write while more requests wait to be encoded (two TLS records): the
+    /// server starts on them meanwhile. 16 KiB woke an idle server twice as often, for the same bytes, once
+    /// requests were started as answers arrived (`Benchmarks/README.md`, "Refilling a slot at once, stop 26").
+    package static let writeChunkBytes = 32_768
 
     private(set) package var peerMaxFrameSize = 16_384
     private(set) package var peerInitialWindowSize = 65_535
@@ -581,7 +586,7 @@ package struct HTTP2ConnectionStateMachine {
         guard case .active = state else { return }
         let limit = warmingUp ? 1 : min(remoteMaxConcurrentStreams, configuration.maxConcurrentStreams)
         while streams.count < limit, let request = queue.popFirst() {
-            if outbound.readableBytes >= 16_384 {
+            if outbound.readableBytes >= Self.writeChunkBytes {
                 queue.prepend(request)
                 actions.append(.writeAndResume)
                 return

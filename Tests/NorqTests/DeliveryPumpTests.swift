@@ -77,6 +77,13 @@ final class CallbackProvider: PushProvider {
         for finish in held { finish() }
     }
 
+    /// Answers the oldest held request (`.held`); false when none is held.
+    func releaseOne() -> Bool {
+        guard let finish = state.withLock({ $0.held.isEmpty ? nil : $0.held.removeFirst() }) else { return false }
+        finish()
+        return true
+    }
+
     var prepared: Int { state.withLock { $0.prepared } }
 
     var started: Int { state.withLock { $0.started } }
@@ -159,6 +166,33 @@ struct DeliveryPumpTests {
         #expect(report.delivered == 8)
         #expect(report.outcomes.filter { $0.result.kind == "failed" && $0.attempts == 0 }.count == 10_000 - 8)
         #expect(provider.started == 8, "a target was sent after the cancel")
+    }
+
+    @Test("a slot freed by an answer in the middle of a read is refilled at once, not when the read's batch ends")
+    func slotRefilledInsideTheBatch() async throws {
+        let provider = CallbackProvider(maxInFlight: 4, timing: .held)
+        let router = try NotificationRouter(providers: [provider])
+        let task = Task { try await router.send(content: PushContent(title: "t"), to: recipients(Self.tokens(10))) }
+        for _ in 0..<500 where provider.started < 4 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(provider.started == 4)
+        // The answers of one read, as a transport completes them: inside one completion batch.
+        var startedDuringTheBatch: [Int] = []
+        CompletionBatch.run {
+            for _ in 0..<2 {
+                _ = provider.releaseOne()
+                startedDuringTheBatch.append(provider.started)
+            }
+        }
+        #expect(startedDuringTheBatch == [5, 6], "each freed slot starts the next target inside the batch")
+        #expect(provider.peakInFlight <= 4)
+        for _ in 0..<2_000 {
+            while provider.releaseOne() {}
+            if provider.started == 10, !provider.releaseOne() { break }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let report = try await task.value
+        #expect(report.delivered == 10)
+        #expect(provider.started == 10)
     }
 
     @Test("cancelling a send whose answers come from other threads gives the rest send-cancelled")

@@ -31,13 +31,26 @@ let package = Package(
                 // Web Push mode (issue 16).
                 .product(name: "NorqWebPush", package: "norq-swift"),
                 .product(name: "NorqFCM", package: "norq-swift"),
-                // The durable mode (issue 18): the stores it measures.
-                .product(name: "NorqStoreSQLite", package: "norq-swift"),
-                .product(name: "NorqStorePostgres", package: "norq-swift"),
             ]
         ),
-        // The router: its process holds what an application using Norq holds, and no other HTTP client.
+        // The router: its process holds what an application using Norq holds, and no other HTTP client and no
+        // delivery store (an application without `store:` links neither SQLite nor PostgreSQL).
         .executableTarget(name: "norq-bench", dependencies: ["BenchSupport"]),
+        // The durable modes (issue 18) and the stores they measure, in a process of their own.
+        .target(
+            name: "DurableBench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Norq", package: "norq-swift"),
+                .product(name: "NorqAPNs", package: "norq-swift"),
+                .product(name: "NorqCore", package: "norq-swift"),
+                .product(name: "NorqTemplates", package: "norq-swift"),
+                .product(name: "NorqStoreSQLite", package: "norq-swift"),
+                .product(name: "NorqStorePostgres", package: "norq-swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "norq-bench-durable", dependencies: ["BenchSupport", "DurableBench"]),
         // The plain AsyncHTTPClient loop, a peer, in a process of its own.
         .executableTarget(
             name: "norq-bench-ahc",

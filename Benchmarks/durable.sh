@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The durable-delivery benchmark (issue 18): `norq-bench --mode durable` and `--mode durable-recovery` on SQLite and
+# The durable-delivery benchmark (issue 18): `norq-bench-durable --mode durable` and `--mode durable-recovery` on SQLite and
 # on PostgreSQL, delivering to nghttpd (the APNs-shaped docroot sink of compare.sh) and to the project's APNs
 # emulator, with h2load on the same server in the same minute for the ratio. Starts a throwaway PostgreSQL cluster
 # (like scripts/test.sh: a free port, a temporary directory, a non-root user), nghttpd and the emulator, and stops
@@ -49,7 +49,7 @@ esac
 
 if [ "$NO_BUILD" != 1 ]; then swift build -c release --package-path Benchmarks >&2; fi
 BIN="${BIN:-$(swift build -c release --package-path Benchmarks --show-bin-path)}"
-BENCH="$BIN/norq-bench"
+BENCH="$BIN/norq-bench"; DURABLE="$BIN/norq-bench-durable"
 
 mkdir -p "$WORK"
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
@@ -158,7 +158,7 @@ for server in $SERVERS; do
             echo "## $store -> $server run $run/$RUNS (load $(cut -d' ' -f1 /proc/loadavg))" >&2
             fresh_store "$store"
             # shellcheck disable=SC2046
-            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode durable --phases "$PHASES" \
+            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$DURABLE" --mode durable --phases "$PHASES" \
                 $(common "$store" "$server") --rate "$rate" --send-size "$SEND_SIZE" \
                 --latency-count "$LATENCY_COUNT" | tee -a "$RESULTS"
             run_h2load "$server"
@@ -167,7 +167,7 @@ for server in $SERVERS; do
             echo "## $store crash recovery (load $(cut -d' ' -f1 /proc/loadavg))" >&2
             fresh_store "$store"
             # shellcheck disable=SC2046
-            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode durable-recovery \
+            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$DURABLE" --mode durable-recovery \
                 $(common "$store" "$server") --kill-after "${KILL_AFTER:-$([ "$store" = sqlite ] && echo 1.5 || echo 3)}" \
                 | tee -a "$RESULTS"
         fi

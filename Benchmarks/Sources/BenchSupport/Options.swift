@@ -66,7 +66,7 @@ package struct Options: Sendable {
       fcm-tokens   prints the --count FCM benchmark registration tokens, one a line
         FCM options: [--project ID] [--service-account JSON] [--token-endpoint https://HOST:PORT/PATH]
                      [--platform android|ios|web]  (token endpoint default: --endpoint + /token)
-      durable  durable delivery (issue 18) through --store sqlite:PATH|postgres://URL, one JSON line per phase of
+      durable  (norq-bench-durable) durable delivery (issue 18) through --store sqlite:PATH|postgres://URL, one JSON line per phase of
                --phases enqueue,deliver,store,latency [--lanes L] [--claim-batch B] [--lease S] [--poll-ms MS]
                [--pool-size P] [--rate PUSHES/S] [--send-size N] [--latency-count N] [--db-pid PID]
       durable-recovery  kills (SIGKILL) a second instance (--mode durable-hold) holding leases after

@@ -19,7 +19,8 @@ do {
     case "jwt": print(try RouterBench.jwtHeader(options: options))
     case "webpush", "webpush-encrypt", "webpush-prepare": try await WebPushBench(options: options).runMode()
     case "fcm", "fcm-prepare", "fcm-tokens": try await FCMBench(options: options).run(mode: options.mode)
-    case "durable", "durable-recovery", "durable-hold": try await DurableBench(options: options).main()
+    case "durable", "durable-recovery", "durable-hold":
+        throw BenchError("--mode \(options.mode) runs in its own process: norq-bench-durable")
     default: throw BenchError("unknown mode \(options.mode)\n\(Options.usage)")
     }
 } catch {

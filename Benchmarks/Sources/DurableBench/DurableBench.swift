@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BenchSupport
 import Foundation
 import Logging
 import Norq

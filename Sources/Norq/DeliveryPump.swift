@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// There is no task per target. Each answer arrives in the provider's completion (for APNs on the
 /// connection's event loop). That completion emits the outcome and starts the next target right there. Only
-/// the rare waits run in tasks of their own: a retry backoff, and the calls to a dedup store that is not an
-/// `ImmediateDeduplicationStore`.
+/// the rare waits run in tasks: a retry backoff, and the calls to a dedup store that is not an
+/// `ImmediateDeduplicationStore`. They are child tasks of `run()` (handed to it through `State.waits`), so that a
+/// cancelled send cancels them and `run()` returns only after the last one.
 ///
 /// Any thread that frees a slot fills free slots (`fill`), so each event loop keeps its own connections busy.
 /// A slot is filled at once, inside the completion that freed it, even in the middle of a read's answers: the
@@ -29,6 +30,8 @@ final class DeliveryPump: Sendable {
     private let immediateStore: (any ImmediateDeduplicationStore)?
     /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
     private let cancelled = Atomic<Bool>(false)
+    /// A wait: work on a target in a slot that suspends (a backoff, a dedup store call).
+    private typealias Wait = @Sendable () async -> Void
 
     private struct State {
         /// Targets taken from the cursor whose outcome is not emitted yet.
@@ -36,11 +39,12 @@ final class DeliveryPump: Sendable {
         var exhausted = false
         /// The sink is full: nothing new starts until it calls back.
         var waitingForRoom = false
+        /// Every target has its outcome.
         var finished = false
-        var done: CheckedContinuation<Void, Never>?
-        /// Retry backoffs in progress, cancelled with the send.
-        var retries: [Int: Task<Void, Never>] = [:]
-        var nextRetryID = 0
+        /// Waits not handed to `run()` yet (each belongs to a target in a slot: at most `limit`), and `run()`
+        /// waiting for the next one.
+        var waits: [Wait] = []
+        var waitsConsumer: CheckedContinuation<[Wait]?, Never>?
     }
     private let state = Mutex(State())
 
@@ -59,14 +63,11 @@ final class DeliveryPump: Sendable {
     /// task cancels the send: targets not started get `routing/send-cancelled`, backoffs end with the last answer.
     func run() async {
         await withTaskCancellationHandler {
-            fill()
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let finished = state.withLock { state -> Bool in
-                    if state.finished { return true }
-                    state.done = continuation
-                    return false
+            await withDiscardingTaskGroup { group in
+                fill()
+                while let waits = await nextWaits() {
+                    for wait in waits { group.addTask { await wait() } }
                 }
-                if finished { continuation.resume() }
             }
         } onCancel: {
             cancel()
@@ -75,9 +76,37 @@ final class DeliveryPump: Sendable {
 
     private func cancel() {
         cancelled.store(true, ordering: .relaxed)
-        let backoffs = state.withLock { Array($0.retries.values) }
-        for backoff in backoffs { backoff.cancel() }
         fill()
+    }
+
+    /// Runs `wait` as a child task of `run()`.
+    private func runWaiting(_ wait: @escaping Wait) {
+        let consumer = state.withLock { state -> CheckedContinuation<[Wait]?, Never>? in
+            if let consumer = state.waitsConsumer {
+                state.waitsConsumer = nil
+                return consumer
+            }
+            state.waits.append(wait)
+            return nil
+        }
+        consumer?.resume(returning: [wait])
+    }
+
+    /// The waits for `run()` to start next; nil once every target has its outcome. Not ended by cancellation:
+    /// a cancelled send still ends each of its targets, and its waits end early as cancelled child tasks.
+    private func nextWaits() async -> [Wait]? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[Wait]?, Never>) in
+            let now = state.withLock { state -> [Wait]?? in
+                if !state.waits.isEmpty {
+                    defer { state.waits.removeAll() }
+                    return .some(state.waits)
+                }
+                if state.finished { return .some(nil) }
+                state.waitsConsumer = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
     }
 
     // MARK: filling slots
@@ -85,7 +114,7 @@ final class DeliveryPump: Sendable {
     private enum FillStep {
         case take
         case stop
-        case finished(CheckedContinuation<Void, Never>?)
+        case finished(CheckedContinuation<[Wait]?, Never>?)
     }
 
     /// Starts targets while slots are free, as one completion batch; slots freed meanwhile on this thread are
@@ -108,17 +137,17 @@ final class DeliveryPump: Sendable {
                 }
                 if state.exhausted, state.taken == 0, !state.finished {
                     state.finished = true
-                    let done = state.done
-                    state.done = nil
-                    return .finished(done)
+                    let consumer = state.waitsConsumer
+                    state.waitsConsumer = nil
+                    return .finished(consumer)
                 }
                 return .stop
             }
             switch step {
             case .stop:
                 return
-            case .finished(let done):
-                done?.resume()
+            case .finished(let consumer):
+                consumer?.resume(returning: nil)
                 return
             case .take:
                 guard let (position, target, recipientID) = cursor.next() else {
@@ -204,7 +233,7 @@ final class DeliveryPump: Sendable {
             return
         }
         let deduplication = router.deduplication
-        Task {
+        runWaiting {
             let lookup = await deduplication.reserve(dedupKey)
             self.reserved(lookup, job: job)
         }
@@ -261,7 +290,7 @@ final class DeliveryPump: Sendable {
             return
         }
         let deduplication = router.deduplication
-        Task {
+        runWaiting {
             if let definitive { await deduplication.record(dedupKey, result: definitive) } else { await deduplication.release(dedupKey) }
             self.emit(job.position, outcome())
         }
@@ -293,19 +322,15 @@ final class DeliveryPump: Sendable {
         }
     }
 
-    /// Waits `delay` (the router's clock) in a task of its own, then sends again. A cancelled send ends the
-    /// wait and reports the last answer.
+    /// Waits `delay` (the router's clock) in a child task of `run()`, then sends again. A cancelled send ends
+    /// the wait (the child is cancelled with `run()`) and reports the last answer.
     private func retry(_ attempt: PreparedJob, after delay: Duration, attempts: Int,
                        lastResponse: DeliveryResponse?, lastError: NorqError?, possiblyProcessed: Bool) {
         let clock = router.clock
-        let waiting = state.withLock { state -> Bool in
-            if cancelled.load(ordering: .relaxed) { return false }
-            state.nextRetryID += 1
-            let id = state.nextRetryID
-            state.retries[id] = Task {
+        if !cancelled.load(ordering: .relaxed) {
+            runWaiting {
                 var slept = true
                 do { try await clock.sleep(delay) } catch { slept = false }
-                _ = self.state.withLock { $0.retries.removeValue(forKey: id) }
                 if slept {
                     self.send(attempt, previousAttempts: attempts, possiblyProcessed: possiblyProcessed)
                 } else {
@@ -315,9 +340,7 @@ final class DeliveryPump: Sendable {
                                   attempts: attempts, lastResponse: lastResponse)
                 }
             }
-            return true
-        }
-        if !waiting {
+        } else {
             finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
                                                              job: attempt.job, possiblyProcessed: possiblyProcessed),
                      attempts: attempts, lastResponse: lastResponse)

@@ -61,12 +61,7 @@ package struct FCMBench {
         let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
         let fcm = try FCMProvider(name: "fcm", configuration: configuration, policy: policy,
                                   logger: RouterBench.quietLogger("norq.bench.fcm"))
-        let library = try TemplateLibrary(directory: options.templates)
-        let data = try library.template(named: options.template).defaultSample
-        let router = try NotificationRouter(providers: [TimedProvider(inner: fcm, recorder: recorder)],
-                                            defaultProvider: "fcm", templates: library,
-                                            logger: RouterBench.quietLogger("norq.bench.router"))
-        return (router, data)
+        return try RouterBench.makeRouter(options, provider: TimedProvider(inner: fcm, recorder: recorder))
     }
 
     func recipients(_ range: Range<Int>) -> [Recipient] {

@@ -98,24 +98,33 @@ package struct RouterBench {
     }
 
     package func makeRouter(recorder: LatencyRecorder) throws -> (NotificationRouter, JSONValue) {
+        try Self.makeRouter(options, provider: TimedProvider(inner: Self.makeAPNsProvider(options), recorder: recorder))
+    }
+
+    /// The APNs provider of the APNs modes: `--endpoint` as the sandbox endpoint, `--ca`, `--key`, `--connections`,
+    /// `--in-flight` spread over the connections, `--timeout`.
+    package static func makeAPNsProvider(_ options: Options) throws -> APNsProvider {
         let (host, port) = options.hostAndPort
         var configuration = APNsConfiguration(
             authentication: .token(keyID: options.keyID, teamID: options.team,
-                                   privateKeyPEM: try Self.readFile(options.key), keySource: options.key),
+                                   privateKeyPEM: try readFile(options.key), keySource: options.key),
             bundleID: options.bundleID, production: false)
         configuration.sandboxEndpoint = APNsEndpoint(host: host, port: port)
-        if let ca = options.ca { configuration.additionalTrustRootsPEM = try Self.readFile(ca) }
+        if let ca = options.ca { configuration.additionalTrustRootsPEM = try readFile(ca) }
         configuration.connectionsPerEndpoint = options.connections
         configuration.maxConcurrentStreamsPerConnection = (options.inFlight + options.connections - 1) / options.connections
         configuration.requestTimeout = .seconds(options.timeout)
-        let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
-        let apns = try APNsProvider(name: "apns", configuration: configuration, policy: policy,
-                                    logger: Self.quietLogger("norq.bench.apns"))
+        return try APNsProvider(name: "apns", configuration: configuration,
+                                policy: DeliveryPolicy(retry: .default, maxInFlight: options.inFlight),
+                                logger: quietLogger("norq.bench.apns"))
+    }
+
+    /// A router whose one (default) provider is `provider`, with `--templates`; and `--template`'s sample data.
+    package static func makeRouter(_ options: Options, provider: any PushProvider) throws -> (NotificationRouter, JSONValue) {
         let library = try TemplateLibrary(directory: options.templates)
         let data = try library.template(named: options.template).defaultSample
-        let router = try NotificationRouter(providers: [TimedProvider(inner: apns, recorder: recorder)],
-                                            defaultProvider: "apns", templates: library,
-                                            logger: Self.quietLogger("norq.bench.router"))
+        let router = try NotificationRouter(providers: [provider], defaultProvider: provider.name, templates: library,
+                                            logger: quietLogger("norq.bench.router"))
         return (router, data)
     }
 

@@ -73,25 +73,8 @@ package struct DurableBench {
 
     /// The router (APNs to `--endpoint`), wrapped to time each token from its enqueue.
     func makeRouter(clock: TokenClock) throws -> (NotificationRouter, JSONValue) {
-        let (host, port) = options.hostAndPort
-        var configuration = APNsConfiguration(
-            authentication: .token(keyID: options.keyID, teamID: options.team,
-                                   privateKeyPEM: try RouterBench.readFile(options.key), keySource: options.key),
-            bundleID: options.bundleID, production: false)
-        configuration.sandboxEndpoint = APNsEndpoint(host: host, port: port)
-        if let ca = options.ca { configuration.additionalTrustRootsPEM = try RouterBench.readFile(ca) }
-        configuration.connectionsPerEndpoint = options.connections
-        configuration.maxConcurrentStreamsPerConnection = (options.inFlight + options.connections - 1) / options.connections
-        configuration.requestTimeout = .seconds(options.timeout)
-        let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
-        let apns = try APNsProvider(name: "apns", configuration: configuration, policy: policy,
-                                    logger: RouterBench.quietLogger("norq.bench.apns"))
-        let library = try TemplateLibrary(directory: options.templates)
-        let data = try library.template(named: options.template).defaultSample
-        let router = try NotificationRouter(providers: [TokenTimedProvider(inner: apns, clock: clock)],
-                                            defaultProvider: "apns", templates: library,
-                                            logger: RouterBench.quietLogger("norq.bench.router"))
-        return (router, data)
+        try RouterBench.makeRouter(options, provider: TokenTimedProvider(inner: RouterBench.makeAPNsProvider(options),
+                                                                         clock: clock))
     }
 
     func durable(_ router: NotificationRouter, _ store: MeasuredStore) -> DurableDelivery {

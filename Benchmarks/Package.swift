@@ -44,7 +44,6 @@ let package = Package(
                 .product(name: "Norq", package: "norq-swift"),
                 .product(name: "NorqAPNs", package: "norq-swift"),
                 .product(name: "NorqCore", package: "norq-swift"),
-                .product(name: "NorqTemplates", package: "norq-swift"),
                 .product(name: "NorqStoreSQLite", package: "norq-swift"),
                 .product(name: "NorqStorePostgres", package: "norq-swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,7 +2,6 @@ import Foundation
 import Norq
 import NorqCore
 import NorqFCM
-import NorqTemplates
 
 /// The FCM benchmark's registration tokens: a benchmark token (`ab` + the index in hex, 64 characters) then
 /// `:APA91b` and filler, 160 characters in all, about the length of a real FCM registration token.

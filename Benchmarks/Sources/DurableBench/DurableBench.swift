@@ -9,7 +9,6 @@ import NorqAPNs
 import NorqCore
 import NorqStorePostgres
 import NorqStoreSQLite
-import NorqTemplates
 import Synchronization
 
 /// `--mode durable` (issue 18): durable delivery through a `DeliveryStore` (SQLite or PostgreSQL), one JSON line per

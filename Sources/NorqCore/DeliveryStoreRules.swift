@@ -18,11 +18,11 @@ public struct DeliveryStoreSettings: Sendable, Hashable {
     public var callTimeout: Duration
     /// Rows a worker lane claims at once (at most: a claim takes what is due). 500 by default: about a third of a
     /// store's CPU per row is per call (a statement to prepare, a commit, thread hand-overs), so claims and
-    /// completions of 500 rows cost less per row than of 256 (SQLite: 0.089-0.093 against 0.099-0.108 CPU s per
-    /// 10,000, `Benchmarks/README.md`, "SQLite store CPU, stop 26"); the SQLite store completes up to 500 rows in
-    /// one statement. The price, under a backlog: a lane holds up to this many rows per lease and has as many
-    /// requests in flight, which is what a crash leaves to re-send (flagged may-have-been-delivered) once the leases
-    /// expire.
+    /// completions of 500 rows cost less per row than of 256 (SQLite's store phase: 0.0875 against 0.0983 CPU s per
+    /// 10,000, medians, `Benchmarks/README.md`, "SQLite store CPU, stop 26"); the SQLite store completes up to 500
+    /// rows in one statement. The price, under a backlog: a lane holds up to this many rows under its leases (and
+    /// up to as many requests in flight), which a crash leaves to be claimed again once the leases expire, each
+    /// flagged may-have-been-delivered (only those in flight may have been sent).
     public var claimBatchSize: Int
     /// How often an idle worker looks for due rows (also the backstop of PostgreSQL's LISTEN/NOTIFY hint).
     public var pollInterval: Duration

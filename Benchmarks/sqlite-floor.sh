@@ -5,7 +5,7 @@
 # The store phase's figure minus this one is what the Swift side (SQLiteNIO, the store, the thread hops) costs.
 #
 # Environment (defaults in brackets): ROWS [100000]  ROUNDS [3] interleaved runs of each mode
-#   MODES ["stop23 stop24 stop25"]
+#   MODES ["stop23 stop24 stop25"] (also cell26: a claim read as one cell, tried at stop 26)
 #   WORK [/tmp/norq-bench-sqlite-floor]  SQLITE_NIO [the .build checkout of sqlite-nio]
 # Each run holds the shared benchmark lock (/tmp/norq-bench.lock); the compilation does not.
 set -euo pipefail

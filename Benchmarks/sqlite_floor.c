@@ -1,6 +1,6 @@
 /* The SQLite store's claim and completion statements in C, against the SQLite that sqlite-nio vendors: the floor
  * under the store phase's CPU figure when no Swift runs (Benchmarks/README.md, "SQLite store CPU, stop 24").
- * Built and run by Benchmarks/sqlite-floor.sh. Usage: sqlite_floor stop23|stop24|stop25 ROWS DBPATH
+ * Built and run by Benchmarks/sqlite-floor.sh. Usage: sqlite_floor stop23|stop24|stop25|cell26 ROWS DBPATH
  *   stop23: schema 2 (the finishing trigger on UPDATE OF state), a claim returning every column, a finish as
  *           stop 23's UPDATE … FROM (VALUES …) for every kind (the kind a parameter) that the trigger moves.
  *   stop24: schema 3 (that trigger on UPDATE OF last_state, norq_history_moved), a claim returning 12 columns, a
@@ -8,6 +8,9 @@
  *   stop25: stop 24's statements with the claim's LIMIT written into the text (a bound LIMIT makes SQLite prepare
  *           the claim again at its first step), the finish's rows as one flat JSON object {"<id>:<token>": message
  *           id} and 8 KiB pages ("SQLite store CPU, stop 25").
+ *   cell26: stop 25's with the claim's UPDATE returning nothing and its rows read as one text cell by a SELECT
+ *           through the index of leased rows (group_concat of printf's SQL literals): tried at stop 26 and not kept
+ *           ("SQLite store CPU, stop 26"; MODES=cell26 in sqlite-floor.sh).
  * Statements are prepared for every batch and their values bound, as SQLiteNIO does. Prints CPU s per 10,000 rows. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,17 +79,26 @@ static const char *claimHead =
     " state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id, lease_expires_at = ?3"
     " WHERE id IN (SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4 UNION ALL"
     " SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4 LIMIT %s) RETURNING ";
+/* cell26: the claim's UPDATE returns nothing; one SELECT returns its rows as one text cell, each row printf's SQL
+ * literals of its fields (%Q: 'text' with '' for a quote, or NULL), the rows joined by ';' (SQLiteClaimCell). */
+static const char *claimCell26 =
+    "SELECT group_concat(printf('%d,%Q,%d,%Q,%Q,%Q,%Q,%d,%d,%Q,%d,%Q,%Q,%Q,%Q,%Q,%Q,%Q', id, send_id, position,"
+    " target, identity, provider, recipient_id, attempts, next_attempt_at, message_id, may_have_been_delivered,"
+    " last_state, last_status, last_reason, last_code, last_classification, last_invalid_since, last_message_id),"
+    " ';') AS cell FROM norq_outbox WHERE state = 'leased' AND lease_expires_at = ?2 AND lease_token = ?1 || '-' || id";
 static const char *claimColumns24 =
     "id, send_id, position, target, identity, provider, recipient_id, attempts, next_attempt_at, message_id,"
     " may_have_been_delivered, CASE WHEN last_state IS NULL THEN NULL ELSE json_array(last_state, last_status,"
     " last_reason, last_code, last_classification, last_invalid_since, last_message_id) END";
 
 int main(int argc, char **argv) {
-    if (argc != 4 || (strcmp(argv[1], "stop23") && strcmp(argv[1], "stop24") && strcmp(argv[1], "stop25"))) {
-        fprintf(stderr, "usage: sqlite_floor stop23|stop24|stop25 ROWS DBPATH\n");
+    if (argc != 4 || (strcmp(argv[1], "stop23") && strcmp(argv[1], "stop24") && strcmp(argv[1], "stop25")
+                      && strcmp(argv[1], "cell26"))) {
+        fprintf(stderr, "usage: sqlite_floor stop23|stop24|stop25|cell26 ROWS DBPATH\n");
         return 2;
     }
-    int stop25 = strcmp(argv[1], "stop25") == 0, stop24 = stop25 || strcmp(argv[1], "stop24") == 0;
+    int cell26 = strcmp(argv[1], "cell26") == 0;
+    int stop25 = cell26 || strcmp(argv[1], "stop25") == 0, stop24 = stop25 || strcmp(argv[1], "stop24") == 0;
     int count = atoi(argv[2]);
     if (S(open)(argv[3], &db) != SQLITE_OK) { fprintf(stderr, "cannot open %s\n", argv[3]); return 1; }
     if (stop25) run("PRAGMA page_size = 8192;");
@@ -131,7 +143,8 @@ int main(int argc, char **argv) {
         char limit[16];
         sprintf(limit, "%d", BATCH);
         sprintf(sql, claimHead, stop25 ? limit : "?5");
-        strcat(sql, stop24 ? claimColumns24 : COLS);
+        if (cell26) *strstr(sql, " RETURNING ") = 0;
+        else strcat(sql, stop24 ? claimColumns24 : COLS);
         S(prepare_v3)(db, sql, -1, 0, &claim, 0);
         S(bind_text)(claim, 1, "bench-store-abcdef", -1, SQLITE_TRANSIENT);
         S(bind_text)(claim, 2, base, -1, SQLITE_TRANSIENT);
@@ -139,6 +152,22 @@ int main(int argc, char **argv) {
         S(bind_int64)(claim, 4, 1);
         if (!stop25) S(bind_int)(claim, 5, BATCH);
         int rows = 0, columns = S(column_count)(claim);
+        if (cell26) {  /* the UPDATE, then the cell: each row's id leads it, rows end at ';' outside quotes */
+            if (S(step)(claim) != SQLITE_DONE) { fprintf(stderr, "claim: %s\n", S(errmsg)(db)); return 1; }
+            S(finalize)(claim);
+            if (S(prepare_v3)(db, claimCell26, -1, 0, &claim, 0) != SQLITE_OK) { fprintf(stderr, "%s\n", S(errmsg)(db)); return 1; }
+            S(bind_text)(claim, 1, base, -1, SQLITE_TRANSIENT);
+            S(bind_int64)(claim, 2, 1000000);
+            if (S(step)(claim) == SQLITE_ROW && S(column_type)(claim, 0) == SQLITE_TEXT) {
+                const char *t = (const char *)S(column_text)(claim, 0);
+                while (*t) {
+                    ids[rows++] = atoll(t);
+                    for (int quoted = 0; *t && (quoted || *t != ';'); t++) if (*t == '\'') quoted = !quoted;
+                    if (*t) t++;
+                }
+            }
+            columns = 0;
+        }
         while (S(step)(claim) == SQLITE_ROW) {
             ids[rows++] = S(column_int64)(claim, 0);
             for (int c = 1; c < columns; c++) {  /* read every column, as SQLiteNIO does */

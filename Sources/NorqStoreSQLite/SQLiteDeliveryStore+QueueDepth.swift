@@ -7,7 +7,7 @@ extension SQLiteDeliveryStore {
     /// history. Within `settings.callTimeout`, like every call.
     public func queueDepth(now: Int64) async throws(NorqError) -> QueueDepth {
         try await call("reading the queue depth") { connection in
-            let row = try await connection.query("""
+            let row = try await connection.rows("""
                 SELECT
                     (SELECT count(*) FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?1) AS due,
                     (SELECT count(*) FROM norq_outbox WHERE state = 'pending') AS pending,

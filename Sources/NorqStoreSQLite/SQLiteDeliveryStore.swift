@@ -67,11 +67,11 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     private func configure() async throws(NorqError) {
         let busy = max(1, settings.callTimeout.wholeMilliseconds)
         try await call("opening the database") { connection in
-            _ = try await connection.query("PRAGMA busy_timeout = \(busy)")
-            _ = try await connection.query("PRAGMA page_size = \(Self.pageSize)")
-            _ = try await connection.query("PRAGMA journal_mode = WAL")
-            _ = try await connection.query("PRAGMA synchronous = NORMAL")
-            _ = try await connection.query("SELECT count(*) FROM sqlite_master")
+            try await connection.run("PRAGMA busy_timeout = \(busy)")
+            try await connection.run("PRAGMA page_size = \(Self.pageSize)")
+            try await connection.run("PRAGMA journal_mode = WAL")
+            try await connection.run("PRAGMA synchronous = NORMAL")
+            try await connection.run("SELECT count(*) FROM sqlite_master")
         }
     }
 
@@ -124,13 +124,13 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     private func transaction<T: Sendable>(_ what: String,
                                           _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws(NorqError) -> T {
         try await call(what) { connection in
-            _ = try await connection.query("BEGIN IMMEDIATE")
+            try await connection.run("BEGIN IMMEDIATE")
             do {
                 let value = try await body(connection)
-                _ = try await connection.query("COMMIT")
+                try await connection.run("COMMIT")
                 return value
             } catch {
-                _ = try? await connection.query("ROLLBACK")
+                _ = try? await connection.run("ROLLBACK")
                 throw error
             }
         }
@@ -141,9 +141,9 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func migrate() async throws(NorqError) {
         let path = self.path
         try await transaction("migrating the schema") { connection in
-            _ = try await connection.query(
+            try await connection.run(
                 "CREATE TABLE IF NOT EXISTS norq_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)")
-            let rows = try await connection.query("SELECT version FROM norq_schema WHERE id = 1")
+            let rows = try await connection.rows("SELECT version FROM norq_schema WHERE id = 1")
             let current = rows.first?.column("version")?.integer ?? 0
             let known = SQLiteSchema.migrations.count
             if current > known {
@@ -153,10 +153,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             }
             for version in (current + 1)..<(known + 1) {
                 for statement in SQLiteSchema.migrations[version - 1] {
-                    _ = try await connection.query(statement)
+                    try await connection.run(statement)
                 }
             }
-            _ = try await connection.query(
+            try await connection.run(
                 "INSERT INTO norq_schema (id, version) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET version = excluded.version",
                 [.integer(known)])
         }
@@ -165,10 +165,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     /// The schema version in the file (0 when none).
     public func schemaVersion() async throws(NorqError) -> Int {
         try await call("reading the schema version") { connection in
-            let exists = try await connection.query(
+            let exists = try await connection.rows(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'norq_schema'")
             guard !exists.isEmpty else { return 0 }
-            return try await connection.query("SELECT version FROM norq_schema WHERE id = 1").first?
+            return try await connection.rows("SELECT version FROM norq_schema WHERE id = 1").first?
                 .column("version")?.integer ?? 0
         }
     }
@@ -229,7 +229,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         while start < lookups.count {
             let chunk = lookups[start..<min(lookups.count, start + insertChunk)]
             start += chunk.count
-            let rows = try await connection.query(holderLookup(count: chunk.count),
+            let rows = try await connection.rows(holderLookup(count: chunk.count),
                                                   chunk.flatMap { [SQLiteData.text($0.0), .text($0.1)] })
             for row in rows {
                 guard let id = row.column("id")?.string, let key = row.column("idempotency_key")?.string else { continue }
@@ -254,7 +254,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                     results[index] = .failure(DeliveryStoreRules.keyReusedError(key: key, sendID: id))
                     continue
                 case .expired(let id):
-                    _ = try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = ?", [.text(id)])
+                    try await connection.run("UPDATE norq_sends SET idempotency_key = NULL WHERE id = ?", [.text(id)])
                 case .create: break
                 }
                 holders[holderKey(send.scope, key)] = (send.id, send.fingerprint, request.now)
@@ -297,7 +297,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                           .text(send.fingerprint), .text(send.content), .integer(Int(createdAt[index])),
                           .integer(send.targets.count)]
             }
-            _ = try await connection.query(
+            try await connection.run(
                 "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES \(values)",
                 binds)
         }
@@ -313,7 +313,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         var rowsInStatement = 0
         func flush() async throws {
             guard rowsInStatement > 0 else { return }
-            let rows = try await connection.query(outboxInsert(values: values, returning: returning), binds)
+            let rows = try await connection.rows(outboxInsert(values: values, returning: returning), binds)
             if !anyFinal { anyFinal = rows.contains { $0.column("state")?.string != DeliveryState.pending.rawValue } }
             values = ""
             binds.removeAll(keepingCapacity: true)
@@ -343,7 +343,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         // Without RETURNING (a bulk batch), skipped rows are looked for only when the registry holds any token.
         var lookForSkips = false
         if !returning && !anyFinal {
-            lookForSkips = try await !connection.query("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
+            lookForSkips = try await !connection.rows("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
         }
         start = 0
         while start < sends.count {
@@ -352,7 +352,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             let ids = chunk.map { SQLiteData.text($0.id) }
             let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
             if lookForSkips && !anyFinal {
-                anyFinal = try await !connection.query(
+                anyFinal = try await !connection.rows(
                     "SELECT 1 FROM norq_outbox WHERE send_id IN (\(list)) AND state = 'skipped' LIMIT 1", ids).isEmpty
             }
             guard anyFinal else { continue }
@@ -385,10 +385,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     private static func moveFinished(_ connection: SQLiteConnection, where condition: String, _ binds: [SQLiteData],
                                      now: Int64) async throws {
         let final = "state NOT IN ('pending', 'leased') AND (\(condition))"
-        _ = try await connection.query(
+        try await connection.run(
             "INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at) SELECT \(SQLiteSchema.rowColumns), ? FROM norq_outbox WHERE \(final)",
             [.integer(Int(now))] + binds)
-        _ = try await connection.query("DELETE FROM norq_outbox WHERE \(final)", binds)
+        try await connection.run("DELETE FROM norq_outbox WHERE \(final)", binds)
     }
 
     // MARK: - Workers
@@ -398,7 +398,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         let base = RequestID.random()
         // One statement, atomic by itself (see `complete`).
         let rows = try await call("claiming rows") { connection in
-            try await connection.query(Self.claimStatement(limit: limit),
+            try await connection.rows(Self.claimStatement(limit: limit),
                                        [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now))])
         }
         // Decoded after the lock is released: the next call need not wait for it.
@@ -442,7 +442,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                 var binds: [SQLiteData] = []
                 for lease in chunk { binds += [.integer(Int(lease.rowID)), .text(lease.token)] }
                 binds.append(.integer(Int(until)))
-                let rows = try await connection.query("""
+                let rows = try await connection.rows("""
                     WITH i(id, token) AS (VALUES \(values))
                     UPDATE norq_outbox SET lease_expires_at = ? FROM i
                     WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
@@ -460,20 +460,24 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
         let (statements, asked) = Self.completionStatements(completions, now: now)
-        let run: @Sendable (SQLiteConnection) async throws -> [SQLiteRow] = { connection in
-            var rows: [SQLiteRow] = []
-            for statement in statements { rows += try await connection.query(statement.sql, statement.binds) }
-            return rows
+        let run: @Sendable (SQLiteConnection) async throws -> [Int64] = { connection in
+            var ids: [Int64] = []
+            for statement in statements {
+                // Each returns the ids of the rows it applied to.
+                ids += try await connection.rows(statement.sql, statement.binds) { row in
+                    Int64(row.column("id")?.integer ?? 0)
+                }
+            }
+            return ids
         }
         // One statement is atomic by itself (SQLite's autocommit takes the write lock up front and waits for it
         // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
-        let rows = statements.count == 1
+        let ids = statements.count == 1
             ? try await call("completing rows", run) : try await transaction("completing rows", run)
         // Each row applies at most once (`completionStatements` drops repeats): as many rows back as rows asked
         // means all applied, without reading each id.
-        if rows.count == asked.count { return CompletionReport(applied: asked, lost: []) }
-        var applied: Set<Int64> = []
-        for row in rows { if let id = row.columns.first?.data.integer { applied.insert(Int64(id)) } }
+        if ids.count == asked.count { return CompletionReport(applied: asked, lost: []) }
+        let applied = Set(ids)
         let lost = asked.subtracting(applied)
         return CompletionReport(applied: applied, lost: lost)
     }
@@ -494,7 +498,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                 let chunk = unique[start..<min(unique.count, start + Self.insertChunk)]
                 start += chunk.count
                 let list = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                for row in try await connection.query(
+                for row in try await connection.rows(
                     "SELECT id, scope, idempotency_key, fingerprint, content, created_at, target_count FROM norq_sends WHERE id IN (\(list))",
                     chunk.map(SQLiteData.text)) {
                     guard let id = row.column("id")?.string else { continue }
@@ -523,10 +527,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     private func rows(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
         let binds: [SQLiteData] = [.text(id), .integer(positions.lowerBound), .integer(positions.upperBound)]
         let rows = try await call("reading a send's rows") { connection in
-            let hot = try await connection.query(
+            let hot = try await connection.rows(
                 "SELECT \(SQLiteSchema.rowColumns), NULL AS finished_at FROM norq_outbox WHERE send_id = ? AND position >= ? AND position < ?",
                 binds)
-            let done = try await connection.query(
+            let done = try await connection.rows(
                 "SELECT \(SQLiteSchema.rowColumns), finished_at FROM norq_history WHERE send_id = ? AND position >= ? AND position < ?",
                 binds)
             return hot + done
@@ -538,7 +542,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         try await call("counting a send's rows") { connection in
             var counts: [DeliveryState: Int] = [:]
             for table in ["norq_outbox", "norq_history"] {
-                for row in try await connection.query(
+                for row in try await connection.rows(
                     "SELECT state, count(*) AS n FROM \(table) WHERE send_id = ? GROUP BY state", [.text(id)]) {
                     if let state = row.column("state")?.string {
                         counts[DeliveryState(rawValue: state), default: 0] += row.column("n")?.integer ?? 0
@@ -551,7 +555,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {
         try await call("reading the token registry") { connection in
-            try await connection.query(
+            try await connection.rows(
                 "SELECT token, provider, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC LIMIT ?",
                 [.integer(limit)]).map { row in
                     InvalidTokenRecord(token: row.column("token")?.string ?? "", provider: row.column("provider")?.string,
@@ -565,7 +569,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
         try await transaction("recording a token registration") { connection in
-            _ = try await connection.query(
+            try await connection.run(
                 "UPDATE norq_invalid_tokens SET registered_at = max(coalesce(registered_at, ?1), ?1) WHERE token = ?2",
                 [.integer(Int(at)), .text(token)])
         }
@@ -573,10 +577,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
         try await transaction("pruning history") { connection in
-            let deleted = try await connection.query(
+            let deleted = try await connection.count(
                 "DELETE FROM norq_history WHERE id IN (SELECT id FROM norq_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?) RETURNING id",
-                [.integer(Int(before)), .integer(limit)]).count
-            _ = try await connection.query("""
+                [.integer(Int(before)), .integer(limit)])
+            try await connection.run("""
                 DELETE FROM norq_sends WHERE id IN (
                     SELECT s.id FROM norq_sends AS s WHERE s.created_at < ?
                     AND NOT EXISTS (SELECT 1 FROM norq_outbox AS o WHERE o.send_id = s.id)
@@ -591,7 +595,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         try await call("counting rows") { connection in
             var counts: [DeliveryState: Int] = [:]
             for table in ["norq_outbox", "norq_history"] {
-                for row in try await connection.query("SELECT state, count(*) AS n FROM \(table) GROUP BY state") {
+                for row in try await connection.rows("SELECT state, count(*) AS n FROM \(table) GROUP BY state") {
                     if let state = row.column("state")?.string {
                         counts[DeliveryState(rawValue: state), default: 0] += row.column("n")?.integer ?? 0
                     }

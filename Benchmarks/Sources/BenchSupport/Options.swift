@@ -33,7 +33,7 @@ package struct Options: Sendable {
     package var store: String?
     package var phases = "enqueue,deliver,store,latency"
     package var lanes = 4
-    package var claimBatch = 256
+    package var claimBatch = 500
     package var leaseSeconds = 10.0
     package var pollMillis: Int64 = 250
     package var poolSize = 4

@@ -118,7 +118,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// one syscall; `writeChunkBytes` go at once. The stream counts go to the observer at the end of the tick
     /// too: reported per enqueue, they cost a metrics call per request.
     private func scheduleWrite() {
-        if machine.outbound.readableBytes >= HTTP2ConnectionStateMachine.writeChunkBytes {
+        if machine.outbound.readableBytes >= machine.writeChunkBytes {
             writeOutbound()
         }
         guard !writeScheduled, machine.outbound.readableBytes > 0 || !machine.counts.isZero, let context else { return }

@@ -28,6 +28,30 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(machine.connectionReceiveWindow == 4 << 20)
     }
 
+    @Test("the write chunk follows the stream limit: 32 KiB up to 512 streams, 64 bytes a stream above, at most 64 KiB; a server's lower limit lowers it")
+    func writeChunkFollowsTheStreamLimit() {
+        typealias M = HTTP2ConnectionStateMachine
+        #expect(M.writeChunkBytes(streamLimit: 1) == 32_768)
+        #expect(M.writeChunkBytes(streamLimit: 100) == 32_768)
+        #expect(M.writeChunkBytes(streamLimit: 512) == 32_768)
+        #expect(M.writeChunkBytes(streamLimit: 1_000) == 64_000)
+        #expect(M.writeChunkBytes(streamLimit: Int.max) == 65_536)
+        // 100 requests of ~1 KB (~104 KB encoded, the connection window opened by the server): written in chunks as
+        // they are encoded; the rest, less than a chunk and a request, waits for the end of the tick.
+        var wide = MachineHarness(.init(maxConcurrentStreams: 1_000))
+        wide.receive(Wire.windowUpdate(stream: 0, 1 << 20))
+        #expect(wide.machine.writeChunkBytes == 64_000)
+        for _ in 0..<100 { wide.send(body: 1_000) }
+        #expect(wide.flushed.readableBytes >= 64_000 && wide.flushed.readableBytes < 64_000 + 1_100)
+        #expect(wide.machine.outbound.readableBytes > 32_768)
+        var narrow = MachineHarness(.init(maxConcurrentStreams: 1_000), settings: [(3, 100)])  // the server's limit
+        narrow.receive(Wire.windowUpdate(stream: 0, 1 << 20))
+        #expect(narrow.machine.writeChunkBytes == 32_768)
+        for _ in 0..<100 { narrow.send(body: 1_000) }
+        #expect(narrow.flushed.readableBytes >= 3 * 32_768)
+        #expect(narrow.machine.outbound.readableBytes < 32_768 + 1_100)
+    }
+
     @Test("answers with bodies: 1,000 of them at once fit the connection window; it is given back after an eighth is used, not per read")
     func connectionWindowGivenBack() {
         var h = MachineHarness(.init(maxConcurrentStreams: 1_000))

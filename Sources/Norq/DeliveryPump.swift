@@ -120,10 +120,7 @@ final class DeliveryPump: Sendable {
     /// Starts targets while slots are free, as one completion batch; slots freed meanwhile on this thread are
     /// taken by this loop (see `release`).
     private func fill() {
-        let outer = CompletionBatch.filler
-        CompletionBatch.filler = ObjectIdentifier(self)
-        CompletionBatch.run { fillFreeSlots() }
-        CompletionBatch.filler = outer
+        CompletionBatch.runFilling(ObjectIdentifier(self)) { fillFreeSlots() }
     }
 
     private func fillFreeSlots() {

@@ -23,7 +23,10 @@ public enum CompletionBatch {
 
     /// Ends the batch begun last on this thread; the outermost end runs the deferred actions, in order.
     public static func end() {
-        let batch = current
+        end(current)
+    }
+
+    private static func end(_ batch: State) {
         guard batch.depth > 0 else { return }  // an unmatched end: nothing is open
         guard batch.depth == 1 else {
             batch.depth -= 1
@@ -59,14 +62,23 @@ public enum CompletionBatch {
     /// Whether a batch is open on this thread.
     public static var isOpen: Bool { current.depth > 0 }
 
-    /// The object filling free slots on this thread right now (a router's delivery pump), or nil.
+    /// The object filling free slots on this thread right now (a router's delivery pump, in `runFilling`), or nil.
     ///
     /// A completion that frees a slot while its own filler runs on this thread leaves the slot to that filler's
     /// loop, which is still going; one freed under another filler is refilled when the batch ends. Only then is a
     /// slot refilled at once, inside the completion, which bounds the nesting to one filler per thread.
-    package static var filler: ObjectIdentifier? {
-        get { current.filler }
-        set { current.filler = newValue }
+    package static var filler: ObjectIdentifier? { current.filler }
+
+    /// Runs `body` as one batch with `filler` as this thread's filler (one lookup of the thread's state, not one
+    /// per step: it runs once per freed slot). The filler before is back when the batch's deferred actions run.
+    package static func runFilling(_ filler: ObjectIdentifier, _ body: () -> Void) {
+        let batch = current
+        let outer = batch.filler
+        batch.filler = filler
+        batch.depth += 1
+        body()
+        batch.filler = outer
+        end(batch)
     }
 
     /// One thread's batch state (only that thread touches it).

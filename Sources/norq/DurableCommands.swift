@@ -31,27 +31,11 @@ enum DurableCLI {
         async throws -> T {
         switch configuration.backend {
         case .sqlite(let path):
-            let store = try await SQLiteDeliveryStore.open(path: path, settings: configuration.settings, logger: logger)
-            do {
-                try await store.migrate()
-                let value = try await body(store, nil)
-                await store.close()
-                return value
-            } catch {
-                await store.close()
-                throw error
-            }
+            return try await SQLiteDeliveryStore.withMigrated(path: path, settings: configuration.settings,
+                                                              logger: logger) { try await body($0, nil) }
         case .postgres(let connection):
             let store = PostgresDeliveryStore(configuration: connection, settings: configuration.settings, logger: logger)
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await store.run()
-                    return nil
-                }
-                defer { group.cancelAll() }
-                try await store.migrate()
-                return try await body(store, store)
-            }
+            return try await store.withMigrated { try await body($0, $0) }
         }
     }
 

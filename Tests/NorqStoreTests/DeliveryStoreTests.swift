@@ -28,15 +28,9 @@ func temporaryDirectory() throws -> URL {
     static func withStore(_ body: (SQLiteDeliveryStore, URL) async throws -> Void) async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try await SQLiteDeliveryStore.open(path: directory.appendingPathComponent("norq.db").path)
-        try await store.migrate()
-        do {
-            try await body(store, directory)
-        } catch {
-            await store.close()
-            throw error
+        try await SQLiteDeliveryStore.withMigrated(path: directory.appendingPathComponent("norq.db").path) {
+            try await body($0, directory)
         }
-        await store.close()
     }
 
     @Test(arguments: StoreConformance.all.map(\.0))

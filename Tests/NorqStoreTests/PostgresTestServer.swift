@@ -49,17 +49,7 @@ enum PostgresTestServer {
                           _ body: @escaping @Sendable (PostgresDeliveryStore, PostgresStoreConfiguration) async throws -> Void) async throws {
         try await withDatabase { configuration in
             let store = PostgresDeliveryStore(configuration: configuration, settings: settings)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await store.run() }
-                do {
-                    try await store.migrate()
-                    try await body(store, configuration)
-                } catch {
-                    group.cancelAll()
-                    throw error
-                }
-                group.cancelAll()
-            }
+            try await store.withMigrated { try await body($0, configuration) }
         }
     }
 

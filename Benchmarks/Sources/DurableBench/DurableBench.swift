@@ -47,26 +47,11 @@ package struct DurableBench {
         if spec.hasPrefix("postgres://") || spec.hasPrefix("postgresql://") {
             let store = PostgresDeliveryStore(configuration: try PostgresStoreConfiguration(url: spec), settings: settings,
                                               logger: logger)
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await store.run()
-                    return nil
-                }
-                defer { group.cancelAll() }
-                try await store.migrate()
-                return try await body(MeasuredStore(store), store)
-            }
+            return try await store.withMigrated { try await body(MeasuredStore($0), $0) }
         }
         let path = spec.hasPrefix("sqlite:") ? String(spec.dropFirst("sqlite:".count)) : spec
-        let store = try await SQLiteDeliveryStore.open(path: path, settings: settings, logger: logger)
-        do {
-            try await store.migrate()
-            let value = try await body(MeasuredStore(store), nil)
-            await store.close()
-            return value
-        } catch {
-            await store.close()
-            throw error
+        return try await SQLiteDeliveryStore.withMigrated(path: path, settings: settings, logger: logger) {
+            try await body(MeasuredStore($0), nil)
         }
     }
 

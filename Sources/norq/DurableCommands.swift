@@ -148,7 +148,7 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await work()
-        } catch let error as NorqError {
+        } catch {
             throw Console.fail(error)
         }
     }
@@ -226,7 +226,7 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await show()
-        } catch let error as NorqError {
+        } catch {
             throw Console.fail(error)
         }
     }

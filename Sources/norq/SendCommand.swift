@@ -128,7 +128,7 @@ struct SendCommand: AsyncParsableCommand {
             } catch {
                 result = .failure(error)
             }
-            if let running { try? await running.shutdown() }
+            if let running { await running.shutdown() }
             return try result.get()
         }
                 let router = try NotificationRouter(configuration: configuration,

@@ -57,7 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await serve()
-        } catch let error as NorqError {
+        } catch {
             throw Console.fail(error)
         }
     }

@@ -21,12 +21,22 @@ final class RouterMetrics: Sendable {
     private let inFlight: Meter
     /// The per-token instruments of one provider, made up front for every known provider: the hot path then
     /// finds them by a scan of a few names, without hashing one, building a key or taking a lock.
-    private struct ProviderInstruments: Sendable {
-        var sent: Counter
-        var delivered: Counter
-        var retried: Counter
-        var deduplicated: Counter
-        var latency: Timer
+    /// A class: a lookup hands out one reference, not five (a copy of a struct of five instruments was five
+    /// retains and five releases, three lookups per token).
+    private final class ProviderInstruments: Sendable {
+        let sent: Counter
+        let delivered: Counter
+        let retried: Counter
+        let deduplicated: Counter
+        let latency: Timer
+
+        init(sent: Counter, delivered: Counter, retried: Counter, deduplicated: Counter, latency: Timer) {
+            self.sent = sent
+            self.delivered = delivered
+            self.retried = retried
+            self.deduplicated = deduplicated
+            self.latency = latency
+        }
 
         func counter(_ name: String) -> Counter? {
             switch name {

@@ -26,10 +26,16 @@ struct FCMAccessTokenState {
         case fetch
     }
 
+    /// The token a send at `now` may use as it is, or nil when it must be fetched (none, about to expire, or refused).
+    func reusableToken(now: Int64) -> FCMAccessToken? {
+        guard let token else { return nil }
+        let rejected = token.value == rejectedValue
+        return policy.decide(token, now: now, rejected: rejected) == .reuse ? token : nil
+    }
+
     /// A send needs a token at `now`.
     mutating func request(now: Int64, waiter: @escaping Waiter) -> RequestAction {
-        let rejected = token != nil && token?.value == rejectedValue
-        if let token, policy.decide(token, now: now, rejected: rejected) == .reuse { return .use(token) }
+        if let token = reusableToken(now: now) { return .use(token) }
         waiters.append(waiter)
         if fetching { return .wait }
         fetching = true
@@ -71,6 +77,13 @@ final class FCMAccessTokenCache: Sendable {
 
     /// The current token when it can be used as is (for prepare/dry-run display), nil otherwise.
     var currentToken: FCMAccessToken? { state.withLock { $0.token } }
+
+    /// The cached token when the refresh policy reuses it now, else nil (then `withToken` fetches one). Takes no
+    /// closure: the send path of nearly every push.
+    func reusableToken() -> FCMAccessToken? {
+        let now = clock.epochSeconds()
+        return state.withLock { $0.reusableToken(now: now) }
+    }
 
     /// Calls `completion` with a usable token: at once when cached, else after the single fetch in flight.
     func withToken(_ completion: @escaping @Sendable (Result<FCMAccessToken, NorqError>) -> Void) {

@@ -4,11 +4,14 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// The FCM transport on NorqHTTP2: one `HTTP2ConnectionPool` per origin (the FCM API, and the token endpoint
 /// when it is another origin). `HTTP2ClientError` becomes `NorqError` keeping `possiblyProcessed`.
 final class FCMConnectionTransport: FCMTransport {
     let pool: HTTP2ConnectionPool
+    /// The last request head made and the request (without body) it was made for: see `head(for:)`.
+    private let lastHead = Mutex<CachedHead?>(nil)
 
     init(origin: FCMURL, configuration: FCMConfiguration, connections: Int, logger: Logger) throws(NorqError) {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -44,14 +47,7 @@ final class FCMConnectionTransport: FCMTransport {
 
     func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant,
                completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void) {
-        var fields: [HTTP2HeaderField] = []
-        fields.reserveCapacity(request.headers.count)
-        for header in request.headers {
-            let indexing: HTTP2HeaderIndexing = header.name == "authorization" ? .neverIndexed : .indexed
-            fields.append(HTTP2HeaderField(header.name, header.value, indexing: indexing))
-        }
-        let head = HTTP2RequestHead(method: request.method, scheme: "https", authority: request.authority,
-                                    path: request.path, fields: fields)
+        let head = self.head(for: request)
         let remaining = ContinuousClock.now.duration(to: deadline)
         let (seconds, attoseconds) = remaining.components
         let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
@@ -66,6 +62,44 @@ final class FCMConnectionTransport: FCMTransport {
             case .failure(let error):
                 completion(.failure(Self.norqError(error)))
             }
+        }
+    }
+
+    /// The HTTP/2 head of `request`: the last one made when the request has the same method, authority, path and
+    /// header array (every send with one access token shares its header array), else a new one.
+    func head(for request: FCMWireRequest) -> HTTP2RequestHead {
+        if let last = lastHead.withLock({ $0 }), last.headers == request.headers, last.path == request.path,
+           last.authority == request.authority, last.method == request.method {
+            return last.head
+        }
+        var fields: [HTTP2HeaderField] = []
+        fields.reserveCapacity(request.headers.count)
+        for header in request.headers {
+            let indexing: HTTP2HeaderIndexing = header.name == "authorization" ? .neverIndexed : .indexed
+            fields.append(HTTP2HeaderField(header.name, header.value, indexing: indexing))
+        }
+        let head = HTTP2RequestHead(method: request.method, scheme: "https", authority: request.authority,
+                                    path: request.path, fields: fields)
+        let made = CachedHead(method: request.method, authority: request.authority, path: request.path,
+                              headers: request.headers, head: head)
+        lastHead.withLock { $0 = made }
+        return head
+    }
+
+    /// A request head and what it was made from (immutable: read outside the lock, one reference to copy).
+    private final class CachedHead: Sendable {
+        let method: String
+        let authority: String
+        let path: String
+        let headers: [HTTPHeader]
+        let head: HTTP2RequestHead
+
+        init(method: String, authority: String, path: String, headers: [HTTPHeader], head: HTTP2RequestHead) {
+            self.method = method
+            self.authority = authority
+            self.path = path
+            self.headers = headers
+            self.head = head
         }
     }
 

@@ -28,7 +28,7 @@ public final class FCMProvider: PushProvider {
     /// `configuration.endpoint.authority` and `.sendPath`, computed once (not per request).
     private let authority: String
     private let sendPath: String
-    private let placeholderAuthorization = "Bearer <access token fetched at send time>"
+    private let placeholderHeaders = FCMAccessToken.requestHeaders(authorization: "Bearer <access token fetched at send time>")
     private let lastMessage = Mutex<CachedMessage?>(nil)
 
     /// The serialized message (without target) of the last content, reused for every token of a send.
@@ -114,12 +114,10 @@ public final class FCMProvider: PushProvider {
         }
         let body = FCMMessage.body(message: message, target: target,
                                    validateOnly: configuration.validateOnly || options.validateOnly)
-        let authorization = tokens.currentToken?.headerValue ?? placeholderAuthorization
+        // The current token's header array, shared by every request prepared with it (no array per request).
+        let headers = tokens.currentToken?.requestHeaders ?? placeholderHeaders
         return PreparedRequest(
-            method: "POST", authority: authority, path: sendPath,
-            headers: [HTTPHeader("content-type", "application/json; charset=UTF-8"),
-                      HTTPHeader("authorization", authorization)],
-            body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
+            method: "POST", authority: authority, path: sendPath, headers: headers, body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
             payloadLimit: limit, redactions: redactions)
     }
 
@@ -157,41 +155,53 @@ public final class FCMProvider: PushProvider {
 
     private func attempt(_ request: PreparedRequest, deadline: ContinuousClock.Instant, renewedAfterRefusal: Bool,
                          completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        // The usual case, a cached token the policy reuses, goes on without a closure for the token.
+        if let token = tokens.reusableToken() {
+            send(request, token: token, deadline: deadline, renewedAfterRefusal: renewedAfterRefusal,
+                 completion: completion)
+            return
+        }
         tokens.withToken { [self] tokenResult in
-            let token: FCMAccessToken
             switch tokenResult {
-            case .success(let value): token = value
+            case .success(let token):
+                send(request, token: token, deadline: deadline, renewedAfterRefusal: renewedAfterRefusal,
+                     completion: completion)
             case .failure(let error):
                 completion(.failure(error))
-                return
             }
-            // `prepare` put the current token in already on the hot path: the headers are then sent as they are.
-            var headers = request.headers
-            if let index = headers.firstIndex(where: { $0.name == "authorization" }) {
-                if headers[index].value != token.headerValue { headers[index].value = token.headerValue }
-            } else {
-                headers.append(HTTPHeader("authorization", token.headerValue))
-            }
-            let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
-                                      headers: headers, body: request.body)
-            transport.start(wire, deadline: deadline) { [self] result in
-                switch result {
-                case .failure(let error):
-                    completion(.failure(error))
-                case .success(let answer):
-                    let response = interpret(answer)
-                    if response.status == 401, response.reason == FCMResponseTable.unauthenticated {
-                        tokens.reportRejected(token.value)
-                        FCMMetrics.unauthenticated(provider: name, repeated: renewedAfterRefusal)
-                        if !renewedAfterRefusal {
-                            logger.notice("FCM refused the access token (401 UNAUTHENTICATED); renewing it and sending again")
-                            attempt(request, deadline: deadline, renewedAfterRefusal: true, completion: completion)
-                            return
-                        }
-                        logger.error("FCM refused a freshly minted access token (401 UNAUTHENTICATED twice): check the service account's project and permissions")
+        }
+    }
+
+    /// One request with `token`; a 401 `UNAUTHENTICATED` answer renews the token and goes through `attempt` once more.
+    private func send(_ request: PreparedRequest, token: FCMAccessToken, deadline: ContinuousClock.Instant,
+                      renewedAfterRefusal: Bool,
+                      completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
+        // `prepare` put the current token's header array in already on the hot path: it is then sent as it is.
+        var headers = request.headers
+        if let index = headers.firstIndex(where: { $0.name == "authorization" }) {
+            if headers[index].value != token.headerValue { headers[index].value = token.headerValue }
+        } else {
+            headers.append(HTTPHeader("authorization", token.headerValue))
+        }
+        let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
+                                  headers: headers, body: request.body)
+        transport.start(wire, deadline: deadline) { [self] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let answer):
+                let response = interpret(answer)
+                if response.status == 401, response.reason == FCMResponseTable.unauthenticated {
+                    tokens.reportRejected(token.value)
+                    FCMMetrics.unauthenticated(provider: name, repeated: renewedAfterRefusal)
+                    if !renewedAfterRefusal {
+                        logger.notice("FCM refused the access token (401 UNAUTHENTICATED); renewing it and sending again")
+                        attempt(request, deadline: deadline, renewedAfterRefusal: true, completion: completion)
+                        return
                     }
-                    completion(.success(response))
+                    logger.error("FCM refused a freshly minted access token (401 UNAUTHENTICATED twice): check the service account's project and permissions")
                 }
+                completion(.success(response))
             }
         }
     }

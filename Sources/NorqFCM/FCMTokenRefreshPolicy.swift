@@ -1,8 +1,13 @@
+import NorqCore
+
 /// An OAuth access token as the token endpoint issued it.
 public struct FCMAccessToken: Sendable, Hashable, CustomStringConvertible {
     /// The bearer token. Never logged (`description` redacts it).
     public var value: String {
-        didSet { headerValue = "Bearer " + value }
+        didSet {
+            headerValue = "Bearer " + value
+            requestHeaders = Self.requestHeaders(authorization: headerValue)
+        }
     }
     /// When it was received (epoch seconds).
     public var issuedAt: Int64
@@ -14,10 +19,19 @@ public struct FCMAccessToken: Sendable, Hashable, CustomStringConvertible {
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
         self.headerValue = "Bearer " + value
+        self.requestHeaders = Self.requestHeaders(authorization: headerValue)
     }
 
     /// `Bearer <token>`: the `authorization` header value, made once per token (every request carries it).
     public private(set) var headerValue: String
+
+    /// The header fields of every send with this token (`content-type`, then `authorization`), made once per token:
+    /// every prepared request shares this one array, and the transport recognises it.
+    private(set) var requestHeaders: [HTTPHeader]
+
+    static func requestHeaders(authorization: String) -> [HTTPHeader] {
+        [HTTPHeader("content-type", "application/json; charset=UTF-8"), HTTPHeader("authorization", authorization)]
+    }
 
     public var description: String { "FCMAccessToken(<redacted>, issuedAt: \(issuedAt), expiresAt: \(expiresAt))" }
 }

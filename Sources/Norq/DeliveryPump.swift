@@ -258,18 +258,18 @@ final class DeliveryPump: Sendable {
     /// the target with its failure.
     private func prepareAndSend(_ job: DeliveryJob) {
         let prepared: PreparedJob
+        let now = router.clock.now()
         do {
             let request = try router.prepareRequest(target: job.target, provider: provider, plan: plan,
                                                     requestID: provider.readsRequestID ? job.requestID : nil)
-            prepared = PreparedJob(job: job, request: request,
-                                   deadline: router.clock.now().advanced(by: plan.options.deadline))
+            prepared = PreparedJob(job: job, request: request, deadline: now.advanced(by: plan.options.deadline))
         } catch {
             router.requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
             router.countFinal(.failed(error), provider: provider.name)
             endReservation(of: job, result: nil) { job.outcome(.failed(error), attempts: 0) }
             return
         }
-        send(prepared, previousAttempts: 0)
+        send(prepared, previousAttempts: 0, now: now)
     }
 
     /// Ends the dedup reservation of `job`, if it holds one: records `result` when it is definitive, else releases
@@ -295,7 +295,9 @@ final class DeliveryPump: Sendable {
 
     /// One attempt; its answer comes back through the provider's completion.
     /// `possiblyProcessed`: an earlier attempt may have been processed by the server.
-    private func send(_ attempt: PreparedJob, previousAttempts: Int, possiblyProcessed: Bool = false) {
+    /// `now`: the router clock's time when the caller has just read it (one clock read per push less).
+    private func send(_ attempt: PreparedJob, previousAttempts: Int, possiblyProcessed: Bool = false,
+                      now: ContinuousClock.Instant? = nil) {
         if previousAttempts > 0, router.isStopped {
             finished(attempt, .failed(NorqError(.providerShutDown, "the router shut down before a retry",
                                                 possiblyProcessed: possiblyProcessed)),
@@ -305,7 +307,7 @@ final class DeliveryPump: Sendable {
         let attempts = previousAttempts + 1
         router.metrics.count("sent", provider: provider.name)
         router.metrics.inFlightChanged(by: 1)
-        let started = router.clock.now()
+        let started = now ?? router.clock.now()
         provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
             router.metrics.inFlightChanged(by: -1)
             switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,

@@ -97,7 +97,7 @@ extension JSONValue {
         var s = s
         s.withUTF8 { bytes in
             // Most strings (tokens, ids, plain text) need no escape: one tight scan, then one copy.
-            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) {
+            if !ByteScan.mayNeedJSONEscape(bytes) {
                 out.append(contentsOf: bytes)
                 return
             }

@@ -31,24 +31,14 @@ public enum FCMTarget: Sendable, Hashable {
     public static func token(_ token: PushToken) throws(NorqError) -> FCMTarget {
         var text = token.token
         let valid = text.withUTF8 { bytes in
-            guard !bytes.isEmpty, bytes.count <= 4096 else { return false }
-            // One table lookup per byte (this runs for every FCM token sent).
-            return tokenBytes.withUnsafeBufferPointer { allowed in
-                var all: UInt8 = 1
-                for byte in bytes { all &= allowed[Int(byte)] }
-                return all == 1
-            }
+            // Eight bytes at a time (this runs for every FCM token sent).
+            !bytes.isEmpty && bytes.count <= 4096 && ByteScan.allTokenCharacters(bytes)
         }
         guard valid else {
             throw NorqError(.fcmInvalidTokenFormat,
                             "\(token.redacted) is not an FCM registration token (letters, digits, '-', '_', ':' and '.' only)")
         }
         return .token(token.token, platform: token.platform)
-    }
-
-    /// 1 for the bytes a registration token may hold (letters, digits, `-`, `_`, `:`, `.`), 0 for the others.
-    private static let tokenBytes: [UInt8] = (0..<256).map { c in
-        (48...57).contains(c) || (65...90).contains(c) || (97...122).contains(c) || [45, 95, 58, 46].contains(c) ? 1 : 0
     }
 
     /// The most topics one condition may name (FCM: "up to five topics in your conditional expression").

@@ -115,7 +115,7 @@ package struct HTTP2ConnectionStateMachine {
     private let configuration: Configuration
     private var state = State.awaitingSettings
     private var decoder: HTTP2FrameDecoder
-    private var hpackDecoder: HPACKDecoder
+    private var hpackDecoder: HPACKResponseDecoder
     private var encoder = HPACKRequestEncoder()
 
     private var queue = CircularBuffer<HTTP2RequestContext>()
@@ -169,7 +169,7 @@ package struct HTTP2ConnectionStateMachine {
         empty.clear()
         self.emptyBody = empty
         self.decoder = HTTP2FrameDecoder(maxHeaderBlockBytes: configuration.maxHeaderBlockBytes)
-        self.hpackDecoder = HPACKDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
+        self.hpackDecoder = HPACKResponseDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
                                          maxHeaderListSize: configuration.maxHeaderBlockBytes)
         self.warmingUp = configuration.warmUp != nil
         self.lastFrameReceived = now

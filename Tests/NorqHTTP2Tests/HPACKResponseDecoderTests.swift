@@ -1,0 +1,70 @@
+import NIOCore
+import NIOHPACK
+import Testing
+@testable import NorqHTTP2
+
+/// `HPACKResponseDecoder` answers a repeated block from memory only while the dynamic table is unchanged.
+@Suite struct HPACKResponseDecoderTests {
+    private func decoder() -> HPACKResponseDecoder {
+        HPACKResponseDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
+                             maxHeaderListSize: 16_384)
+    }
+
+    private func decode(_ bytes: [UInt8], with decoder: inout HPACKResponseDecoder) throws -> [String] {
+        var block = ByteBuffer(bytes: bytes)
+        let fields = try decoder.decodeHeaders(from: &block)
+        #expect(block.readableBytes == 0)
+        return fields.map { "\($0.name): \($0.value)" }
+    }
+
+    /// A literal with incremental indexing of a new name (RFC 7541 6.2.1): 0x40, name, value.
+    private func indexedLiteral(_ name: String, _ value: String) -> [UInt8] {
+        [0x40, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.utf8.count)] + Array(value.utf8)
+    }
+
+    /// `:status: 200` (static index 8), `content-length: 61` without indexing (static name 28), and a field of the
+    /// dynamic table (index 62), as a server repeats them answer after answer.
+    private let repeated: [UInt8] = [0x88, 0x0F, 0x0D, 0x02] + Array("61".utf8) + [0xBE]
+
+    @Test func aRepeatedBlockIsAnsweredFromMemoryWithTheSameFields() throws {
+        var decoder = decoder()
+        #expect(try decode(indexedLiteral("server", "one"), with: &decoder) == ["server: one"])
+        let first = try decode(repeated, with: &decoder)
+        #expect(first == [":status: 200", "content-length: 61", "server: one"])
+        #expect(decoder.reuses == 0)
+        for _ in 0..<3 { #expect(try decode(repeated, with: &decoder) == first) }
+        #expect(decoder.reuses == 3)
+    }
+
+    /// The same bytes after a block that changed the table mean other fields: they are decoded again.
+    @Test func aBlockThatChangesTheTableForgetsTheRememberedOne() throws {
+        var decoder = decoder()
+        _ = try decode(indexedLiteral("server", "one"), with: &decoder)
+        #expect(try decode(repeated, with: &decoder).last == "server: one")
+        _ = try decode(indexedLiteral("server", "two"), with: &decoder)  // now index 62
+        #expect(try decode(repeated, with: &decoder).last == "server: two")
+        #expect(decoder.reuses == 0)
+        // A table size update changes the table too.
+        _ = try decode(repeated, with: &decoder)
+        _ = try decode([0x20] + repeated.prefix(6), with: &decoder)  // size 0: the table is emptied
+        #expect(throws: (any Error).self) { try decode(repeated, with: &decoder) }  // index 62 is gone
+    }
+
+    @Test func classification() {
+        func neutral(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBytes { HPACKResponseDecoder.leavesTableUnchanged($0) }
+        }
+        #expect(neutral([]))
+        #expect(neutral([0x88, 0xBE]))                                   // indexed
+        #expect(neutral([0xFF, 0x80, 0x01]))                             // indexed, multi-byte index
+        #expect(neutral([0x0F, 0x0D, 0x01, 0x31]))                       // without indexing, indexed name
+        #expect(neutral([0x00, 0x01, 0x61, 0x01, 0x62]))                 // without indexing, literal name
+        #expect(neutral([0x10, 0x01, 0x61, 0x01, 0x62]))                 // never indexed
+        #expect(!neutral(indexedLiteral("a", "b")))                      // incremental indexing
+        #expect(!neutral([0x88, 0x20]))                                  // table size update
+        #expect(!neutral([0x0F, 0x0D, 0x05, 0x31]))                      // value past the end
+        #expect(!neutral([0x00, 0x01]))                                  // name past the end
+        #expect(!neutral([0xFF, 0x80]))                                  // integer past the end
+        #expect(!neutral([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]))    // integer too long
+    }
+}

@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // Options, measurement, the router and render benchmarks, shared by the executables.
@@ -31,6 +32,8 @@ let package = Package(
                 // Web Push mode (issue 16).
                 .product(name: "NorqWebPush", package: "norq-swift"),
                 .product(name: "NorqFCM", package: "norq-swift"),
+                // FCM mode: latencies from the router's own delivery-duration metric.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // The router: its process holds what an application using Norq holds, and no other HTTP client and no

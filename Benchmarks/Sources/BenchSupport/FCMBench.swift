@@ -60,7 +60,8 @@ package struct FCMBench {
         let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
         let fcm = try FCMProvider(name: "fcm", configuration: configuration, policy: policy,
                                   logger: RouterBench.quietLogger("norq.bench.fcm"))
-        return try RouterBench.makeRouter(options, provider: TimedProvider(inner: fcm, recorder: recorder))
+        // Latencies from the router's own metric (see `RouterLatencyMetrics`), not a wrapper around the provider.
+        return try RouterBench.makeRouter(options, provider: fcm, metricsFactory: RouterLatencyMetrics(recorder: recorder))
     }
 
     func recipients(_ range: Range<Int>) -> [Recipient] {

@@ -12,6 +12,8 @@ final class FCMConnectionTransport: FCMTransport {
     let pool: HTTP2ConnectionPool
     /// The last request head made and the request (without body) it was made for: see `head(for:)`.
     private let lastHead = Mutex<CachedHead?>(nil)
+    /// The last response header block's id and the fields made of it: see `headers(of:)`.
+    private let lastHeaders = Mutex<(id: UInt64, headers: [HTTPHeader])>((0, []))
 
     init(origin: FCMURL, configuration: FCMConfiguration, connections: Int, logger: Logger) throws(NorqError) {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -54,10 +56,7 @@ final class FCMConnectionTransport: FCMTransport {
         pool.start(head, bytes: request.body, deadline: nioDeadline) { result in
             switch result {
             case .success(let response):
-                var headers: [HTTPHeader] = []
-                headers.reserveCapacity(response.fields.count)
-                response.forEachField { headers.append(HTTPHeader($0, $1)) }  // no intermediate array
-                completion(.success(FCMWireResponse(status: response.status, headers: headers,
+                completion(.success(FCMWireResponse(status: response.status, headers: self.headers(of: response),
                                                     body: Array(response.body.readableBytesView))))
             case .failure(let error):
                 completion(.failure(Self.norqError(error)))
@@ -101,6 +100,18 @@ final class FCMConnectionTransport: FCMTransport {
             self.headers = headers
             self.head = head
         }
+    }
+
+    /// The regular header fields of `response`; the last array made when its header block is the last one's
+    /// (`fieldsID`: a server repeats one block answer after answer).
+    func headers(of response: HTTP2Response) -> [HTTPHeader] {
+        let id = response.fieldsID
+        if id != 0, let cached = lastHeaders.withLock({ $0.id == id ? $0.headers : nil }) { return cached }
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(response.fields.count)
+        response.forEachField { headers.append(HTTPHeader($0, $1)) }  // no intermediate array
+        if id != 0 { lastHeaders.withLock { $0 = (id, headers) } }
+        return headers
     }
 
     /// `HTTP2ClientError` -> `NorqError`: deadline, shut-down or transport failure, keeping `possiblyProcessed`.

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+import Synchronization
 
 /// NIOHPACK's decoder, remembering the last header block that left the dynamic table as it was.
 ///
@@ -12,9 +13,40 @@ struct HPACKResponseDecoder {
     /// The largest block remembered; a longer one is always decoded.
     static let maxRememberedBytes = 512
 
+    /// A decoded header block and what every response reads of it, worked out once per distinct block.
+    struct Block {
+        var fields: HPACKHeaders
+        /// RFC 9113 6.5.2's size: names and values plus 32 octets per field.
+        var listSize: Int
+        /// The first `:status` field's value as a number, if it is one.
+        var status: Int?
+        /// The same for every block answered from memory, and never the same for two decoded blocks (of any
+        /// connection in the process): a cache of what is made from `fields` may key on it.
+        var id: UInt64
+
+        init(fields: HPACKHeaders, id: UInt64) {
+            self.fields = fields
+            self.id = id
+            var listSize = 0
+            var status: Int?
+            var statusSeen = false
+            for field in fields {
+                listSize += field.name.utf8.count + field.value.utf8.count + 32
+                if !statusSeen, field.name == ":status" {
+                    statusSeen = true
+                    status = Int(field.value)
+                }
+            }
+            self.listSize = listSize
+            self.status = status
+        }
+    }
+
+    private static let blockIDs = Atomic<UInt64>(0)
+
     private var decoder: HPACKDecoder
     private var rememberedBlock: [UInt8] = []
-    private var rememberedFields: HPACKHeaders?
+    private var remembered: Block?
     /// How many blocks were answered from the remembered one (for tests and diagnosis).
     private(set) var reuses = 0
 
@@ -24,24 +56,25 @@ struct HPACKResponseDecoder {
     }
 
     /// The fields of `block`, which is consumed. Throws NIOHPACK's errors.
-    mutating func decodeHeaders(from block: inout ByteBuffer) throws -> HPACKHeaders {
-        if let fields = rememberedFields, block.readableBytes == rememberedBlock.count,
+    mutating func decodeHeaders(from block: inout ByteBuffer) throws -> Block {
+        if let remembered, block.readableBytes == rememberedBlock.count,
            block.withUnsafeReadableBytes({ bytes in rememberedBlock.withUnsafeBytes { $0.elementsEqual(bytes) } }) {
             block.moveReaderIndex(forwardBy: block.readableBytes)
             reuses &+= 1
-            return fields
+            return remembered
         }
         let neutral = block.readableBytes <= Self.maxRememberedBytes
             && block.withUnsafeReadableBytes { Self.leavesTableUnchanged(UnsafeRawBufferPointer($0)) }
-        rememberedFields = nil
+        remembered = nil
         if neutral {
             // The array's storage is reused from block to block.
             rememberedBlock.removeAll(keepingCapacity: true)
             rememberedBlock.append(contentsOf: block.readableBytesView)
         }
-        let fields = try decoder.decodeHeaders(from: &block)
-        if neutral { rememberedFields = fields }
-        return fields
+        let decoded = Block(fields: try decoder.decodeHeaders(from: &block),
+                            id: Self.blockIDs.wrappingAdd(1, ordering: .relaxed).newValue)
+        if neutral { remembered = decoded }
+        return decoded
     }
 
     /// True when every field representation of `block` leaves the dynamic table unchanged (RFC 7541 6.1-6.2.3:

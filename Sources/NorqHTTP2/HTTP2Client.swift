@@ -71,6 +71,10 @@ package struct HTTP2Response: Sendable {
     package var fields: HPACKHeaders
     /// At most ``HTTP2ClientConfiguration/maxResponseBodyBytes``.
     package var body: ByteBuffer
+    /// Equal for two responses whose `fields` are the same decoded header block (a server repeating its answer's
+    /// headers); never equal for different ones. 0: unknown (made by hand, or trailers appended). What a caller
+    /// makes of `fields` (its own header type) may be cached under it.
+    package var fieldsID: UInt64 = 0
 
     package init(status: Int, fields: HPACKHeaders, body: ByteBuffer = ByteBuffer()) {
         self.status = status

@@ -89,6 +89,8 @@ package struct HTTP2ConnectionStateMachine {
         var status: Int?
         /// The final response's header block as decoded, trailers appended.
         var fields = HPACKHeaders()
+        /// The decoded block's id (`HPACKResponseDecoder.Block.id`); 0 once trailers were appended.
+        var fieldsID: UInt64 = 0
         /// Nil until DATA arrives (most push answers have none).
         var body: ByteBuffer?
         var sendWindow: Int
@@ -324,7 +326,7 @@ package struct HTTP2ConnectionStateMachine {
             receiveData(streamID: id, payload, endStream: endStream, flowControlledLength: flowControlledLength, now: now)
         case .headers(let id, var block, let endStream):
             // Decoded even for a stream already closed: the HPACK table must stay in step with the server's.
-            let headers: HPACKHeaders
+            let headers: HPACKResponseDecoder.Block
             do {
                 headers = try hpackDecoder.decodeHeaders(from: &block)
             } catch {
@@ -420,10 +422,10 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
 
-    private mutating func receiveHeaders(streamID id: Int32, _ headers: HPACKHeaders, endStream: Bool, now: NIODeadline) {
+    private mutating func receiveHeaders(streamID id: Int32, _ block: HPACKResponseDecoder.Block, endStream: Bool,
+                                         now: NIODeadline) {
         guard let index = streams.index(forKey: id) else { return }
-        var listSize = 0
-        for header in headers { listSize += header.name.utf8.count + header.value.utf8.count + 32 }
+        let listSize = block.listSize
         guard listSize <= configuration.maxHeaderListSize else {
             // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
@@ -432,12 +434,7 @@ package struct HTTP2ConnectionStateMachine {
             return
         }
         if withStream(at: index, { $0.status == nil }) {
-            var status: Int?
-            for header in headers where header.name == ":status" {
-                status = Int(header.value)
-                break
-            }
-            guard let status, (100...999).contains(status) else {
+            guard let status = block.status, (100...999).contains(status) else {
                 streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                             "HTTP/2 response without a valid :status", now: now)
                 return
@@ -453,7 +450,8 @@ package struct HTTP2ConnectionStateMachine {
             }
             withStream(at: index) { stream in
                 stream.status = status
-                stream.fields = headers  // kept as decoded: no copy
+                stream.fields = block.fields  // kept as decoded: no copy
+                stream.fieldsID = block.id
             }
         } else if !endStream {
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
@@ -462,7 +460,8 @@ package struct HTTP2ConnectionStateMachine {
         } else {
             // Trailers: their regular fields join the response's.
             withStream(at: index) { stream in
-                for header in headers where !header.name.hasPrefix(":") {
+                stream.fieldsID = 0
+                for header in block.fields where !header.name.hasPrefix(":") {
                     stream.fields.add(name: header.name, value: header.value)
                 }
             }
@@ -636,8 +635,9 @@ package struct HTTP2ConnectionStateMachine {
         warmingUp = false  // any complete answer ends the warm-up
         counts.completed += 1
         lastStreamActivity = now
-        actions.append(.succeed(stream.request, HTTP2Response(status: stream.status ?? 0, fields: stream.fields,
-                                                              body: stream.body ?? emptyBody)))
+        var response = HTTP2Response(status: stream.status ?? 0, fields: stream.fields, body: stream.body ?? emptyBody)
+        response.fieldsID = stream.fieldsID
+        actions.append(.succeed(stream.request, response))
         startStreams(now: now)
         closeIfDrained()
     }

@@ -12,9 +12,9 @@ import Testing
 
     private func decode(_ bytes: [UInt8], with decoder: inout HPACKResponseDecoder) throws -> [String] {
         var block = ByteBuffer(bytes: bytes)
-        let fields = try decoder.decodeHeaders(from: &block)
+        let decoded = try decoder.decodeHeaders(from: &block)
         #expect(block.readableBytes == 0)
-        return fields.map { "\($0.name): \($0.value)" }
+        return decoded.fields.map { "\($0.name): \($0.value)" }
     }
 
     /// A literal with incremental indexing of a new name (RFC 7541 6.2.1): 0x40, name, value.
@@ -48,6 +48,30 @@ import Testing
         _ = try decode(repeated, with: &decoder)
         _ = try decode([0x20] + repeated.prefix(6), with: &decoder)  // size 0: the table is emptied
         #expect(throws: (any Error).self) { try decode(repeated, with: &decoder) }  // index 62 is gone
+    }
+
+    /// A remembered block keeps its id, status and list size; every decoded block gets a new id.
+    @Test func idsStatusAndListSize() throws {
+        var decoder = decoder()
+        var setup = ByteBuffer(bytes: indexedLiteral("server", "one"))
+        let first = try decoder.decodeHeaders(from: &setup)
+        #expect(first.status == nil)
+        var block = ByteBuffer(bytes: repeated)
+        let decoded = try decoder.decodeHeaders(from: &block)
+        block = ByteBuffer(bytes: repeated)
+        let reused = try decoder.decodeHeaders(from: &block)
+        #expect(decoded.id != first.id && decoded.id != 0)
+        #expect(reused.id == decoded.id)
+        #expect(reused.status == 200)
+        #expect(reused.listSize == (7 + 3 + 32) + (14 + 2 + 32) + (6 + 3 + 32))
+        // A first `:status` that is not a number is the status, not a later one.
+        var twoStatuses = ByteBuffer(bytes: [0x08, 0x01] + Array("x".utf8) + [0x88])
+        #expect(try decoder.decodeHeaders(from: &twoStatuses).status == nil)
+        // Another decoder's blocks never share an id with this one's.
+        var other = self.decoder()
+        block = ByteBuffer(bytes: [0x88])
+        let elsewhere = try other.decodeHeaders(from: &block)
+        #expect(elsewhere.id != decoded.id && elsewhere.id != first.id)
     }
 
     @Test func classification() {

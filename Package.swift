@@ -336,7 +336,7 @@ let package = Package(
         .testTarget(
             name: "NorqFCMTests",
             dependencies: [
-                "NorqFCM", "NorqCore", "NorqAPNs", "NorqTesting", "NorqProviderTesting", "Norq",
+                "NorqFCM", "NorqCore", "NorqAPNs", "NorqTesting", "NorqProviderTesting", "Norq", "NorqHTTP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -24,30 +24,41 @@ package enum ByteScan {
         return atLeastLower & ~aboveUpper & highBits
     }
 
-    /// True when every byte is an ASCII letter, a digit, `-`, `_`, `:` or `.` (an FCM registration token's
-    /// characters). True for an empty buffer.
-    package static func allTokenCharacters(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// True when `word` passes for each whole 8-byte word of `bytes` (read little-endian, with its offset) and
+    /// `byte` for each byte after the last whole word. Stops at the first that does not.
+    @inline(__always)
+    private static func allPass(_ bytes: UnsafeBufferPointer<UInt8>, word: (UInt64, Int) -> Bool,
+                                byte: (UInt8) -> Bool) -> Bool {
         var index = 0
         let count = bytes.count
         if let base = bytes.baseAddress {
             let raw = UnsafeRawPointer(base)
             while index + 8 <= count {
-                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                if word & highBits != 0 { return false }
-                let valid = inRange(word, 0x2D, 0x2E)           // - .
-                    | inRange(word, 0x30, 0x3A)                  // 0-9 :
-                    | inRange(word, 0x41, 0x5A)                  // A-Z
-                    | inRange(word, 0x5F, 0x5F)                  // _
-                    | inRange(word, 0x61, 0x7A)                  // a-z
-                if valid != highBits { return false }
+                guard word(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)), index) else {
+                    return false
+                }
                 index += 8
             }
         }
         while index < count {
-            if !isTokenCharacter(bytes[index]) { return false }
+            guard byte(bytes[index]) else { return false }
             index += 1
         }
         return true
+    }
+
+    /// True when every byte is an ASCII letter, a digit, `-`, `_`, `:` or `.` (an FCM registration token's
+    /// characters). True for an empty buffer.
+    package static func allTokenCharacters(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        allPass(bytes, word: { word, _ in
+            guard word & highBits == 0 else { return false }
+            let valid = inRange(word, 0x2D, 0x2E)           // - .
+                | inRange(word, 0x30, 0x3A)                  // 0-9 :
+                | inRange(word, 0x41, 0x5A)                  // A-Z
+                | inRange(word, 0x5F, 0x5F)                  // _
+                | inRange(word, 0x61, 0x7A)                  // a-z
+            return valid == highBits
+        }, byte: isTokenCharacter)
     }
 
     /// The per-byte definition of `allTokenCharacters`.
@@ -61,31 +72,18 @@ package enum ByteScan {
     }
 
     /// True when some byte may need a JSON escape: a control character (< 0x20), `"`, `\`, or 0xE2 (the first
-    /// byte of U+2028 and U+2029, which `JSONValue` escapes). Conservative for bytes >= 0x80 only in the sense
-    /// that any word holding one is checked byte by byte.
+    /// byte of U+2028 and U+2029, which `JSONValue` escapes). A word holding a byte >= 0x80 is checked byte by byte.
     package static func mayNeedJSONEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var index = 0
-        let count = bytes.count
-        if let base = bytes.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while index + 8 <= count {
-                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                if word & highBits == 0 {
-                    let control = ~inRange(word, 0x20, 0x7F) & highBits
-                    let quote = zeroBytes(word ^ (ones &* 0x22))
-                    let backslash = zeroBytes(word ^ (ones &* 0x5C))
-                    if control | quote | backslash != 0 { return true }
-                } else {
-                    for offset in 0..<8 where needsJSONEscape(bytes[index + offset]) { return true }
-                }
-                index += 8
+        !allPass(bytes, word: { word, index in
+            guard word & highBits == 0 else {
+                for offset in 0..<8 where needsJSONEscape(bytes[index + offset]) { return false }
+                return true
             }
-        }
-        while index < count {
-            if needsJSONEscape(bytes[index]) { return true }
-            index += 1
-        }
-        return false
+            let control = ~inRange(word, 0x20, 0x7F) & highBits
+            let quote = zeroBytes(word ^ (ones &* 0x22))
+            let backslash = zeroBytes(word ^ (ones &* 0x5C))
+            return control | quote | backslash == 0
+        }, byte: { !needsJSONEscape($0) })
     }
 
     /// The per-byte definition of `mayNeedJSONEscape`.

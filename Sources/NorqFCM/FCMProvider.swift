@@ -150,10 +150,14 @@ public final class FCMProvider: PushProvider {
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         let requestDeadline = min(deadline, .now + configuration.requestTimeout)
-        attempt(request, deadline: requestDeadline, renewedAfterRefusal: false, completion: completion)
+        // The wire request carries what the send needs (and a resend after a 401): the closures below capture it,
+        // not the whole prepared request.
+        let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
+                                  headers: request.headers, body: request.body)
+        attempt(wire, deadline: requestDeadline, renewedAfterRefusal: false, completion: completion)
     }
 
-    private func attempt(_ request: PreparedRequest, deadline: ContinuousClock.Instant, renewedAfterRefusal: Bool,
+    private func attempt(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, renewedAfterRefusal: Bool,
                          completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         // The usual case, a cached token the policy reuses, goes on without a closure for the token.
         if let token = tokens.reusableToken() {
@@ -173,30 +177,29 @@ public final class FCMProvider: PushProvider {
     }
 
     /// One request with `token`; a 401 `UNAUTHENTICATED` answer renews the token and goes through `attempt` once more.
-    private func send(_ request: PreparedRequest, token: FCMAccessToken, deadline: ContinuousClock.Instant,
+    private func send(_ request: FCMWireRequest, token: FCMAccessToken, deadline: ContinuousClock.Instant,
                       renewedAfterRefusal: Bool,
                       completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         // `prepare` put the current token's header array in already on the hot path: it is then sent as it is.
-        var headers = request.headers
-        if let index = headers.firstIndex(where: { $0.name == "authorization" }) {
-            if headers[index].value != token.headerValue { headers[index].value = token.headerValue }
+        var wire = request
+        if let index = wire.headers.firstIndex(where: { $0.name == "authorization" }) {
+            if wire.headers[index].value != token.headerValue { wire.headers[index].value = token.headerValue }
         } else {
-            headers.append(HTTPHeader("authorization", token.headerValue))
+            wire.headers.append(HTTPHeader("authorization", token.headerValue))
         }
-        let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
-                                  headers: headers, body: request.body)
-        transport.start(wire, deadline: deadline) { [self] result in
+        let tokenValue = token.value
+        transport.start(wire, deadline: deadline) { [self, wire] result in
             switch result {
             case .failure(let error):
                 completion(.failure(error))
             case .success(let answer):
                 let response = interpret(answer)
                 if response.status == 401, response.reason == FCMResponseTable.unauthenticated {
-                    tokens.reportRejected(token.value)
+                    tokens.reportRejected(tokenValue)
                     FCMMetrics.unauthenticated(provider: name, repeated: renewedAfterRefusal)
                     if !renewedAfterRefusal {
                         logger.notice("FCM refused the access token (401 UNAUTHENTICATED); renewing it and sending again")
-                        attempt(request, deadline: deadline, renewedAfterRefusal: true, completion: completion)
+                        attempt(wire, deadline: deadline, renewedAfterRefusal: true, completion: completion)
                         return
                     }
                     logger.error("FCM refused a freshly minted access token (401 UNAUTHENTICATED twice): check the service account's project and permissions")

@@ -12,20 +12,20 @@ extension NotificationRouter {
            let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: prepared.job.provider.name,
                                               environment: prepared.request.environment,
                                               recipientID: prepared.job.recipientID) {
-            requestLogger(prepared.job).info("device token is invalid", metadata: ["apns.reason": "\(event.reason)"])
+            requestLogger(prepared.job).info("device token is invalid", metadata: ["norq.reason": "\(event.reason)"])
             publish(event)
         }
         return prepared.job.outcome(result, attempts: attempts)
     }
 
-    /// The per-request logger (metadata: provider, redacted token, apns-id, template), built only on the paths
+    /// The per-request logger (metadata: provider, redacted token, request id, template), built only on the paths
     /// that log: building it for every token cost a metadata dictionary and four strings each.
     @inline(never)
     func requestLogger(_ job: DeliveryJob) -> Logger {
         var log = logger
         log[metadataKey: "norq.provider"] = "\(job.provider.name)"
         log[metadataKey: "norq.token"] = "\(job.target.redacted)"
-        log[metadataKey: "apns.id"] = "\(job.requestID)"
+        log[metadataKey: "norq.request-id"] = "\(job.requestID)"
         if let template = job.plan.templateName { log[metadataKey: "norq.template"] = "\(template)" }
         return log
     }
@@ -74,7 +74,7 @@ extension NotificationRouter {
         let decision = provider.policy.retry.decision(afterAttempt: attempts, failure: failure, remaining: remaining,
                                                       randomUnit: clock.random(), collapsible: collapsible)
         var failureLog = requestLogger(prepared.job)
-        if let reason = lastResponse?.reason { failureLog[metadataKey: "apns.reason"] = "\(reason)" }
+        if let reason = lastResponse?.reason { failureLog[metadataKey: "norq.reason"] = "\(reason)" }
         if let status = lastResponse?.status { failureLog[metadataKey: "norq.status"] = "\(status)" }
         if let lastError { failureLog[metadataKey: "norq.error"] = "\(lastError.code)" }
         switch decision {

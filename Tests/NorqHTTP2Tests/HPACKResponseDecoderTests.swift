@@ -74,6 +74,48 @@ import Testing
         #expect(elsewhere.id != decoded.id && elsewhere.id != first.id)
     }
 
+    /// Differential: random sequences of blocks from NIOHPACK's encoder (fields from a small pool, so entries repeat
+    /// and the table fills and evicts; random indexing), with earlier blocks' exact bytes sent again now and then,
+    /// decode to the same fields through `HPACKResponseDecoder` as through a plain `HPACKDecoder`, or both fail.
+    @Test func matchesAPlainDecoderOnRandomSequences() throws {
+        var generator = SystemRandomNumberGenerator()
+        let names = [":status", "content-type", "date", "server", "x-a", "x-b", "content-length"]
+        let values = ["200", "400", "application/json", "one", "two", String(repeating: "v", count: 300), "61"]
+        let indexings: [HPACKIndexing] = [.indexable, .indexable, .nonIndexable, .neverIndexed]
+        var reuses = 0
+        for _ in 0..<150 {
+            var encoder = HPACKEncoder(allocator: ByteBufferAllocator(), useHuffmanEncoding: Bool.random(using: &generator))
+            var plain = HPACKDecoder(allocator: ByteBufferAllocator())
+            var ours = decoder()
+            var sent: [[UInt8]] = []
+            for _ in 0..<40 {
+                let bytes: [UInt8]
+                if !sent.isEmpty, Int.random(in: 0..<3, using: &generator) == 0 {
+                    bytes = sent.randomElement(using: &generator)!
+                } else {
+                    var fields = HPACKHeaders()
+                    for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                        fields.add(name: names.randomElement(using: &generator)!,
+                                   value: values.randomElement(using: &generator)!,
+                                   indexing: indexings.randomElement(using: &generator)!)
+                    }
+                    var buffer = ByteBuffer()
+                    try encoder.encode(headers: fields, to: &buffer)
+                    bytes = Array(buffer.readableBytesView)
+                }
+                sent.append(bytes)
+                var forPlain = ByteBuffer(bytes: bytes)
+                var forOurs = ByteBuffer(bytes: bytes)
+                let expected = try? plain.decodeHeaders(from: &forPlain)
+                let actual = try? ours.decodeHeaders(from: &forOurs)
+                #expect(actual?.fields.map { "\($0.name): \($0.value)" } == expected?.map { "\($0.name): \($0.value)" })
+                if expected == nil { break }  // the two decoders' states after an error are not comparable
+            }
+            reuses += ours.reuses
+        }
+        #expect(reuses > 0, "the sequences never repeated a block the decoder could reuse")
+    }
+
     @Test func classification() {
         func neutral(_ bytes: [UInt8]) -> Bool {
             bytes.withUnsafeBytes { HPACKResponseDecoder.leavesTableUnchanged($0) }

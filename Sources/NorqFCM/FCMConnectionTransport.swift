@@ -10,7 +10,7 @@ import Synchronization
 /// when it is another origin). `HTTP2ClientError` becomes `NorqError` keeping `possiblyProcessed`.
 final class FCMConnectionTransport: FCMTransport {
     let pool: HTTP2ConnectionPool
-    /// The last request head made and the request (without body) it was made for: see `head(for:)`.
+    /// The last request head made and the header array it was made from: see `head(for:)`.
     private let lastHead = Mutex<CachedHead?>(nil)
     /// The last response header block's id and the fields made of it: see `headers(of:)`.
     private let lastHeaders = Mutex<(id: UInt64, headers: [HTTPHeader])>((0, []))
@@ -67,8 +67,8 @@ final class FCMConnectionTransport: FCMTransport {
     /// The HTTP/2 head of `request`: the last one made when the request has the same method, authority, path and
     /// header array (every send with one access token shares its header array), else a new one.
     func head(for request: FCMWireRequest) -> HTTP2RequestHead {
-        if let last = lastHead.withLock({ $0 }), last.headers == request.headers, last.path == request.path,
-           last.authority == request.authority, last.method == request.method {
+        if let last = lastHead.withLock({ $0 }), last.headers == request.headers, last.head.path == request.path,
+           last.head.authority == request.authority, last.head.method == request.method {
             return last.head
         }
         var fields: [HTTP2HeaderField] = []
@@ -79,24 +79,18 @@ final class FCMConnectionTransport: FCMTransport {
         }
         let head = HTTP2RequestHead(method: request.method, scheme: "https", authority: request.authority,
                                     path: request.path, fields: fields)
-        let made = CachedHead(method: request.method, authority: request.authority, path: request.path,
-                              headers: request.headers, head: head)
+        let made = CachedHead(headers: request.headers, head: head)
         lastHead.withLock { $0 = made }
         return head
     }
 
-    /// A request head and what it was made from (immutable: read outside the lock, one reference to copy).
+    /// A request head and the header array it was made from (its method, authority and path are the head's own;
+    /// immutable: read outside the lock, one reference to copy).
     private final class CachedHead: Sendable {
-        let method: String
-        let authority: String
-        let path: String
         let headers: [HTTPHeader]
         let head: HTTP2RequestHead
 
-        init(method: String, authority: String, path: String, headers: [HTTPHeader], head: HTTP2RequestHead) {
-            self.method = method
-            self.authority = authority
-            self.path = path
+        init(headers: [HTTPHeader], head: HTTP2RequestHead) {
             self.headers = headers
             self.head = head
         }

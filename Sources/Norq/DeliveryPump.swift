@@ -28,6 +28,8 @@ final class DeliveryPump: Sendable {
     private let limit: Int
     /// The router's dedup store when it answers without waiting (then no task is started per token).
     private let immediateStore: (any ImmediateDeduplicationStore)?
+    /// The provider's metric instruments, looked up once per send (not by name per push).
+    private let instruments: RouterMetrics.ProviderInstruments?
     /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
     private let cancelled = Atomic<Bool>(false)
     /// A wait: work on a target in a slot that suspends (a backoff, a dedup store call).
@@ -57,6 +59,7 @@ final class DeliveryPump: Sendable {
         self.sink = sink
         self.limit = max(1, provider.policy.maxInFlight)
         self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
+        self.instruments = router.metrics.instruments(of: provider.name)
     }
 
     /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
@@ -305,13 +308,13 @@ final class DeliveryPump: Sendable {
             return
         }
         let attempts = previousAttempts + 1
-        router.metrics.count("sent", provider: provider.name)
+        if let instruments { instruments.sent.increment() } else { router.metrics.count("sent", provider: provider.name) }
         router.metrics.inFlightChanged(by: 1)
         let started = now ?? router.clock.now()
         provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
             router.metrics.inFlightChanged(by: -1)
             switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
-                                       earlierPossiblyProcessed: possiblyProcessed) {
+                                       earlierPossiblyProcessed: possiblyProcessed, instruments: instruments) {
             case .done(let result, let lastResponse):
                 finished(attempt, result, attempts: attempts, lastResponse: lastResponse)
             case .retry(let delay, let lastResponse, let lastError, let possiblyProcessed):
@@ -351,11 +354,12 @@ final class DeliveryPump: Sendable {
                           lastResponse: DeliveryResponse?) {
         guard attempt.job.dedupKey != nil else {
             // The common case, without the closure `endReservation` needs (an allocation per notification).
-            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse))
+            emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse,
+                                                     instruments: instruments))
             return
         }
-        endReservation(of: attempt.job, result: result) { [router] in
-            router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse)
+        endReservation(of: attempt.job, result: result) { [router, instruments] in
+            router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse, instruments: instruments)
         }
     }
 }

@@ -4,9 +4,13 @@ import NorqCore
 extension NotificationRouter {
     /// Metrics, the invalid-token event and the outcome of a finished delivery.
     func finish(_ prepared: PreparedJob, result: PushOutcome.Result, attempts: Int,
-                lastResponse: DeliveryResponse?) -> PushOutcome {
+                lastResponse: DeliveryResponse?, instruments: RouterMetrics.ProviderInstruments? = nil) -> PushOutcome {
         // `prepared.job` is read in place, not copied (a copy retains each of its references).
-        countFinal(result, provider: prepared.job.provider.name)
+        if case .delivered = result, let instruments {
+            instruments.delivered.increment()
+        } else {
+            countFinal(result, provider: prepared.job.provider.name)
+        }
         if let lastResponse, prepared.job.provider.isInvalidTokenAnswer(lastResponse),
            case .token(let token) = prepared.job.target,
            let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: prepared.job.provider.name,
@@ -40,7 +44,34 @@ extension NotificationRouter {
     /// Classifies one attempt's answer and asks the retry policy what comes next. `earlierPossiblyProcessed`: an
     /// earlier attempt of this target may have been processed (it was re-sent under `retry.ambiguous`).
     func afterAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob, attempts: Int,
-                      started: ContinuousClock.Instant, earlierPossiblyProcessed: Bool = false) -> AttemptStep {
+                      started: ContinuousClock.Instant, earlierPossiblyProcessed: Bool = false,
+                      instruments: RouterMetrics.ProviderInstruments? = nil) -> AttemptStep {
+        // The delivered path reads `prepared` in place: a copy of its request or of the provider retained each
+        // of their references once more per push.
+        if case .success(let response) = answer {
+            let latency = started.duration(to: clock.now())
+            if let instruments { instruments.recordLatency(latency) } else {
+                metrics.recordLatency(latency, provider: prepared.job.provider.name)
+            }
+            if response.classification == .delivered || (200..<300).contains(response.status) {
+                if logger.logLevel <= .trace {
+                    requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
+                }
+                let delivered = PushOutcome.Delivered(status: response.status,
+                                                      messageID: response.messageID ?? prepared.request.requestID
+                                                          ?? prepared.job.requestID,
+                                                      uniqueID: response.uniqueID)
+                // A delivered answer is no invalid-token answer: `finish` needs no answer to look at.
+                return .done(.delivered(delivered), lastResponse: nil)
+            }
+        }
+        return afterUndeliveredAttempt(answer, attempt: prepared, attempts: attempts,
+                                       earlierPossiblyProcessed: earlierPossiblyProcessed)
+    }
+
+    /// `afterAttempt` for an answer that is not a delivery, or a failure: the retry policy's decision.
+    private func afterUndeliveredAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob,
+                                         attempts: Int, earlierPossiblyProcessed: Bool) -> AttemptStep {
         let request = prepared.request
         let deadline = prepared.deadline
         let provider = prepared.job.provider
@@ -49,17 +80,6 @@ extension NotificationRouter {
         var lastError: NorqError?
         switch answer {
         case .success(let response):
-            metrics.recordLatency(started.duration(to: clock.now()), provider: provider.name)
-            if response.classification == .delivered || (200..<300).contains(response.status) {
-                if logger.logLevel <= .trace {
-                    requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
-                }
-                let delivered = PushOutcome.Delivered(status: response.status,
-                                                      messageID: response.messageID ?? request.requestID
-                                                          ?? prepared.job.requestID,
-                                                      uniqueID: response.uniqueID)
-                return .done(.delivered(delivered), lastResponse: response)
-            }
             lastResponse = response
             failure = DeliveryFailure(response)
         case .failure(let error):

@@ -23,7 +23,7 @@ final class RouterMetrics: Sendable {
     /// finds them by a scan of a few names, without hashing one, building a key or taking a lock.
     /// A class: a lookup hands out one reference, not five (a copy of a struct of five instruments was five
     /// retains and five releases, three lookups per token).
-    private final class ProviderInstruments: Sendable {
+    final class ProviderInstruments: Sendable {
         let sent: Counter
         let delivered: Counter
         let retried: Counter
@@ -36,6 +36,11 @@ final class RouterMetrics: Sendable {
             self.retried = retried
             self.deduplicated = deduplicated
             self.latency = latency
+        }
+
+        func recordLatency(_ duration: Duration) {
+            let (seconds, attoseconds) = duration.components
+            latency.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
 
         func counter(_ name: String) -> Counter? {
@@ -72,7 +77,7 @@ final class RouterMetrics: Sendable {
 
     /// A provider's own instruments (a router has a handful of providers: a scan compares a few short names, where
     /// a dictionary hashed the name per call, three calls per token).
-    private func instruments(of provider: String) -> ProviderInstruments? {
+    func instruments(of provider: String) -> ProviderInstruments? {
         for index in plain.indices where plain[index].provider == provider { return plain[index].instruments }
         return nil
     }
@@ -100,7 +105,11 @@ final class RouterMetrics: Sendable {
     }
 
     func recordLatency(_ duration: Duration, provider: String) {
-        let timer = instruments(of: provider)?.latency ?? timers.withLock { timers in
+        if let instruments = instruments(of: provider) {
+            instruments.recordLatency(duration)
+            return
+        }
+        let timer = timers.withLock { timers in
             if let existing = timers[provider] { return existing }
             let made = Timer(label: "\(prefix)_delivery_duration", dimensions: [("provider", provider)],
                              factory: factory)

@@ -23,17 +23,18 @@ final class TargetCursor: Sendable {
     /// The next target, its position and its recipient's id; nil once every target was handed out.
     func next() -> (Int, DeliveryTarget, String?)? {
         state.withLock { s in
+            // The recipient is read in place (a copy of it retained its arrays and id per target).
             while s.recipient < recipients.count {
-                let recipient = recipients[s.recipient]
-                let tokens = recipient.tokens.count
-                if s.index < tokens + recipient.channels.count {
+                let tokens = recipients[s.recipient].tokens.count
+                if s.index < tokens + recipients[s.recipient].channels.count {
                     let target: DeliveryTarget = s.index < tokens
-                        ? .token(recipient.tokens[s.index])
-                        : .channel(recipient.channels[s.index - tokens])
+                        ? .token(recipients[s.recipient].tokens[s.index])
+                        : .channel(recipients[s.recipient].channels[s.index - tokens])
                     let position = s.position
+                    let id = recipients[s.recipient].id
                     s.index += 1
                     s.position += 1
-                    return (position, target, recipient.id)
+                    return (position, target, id)
                 }
                 s.recipient += 1
                 s.index = 0

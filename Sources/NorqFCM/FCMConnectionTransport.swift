@@ -47,17 +47,19 @@ final class FCMConnectionTransport: FCMTransport {
         return (api, try FCMConnectionTransport(origin: token, configuration: configuration, connections: 1, logger: logger))
     }
 
-    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant,
+    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
                completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void) {
         let head = self.head(for: request)
-        let remaining = ContinuousClock.now.duration(to: deadline)
+        let remaining = now.duration(to: deadline)
         let (seconds, attoseconds) = remaining.components
         let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
         pool.start(head, bytes: request.body, deadline: nioDeadline) { result in
             switch result {
             case .success(let response):
+                // `getBytes` copies with one memcpy (`Array(readableBytesView)` went through the generic collection copy).
+                let body = response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
                 completion(.success(FCMWireResponse(status: response.status, headers: self.headers(of: response),
-                                                    body: Array(response.body.readableBytesView))))
+                                                    body: body)))
             case .failure(let error):
                 completion(.failure(Self.norqError(error)))
             }

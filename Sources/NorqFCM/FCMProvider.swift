@@ -149,26 +149,30 @@ public final class FCMProvider: PushProvider {
     /// deadline (`timeout`, default 15 s) inside the caller's. `completion` runs exactly once.
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
-        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        let now = ContinuousClock.now
+        let requestDeadline = min(deadline, now + configuration.requestTimeout)
         // The wire request carries what the send needs (and a resend after a 401): the closures below capture it,
         // not the whole prepared request.
         let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
                                   headers: request.headers, body: request.body)
-        attempt(wire, deadline: requestDeadline, renewedAfterRefusal: false, completion: completion)
+        attempt(wire, deadline: requestDeadline, now: now, renewedAfterRefusal: false, completion: completion)
     }
 
-    private func attempt(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, renewedAfterRefusal: Bool,
+    /// `now`: the caller's clock read (the request's deadline is counted from it).
+    private func attempt(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
+                         renewedAfterRefusal: Bool,
                          completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         // The usual case, a cached token the policy reuses, goes on without a closure for the token.
         if let token = tokens.reusableToken() {
-            send(request, token: token, deadline: deadline, renewedAfterRefusal: renewedAfterRefusal,
+            send(request, token: token, deadline: deadline, now: now, renewedAfterRefusal: renewedAfterRefusal,
                  completion: completion)
             return
         }
         tokens.withToken { [self] tokenResult in
             switch tokenResult {
             case .success(let token):
-                send(request, token: token, deadline: deadline, renewedAfterRefusal: renewedAfterRefusal,
+                // The token request took time: the clock is read again.
+                send(request, token: token, deadline: deadline, now: .now, renewedAfterRefusal: renewedAfterRefusal,
                      completion: completion)
             case .failure(let error):
                 completion(.failure(error))
@@ -178,7 +182,7 @@ public final class FCMProvider: PushProvider {
 
     /// One request with `token`; a 401 `UNAUTHENTICATED` answer renews the token and goes through `attempt` once more.
     private func send(_ request: FCMWireRequest, token: FCMAccessToken, deadline: ContinuousClock.Instant,
-                      renewedAfterRefusal: Bool,
+                      now: ContinuousClock.Instant, renewedAfterRefusal: Bool,
                       completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
         // `prepare` put the current token's header array in already on the hot path: it is then sent as it is.
         var wire = request
@@ -188,7 +192,7 @@ public final class FCMProvider: PushProvider {
             wire.headers.append(HTTPHeader("authorization", token.headerValue))
         }
         let tokenValue = token.value
-        transport.start(wire, deadline: deadline) { [self, wire] result in
+        transport.start(wire, deadline: deadline, now: now) { [self, wire] result in
             switch result {
             case .failure(let error):
                 completion(.failure(error))
@@ -199,7 +203,7 @@ public final class FCMProvider: PushProvider {
                     FCMMetrics.unauthenticated(provider: name, repeated: renewedAfterRefusal)
                     if !renewedAfterRefusal {
                         logger.notice("FCM refused the access token (401 UNAUTHENTICATED); renewing it and sending again")
-                        attempt(wire, deadline: deadline, renewedAfterRefusal: true, completion: completion)
+                        attempt(wire, deadline: deadline, now: .now, renewedAfterRefusal: true, completion: completion)
                         return
                     }
                     logger.error("FCM refused a freshly minted access token (401 UNAUTHENTICATED twice): check the service account's project and permissions")
@@ -251,7 +255,8 @@ public final class FCMProvider: PushProvider {
             method: "POST", authority: endpoint.authority, path: endpoint.path.isEmpty ? "/" : endpoint.path,
             headers: [HTTPHeader("content-type", "application/x-www-form-urlencoded")],
             body: FCMAssertionSigner.tokenRequestBody(assertion: assertion))
-        transport.start(request, deadline: .now + timeout) { result in
+        let now = ContinuousClock.now
+        transport.start(request, deadline: now + timeout, now: now) { result in
             switch result {
             case .failure(var error):
                 error.possiblyProcessed = false

@@ -24,7 +24,9 @@ struct FCMWireResponse: Sendable {
 protocol FCMTransport: Sendable {
     /// Sends once and calls `completion` exactly once, on any thread. Fails with `provider/transport-failed`,
     /// `provider/deadline-exceeded` or `provider/shut-down`, with `possiblyProcessed` set as the transport knows it.
-    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant,
+    /// `now`: a read of the clock the caller has just made (the transport's deadline is counted from it, without
+    /// another clock read per request).
+    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
                completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void)
     /// Stops taking requests, waits for those in flight, closes the connections.
     func shutdown() async

@@ -63,7 +63,7 @@ final class ScriptedTransport: FCMTransport {
     let requests = Mutex<[FCMWireRequest]>([])
     init(_ answer: @escaping Answer) { self.answer = answer }
 
-    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant,
+    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
                completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void) {
         requests.withLock { $0.append(request) }
         completion(answer(request))

@@ -53,7 +53,11 @@ final class FCMConnectionTransport: FCMTransport {
         let remaining = now.duration(to: deadline)
         let (seconds, attoseconds) = remaining.components
         let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-        pool.start(head, bytes: request.body, deadline: nioDeadline) { result in
+        let body: HTTP2RequestBody = switch request.body {
+        case .bytes(let bytes): .bytes(bytes)
+        case .spliced(let head, let middle, let tail): .spliced(head: head, middle: middle, tail: tail)
+        }
+        pool.start(head, body: body, deadline: nioDeadline) { result in
             switch result {
             case .success(let response):
                 // `getBytes` copies with one memcpy (`Array(readableBytesView)` went through the generic collection copy).

@@ -306,6 +306,41 @@ public enum FCMMessage {
 
     // MARK: wire
 
+    /// A serialized message object (without target) and what follows a registration token in a body made of it.
+    struct Encoded: Sendable {
+        var bytes: [UInt8]
+        /// The token's closing quote, the rest of the message object, the body's closing brace: see `requestBody`.
+        var tokenTail: [UInt8]
+
+        init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+            var tail: [UInt8] = [UInt8(ascii: "\"")]
+            tail.reserveCapacity(bytes.count + 3)
+            if bytes.count > 2 {
+                tail.append(UInt8(ascii: ","))
+                tail.append(contentsOf: bytes[1...])  // the rest of the object, its closing brace included
+            } else {
+                tail.append(UInt8(ascii: "}"))
+            }
+            tail.append(UInt8(ascii: "}"))
+            self.tokenTail = tail
+        }
+    }
+
+    static let tokenHead = Array(#"{"message":{"token":""#.utf8)
+    static let validateOnlyTokenHead = Array(#"{"validate_only":true,"message":{"token":""#.utf8)
+
+    /// The request body for `message` sent to `target`: the bytes of `body(message:target:validateOnly:)`. For a
+    /// registration token that needs no JSON escape (every valid one) it is spliced: the shared head, the token,
+    /// the message's `tokenTail`, written by the transport part by part (no array of ~1 KB per token).
+    static func requestBody(_ message: Encoded, target: FCMTarget, validateOnly: Bool) -> RequestBody {
+        if case .token(var token, _) = target, !token.withUTF8({ ByteScan.mayNeedJSONEscape($0) }) {
+            return .spliced(head: validateOnly ? validateOnlyTokenHead : tokenHead, middle: token,
+                            tail: message.tokenTail)
+        }
+        return .bytes(body(message: message.bytes, target: target, validateOnly: validateOnly))
+    }
+
     /// The request body for a message object (without target) sent to `target`:
     /// `{["validate_only":true,]"message":{"<token|topic|condition>":"…",…}}`. `message` is the serialized object.
     static func body(message: [UInt8], target: FCMTarget, validateOnly: Bool) -> [UInt8] {

@@ -36,7 +36,7 @@ public final class FCMProvider: PushProvider {
         var contentID: UInt64
         var blocks: FCMMessage.Blocks
         var options: FCMMessage.Options
-        var bytes: [UInt8]
+        var message: FCMMessage.Encoded
     }
 
     /// - Parameters:
@@ -105,38 +105,41 @@ public final class FCMProvider: PushProvider {
         let messageOptions = FCMMessage.Options(priority: options.priority, expiration: options.expiration,
                                                 collapseID: options.collapseID,
                                                 sendTime: options.sendTime ?? clock.epochSeconds())
-        let message = try messageBytes(content, blocks: blocks, options: messageOptions, contentID: options.contentID)
+        let message = try encodedMessage(content, blocks: blocks, options: messageOptions, contentID: options.contentID)
         let limit = FCMMessage.payloadLimit(for: target)
-        guard message.count <= limit else {
+        let size = message.bytes.count
+        guard size <= limit else {
             let kind = limit == FCMMessage.payloadLimit ? "" : " for a topic or condition message"
             throw NorqError(.fcmPayloadTooLarge,
-                            "the FCM message is \(message.count) bytes, \(message.count - limit) over FCM's limit of \(limit)\(kind)")
+                            "the FCM message is \(size) bytes, \(size - limit) over FCM's limit of \(limit)\(kind)")
         }
-        let body = FCMMessage.body(message: message, target: target,
-                                   validateOnly: configuration.validateOnly || options.validateOnly)
+        let body = FCMMessage.requestBody(message, target: target,
+                                          validateOnly: configuration.validateOnly || options.validateOnly)
         // The current token's header array, shared by every request prepared with it (no array per request).
         let headers = tokens.currentToken?.requestHeaders ?? placeholderHeaders
         return PreparedRequest(
-            method: "POST", authority: authority, path: sendPath, headers: headers, body: body, provider: name, target: deliveryTarget, requestID: options.requestID,
+            method: "POST", authority: authority, path: sendPath, headers: headers, requestBody: body, provider: name,
+            target: deliveryTarget, requestID: options.requestID,
             payloadLimit: limit, redactions: redactions)
     }
 
     /// The serialized message without target, reusing the last one when the content id, blocks and options
     /// are those of the previous call (a send to many tokens encodes once per platform, not once per token).
-    func messageBytes(_ content: PushContent, blocks: FCMMessage.Blocks, options: FCMMessage.Options,
-                      contentID: UInt64?) throws(NorqError) -> [UInt8] {
+    func encodedMessage(_ content: PushContent, blocks: FCMMessage.Blocks, options: FCMMessage.Options,
+                        contentID: UInt64?) throws(NorqError) -> FCMMessage.Encoded {
         if let contentID {
-            let reused = lastMessage.withLock { last -> [UInt8]? in
+            let reused = lastMessage.withLock { last -> FCMMessage.Encoded? in
                 guard let last, last.contentID == contentID, last.blocks == blocks, last.options == options else { return nil }
-                return last.bytes
+                return last.message
             }
             if let reused { return reused }
         }
-        let bytes = JSONValue.object(try FCMMessage.object(for: content, blocks: blocks, options: options)).serialized()
+        let message = FCMMessage.Encoded(
+            JSONValue.object(try FCMMessage.object(for: content, blocks: blocks, options: options)).serialized())
         if let contentID {
-            lastMessage.withLock { $0 = CachedMessage(contentID: contentID, blocks: blocks, options: options, bytes: bytes) }
+            lastMessage.withLock { $0 = CachedMessage(contentID: contentID, blocks: blocks, options: options, message: message) }
         }
-        return bytes
+        return message
     }
 
     // MARK: deliver
@@ -154,7 +157,7 @@ public final class FCMProvider: PushProvider {
         // The wire request carries what the send needs (and a resend after a 401): the closures below capture it,
         // not the whole prepared request.
         let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
-                                  headers: request.headers, body: request.body)
+                                  headers: request.headers, body: request.requestBody)
         attempt(wire, deadline: requestDeadline, now: now, renewedAfterRefusal: false, completion: completion)
     }
 
@@ -254,7 +257,7 @@ public final class FCMProvider: PushProvider {
         let request = FCMWireRequest(
             method: "POST", authority: endpoint.authority, path: endpoint.path.isEmpty ? "/" : endpoint.path,
             headers: [HTTPHeader("content-type", "application/x-www-form-urlencoded")],
-            body: FCMAssertionSigner.tokenRequestBody(assertion: assertion))
+            body: .bytes(FCMAssertionSigner.tokenRequestBody(assertion: assertion)))
         let now = ContinuousClock.now
         transport.start(request, deadline: now + timeout, now: now) { result in
             switch result {

@@ -8,7 +8,13 @@ struct FCMWireRequest: Sendable {
     var path: String
     /// Regular header fields in send order (lowercase names); `authorization` is sent never-indexed.
     var headers: [HTTPHeader]
-    var body: [UInt8]
+    var body: RequestBody
+}
+
+extension FCMWireRequest {
+    init(method: String, authority: String, path: String, headers: [HTTPHeader], body: [UInt8]) {
+        self.init(method: method, authority: authority, path: path, headers: headers, body: .bytes(body))
+    }
 }
 
 /// One answer as received.

@@ -83,7 +83,8 @@ package final class HTTP2ConnectionPool: Sendable {
         start(head, body: .bytes(bytes), deadline: deadline, completion: completion)
     }
 
-    private func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
+    /// `start` with any body (a spliced one is written part by part).
+    package func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
                        completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))

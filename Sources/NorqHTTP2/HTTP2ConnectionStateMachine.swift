@@ -812,6 +812,18 @@ package struct HTTP2ConnectionStateMachine {
                 writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
             case .bytes(let bytes):
                 writeData(streamID: streamID, bytes: bytes)
+            case .spliced(let head, let middle, let tail):
+                if bodyCount <= peerMaxFrameSize {
+                    HTTP2Wire.writeFrameHeader(length: bodyCount, type: HTTP2Wire.FrameType.data,
+                                               flags: HTTP2Wire.Flags.endStream, streamID: streamID, into: &outbound)
+                    outbound.writeBytes(head)
+                    outbound.writeString(middle)
+                    outbound.writeBytes(tail)
+                    connectionSendWindow -= bodyCount
+                } else {
+                    var body = request.body.buffer
+                    writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
+                }
             }
             return bodyCount
         }

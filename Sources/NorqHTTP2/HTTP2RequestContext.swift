@@ -4,22 +4,34 @@ import Synchronization
 /// A request body: a buffer, or the caller's bytes, copied once, straight into the connection's outgoing buffer
 /// (a body made per request, as FCM's, was otherwise copied into a buffer of its own first: a malloc of twice its
 /// size, and a copy, per request).
+///
+/// `spliced`: a shared head and tail around one string's UTF-8, copied part by part into the outgoing buffer (a body
+/// made per request from a shared message and one token then needs no array of its own).
 package enum HTTP2RequestBody: Sendable {
     case buffer(ByteBuffer)
     case bytes([UInt8])
+    case spliced(head: [UInt8], middle: String, tail: [UInt8])
 
     package var count: Int {
         switch self {
         case .buffer(let buffer): buffer.readableBytes
         case .bytes(let bytes): bytes.count
+        case .spliced(let head, let middle, let tail): head.count + middle.utf8.count + tail.count
         }
     }
 
     /// As a buffer (the bytes copied into one).
     package var buffer: ByteBuffer {
         switch self {
-        case .buffer(let buffer): buffer
-        case .bytes(let bytes): ByteBuffer(bytes: bytes)
+        case .buffer(let buffer): return buffer
+        case .bytes(let bytes): return ByteBuffer(bytes: bytes)
+        case .spliced(let head, let middle, let tail):
+            var buffer = ByteBuffer()
+            buffer.reserveCapacity(count)
+            buffer.writeBytes(head)
+            buffer.writeString(middle)
+            buffer.writeBytes(tail)
+            return buffer
         }
     }
 }

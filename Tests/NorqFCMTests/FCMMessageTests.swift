@@ -205,6 +205,26 @@ import Testing
         #expect(String(decoding: dry, as: UTF8.self) == #"{"validate_only":true,"message":{"topic":"news"}}"#)
     }
 
+    /// A registration token's body is spliced (shared head and tail around the token, no array per token) and
+    /// holds exactly `body`'s bytes; a target that needs a JSON escape, a topic and a condition are plain bytes.
+    @Test func requestBodyIsSplicedAroundValidTokensOnly() {
+        let messages = [JSONValue.object(["data": ["a": "1"], "android": ["priority": "high"]]).serialized(),
+                        Array("{}".utf8)]
+        let targets: [FCMTarget] = [.token("abc:DEF-12_x.y", platform: .android), .token("t\"1", platform: .android),
+                                    .token("line\u{2028}", platform: .web), .topic("news"), .condition("'a' in topics")]
+        for bytes in messages {
+            let message = FCMMessage.Encoded(bytes)
+            for target in targets {
+                for validateOnly in [false, true] {
+                    let body = FCMMessage.requestBody(message, target: target, validateOnly: validateOnly)
+                    #expect(body.bytes == FCMMessage.body(message: bytes, target: target, validateOnly: validateOnly))
+                    let spliced = if case .spliced = body { true } else { false }
+                    #expect(spliced == (target == .token("abc:DEF-12_x.y", platform: .android)))
+                }
+            }
+        }
+    }
+
 }
 
 @Suite struct FCMPrepareTests {

@@ -198,6 +198,43 @@ struct HTTP2ConnectionStateMachineTests {
         #expect((frames[1...] + rest).flatMap { Array($0.payload.readableBytesView) } == Array(bytes.prefix(1_000)))
     }
 
+    @Test("a spliced body goes on the wire as its joined bytes: one DATA frame, split at the frame size, or sent as the window opens")
+    func splicedBodies() {
+        let head = Array(#"{"message":{"token":""#.utf8)
+        let tail = Array(#"","data":{"k":"v"}}}"#.utf8)
+        let token = "fcm-token:" + String(repeating: "é", count: 3)  // UTF-8 of more than one byte per character
+        let joined = head + Array(token.utf8) + tail
+        func send(_ harness: inout MachineHarness, _ body: HTTP2RequestBody, id: Int) -> [Wire.Frame] {
+            let request = HTTP2RequestContext(head: MachineHarness.head(id), body: body,
+                                              deadline: harness.now + .seconds(5)) { _ in }
+            harness.requests.append(request)
+            harness.machine.enqueue(request, now: harness.now)
+            harness.run()
+            return harness.written()
+        }
+        // Small: one DATA frame ending the stream, holding head, token and tail in order.
+        var h = MachineHarness()
+        var frames = send(&h, .spliced(head: head, middle: token, tail: tail), id: 0)
+        #expect(frames.map(\.type) == [T.headers, T.data] && frames[1].flags == 0x1)
+        #expect(Array(frames[1].payload.readableBytesView) == joined)
+        // Larger than a frame: split at the frame size like any body.
+        var big = MachineHarness(settings: [(4, 1 << 20)])
+        big.receive(Wire.windowUpdate(stream: 0, 1 << 20))
+        let longTail = [UInt8](repeating: UInt8(ascii: "x"), count: 40_000)
+        frames = send(&big, .spliced(head: head, middle: token, tail: longTail), id: 1)
+        #expect(frames.map(\.type) == [T.headers, T.data, T.data, T.data])
+        #expect(frames.dropFirst().flatMap { Array($0.payload.readableBytesView) } == head + Array(token.utf8) + longTail)
+        // Beyond the stream window: what fits now, the rest as the window opens.
+        var small = MachineHarness(settings: [(4, 10)])
+        frames = send(&small, .spliced(head: head, middle: token, tail: tail), id: 2)
+        #expect(frames.map(\.type) == [T.headers, T.data] && frames[1].payload.readableBytes == 10)
+        small.receive(Wire.windowUpdate(stream: 1, 1_000))
+        let rest = small.written()
+        #expect(rest.count == 1 && rest[0].flags == 0x1)
+        #expect((frames[1...] + rest).flatMap { Array($0.payload.readableBytesView) } == joined)
+        #expect(HTTP2RequestBody.spliced(head: head, middle: token, tail: tail).count == joined.count)
+    }
+
     @Test("PING is answered; SETTINGS are acknowledged; RST_STREAM, GOAWAY with debug data, PRIORITY, unknown frames")
     func controlFrames() {
         var h = MachineHarness()

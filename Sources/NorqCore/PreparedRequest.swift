@@ -106,10 +106,19 @@ public struct PreparedRequest: Sendable, Hashable {
                  headers: [HTTPHeader], requestBody: RequestBody, provider: String, target: DeliveryTarget,
                  environment: PushEnvironment? = nil, requestID: String? = nil, payloadLimit: Int? = nil,
                  redactions: [String: String] = [:]) {
-        self.init(method: method, scheme: scheme, authority: authority, path: path, headers: headers, body: [],
-                  provider: provider, target: target, environment: environment, requestID: requestID,
-                  payloadLimit: payloadLimit, redactions: redactions)
+        // Each field assigned once (delegating to the public init and replacing the body copied the request).
+        self.method = method
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        self.headers = headers
         self.requestBody = requestBody
+        self.provider = provider
+        self.target = target
+        self.environment = environment
+        self.requestID = requestID
+        self.payloadLimit = payloadLimit
+        self.redactions = redactions
     }
 
     /// Equal when every field is, the body compared by its bytes (however it is held).

@@ -28,6 +28,9 @@ final class DeliveryPump: Sendable {
     private let limit: Int
     /// The router's dedup store when it answers without waiting (then no task is started per token).
     private let immediateStore: (any ImmediateDeduplicationStore)?
+    /// Whether each platform's route without a token's own provider (`NotificationRouter.implicitRoutes`) is this
+    /// pump's provider (`route` per token copied the decision and compared two provider names).
+    private let implicitPlatforms: [(platform: Platform, routedHere: Bool)]
     /// The provider's metric instruments, looked up once per send (not by name per push).
     private let instruments: RouterMetrics.ProviderInstruments?
     /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
@@ -60,6 +63,10 @@ final class DeliveryPump: Sendable {
         self.limit = max(1, provider.policy.maxInFlight)
         self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
         self.instruments = router.metrics.instruments(of: provider.name)
+        self.implicitPlatforms = router.implicitRoutes.map { entry in
+            guard case .provider(let chosen, _) = entry.route else { return (entry.platform, false) }
+            return (entry.platform, chosen.name == provider.name)
+        }
     }
 
     /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
@@ -165,6 +172,12 @@ final class DeliveryPump: Sendable {
     /// Whether `target` is this pump's: routed to its provider (others belong to another pump, or to the router's
     /// report of unrouted targets).
     private func isRoutedHere(_ target: DeliveryTarget) -> Bool {
+        // A token without a provider of its own goes by its platform's route, known at init.
+        if case .token(let token) = target, token.provider == nil {
+            for index in implicitPlatforms.indices where implicitPlatforms[index].platform == token.platform {
+                return implicitPlatforms[index].routedHere
+            }
+        }
         guard case .provider(let chosen, _) = router.route(target) else { return false }
         return chosen.name == provider.name
     }

@@ -54,7 +54,7 @@ extension NotificationRouter {
                 metrics.recordLatency(latency, provider: prepared.job.provider.name)
             }
             if response.classification == .delivered || (200..<300).contains(response.status) {
-                if logger.logLevel <= .trace {
+                if logsTrace {
                     requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
                 }
                 let delivered = PushOutcome.Delivered(status: response.status,

@@ -31,6 +31,8 @@ public final class NotificationRouter: Service {
     let templates: (any TemplateSource)?
     let deduplication: any DeduplicationStore
     let logger: Logger
+    /// `logger.logLevel <= .trace`, read once (the getter copied the log handler, per push).
+    let logsTrace: Bool
     let metrics: RouterMetrics
     let clock: RouterClock
     let onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)?
@@ -107,6 +109,7 @@ public final class NotificationRouter: Service {
         self.templates = templates
         self.deduplication = deduplication
         self.logger = logger
+        self.logsTrace = logger.logLevel <= .trace
         self.metrics = RouterMetrics(factory: metricsFactory, providers: names,
                                      reasons: providers.reduce(into: Set<String>()) { $0.formUnion($1.knownReasons) })
         self.clock = clock

@@ -109,6 +109,10 @@ package struct HPACKRequestEncoder {
         var out = takeScratch()
         defer { finish(out, into: &buffer) }
         writePendingSizeUpdate(into: &out)
+        encodeFields(head, into: &out)
+    }
+
+    private mutating func encodeFields(_ head: HTTP2RequestHead, into out: inout [UInt8]) {
         switch head.method {
         case "POST": out.append(UInt8(0x83))  // static 3
         case "GET": out.append(UInt8(0x82))  // static 2
@@ -127,6 +131,27 @@ package struct HPACKRequestEncoder {
             encodeField(slot: index + 1, name: head.fields[index].name, value: head.fields[index].value,
                         indexing: head.fields[index].indexing.hpack, into: &out)
         }
+    }
+
+    /// Encodes `head`'s block and, when it fits in one frame of `maxFrameSize`, appends it as a HEADERS frame
+    /// (`flags`, `streamID`): frame header and block with one buffer access, and returns nil. A longer block
+    /// (the dynamic table has taken it either way) is returned, nothing written, for the caller to split into
+    /// HEADERS and CONTINUATION frames.
+    package mutating func encodeFrame(_ head: HTTP2RequestHead, flags: UInt8, streamID: Int32, maxFrameSize: Int,
+                                      into buffer: inout ByteBuffer) -> [UInt8]? {
+        var out = takeScratch()
+        writePendingSizeUpdate(into: &out)
+        encodeFields(head, into: &out)
+        guard out.count <= maxFrameSize else { return out }
+        let header = HTTP2Wire.frameHeader(length: out.count, type: HTTP2Wire.FrameType.headers, flags: flags,
+                                           streamID: streamID)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 9 + out.count) { raw in
+            withUnsafeBytes(of: header) { raw.copyMemory(from: $0) }
+            out.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[9...]).copyMemory(from: $0) }
+            return 9 + out.count
+        }
+        if out.capacity <= 4_096 { scratch = out }
+        return nil
     }
 
     /// Appends the header block of `headers`, with their own indexing hints.

@@ -781,27 +781,19 @@ package struct HTTP2ConnectionStateMachine {
         typealias F = HTTP2Wire.Flags
         let bodyCount = request.body.count
         let endStream = bodyCount == 0
-        let frameStart = outbound.writerIndex
-        outbound.writeRepeatingByte(0, count: 9)
-        let blockStart = outbound.writerIndex
-        encoder.encode(request.head, into: &outbound)  // read in place from the request (a copy retained every field)
-        let blockLength = outbound.writerIndex - blockStart
-        if blockLength <= peerMaxFrameSize {
-            HTTP2Wire.setFrameHeader(at: frameStart, length: blockLength, type: HTTP2Wire.FrameType.headers,
-                                     flags: F.endHeaders | (endStream ? F.endStream : 0), streamID: streamID,
-                                     in: &outbound)
-        } else {
-            var block = ByteBuffer(buffer: outbound.getSlice(at: blockStart, length: blockLength)!)  // detached
-            outbound.moveWriterIndex(to: frameStart)
+        // Read in place from the request (a copy retained every field); one buffer access when the block fits.
+        if let block = encoder.encodeFrame(request.head, flags: F.endHeaders | (endStream ? F.endStream : 0),
+                                           streamID: streamID, maxFrameSize: peerMaxFrameSize, into: &outbound) {
+            var rest = block[...]
             var first = true
-            while block.readableBytes > 0 {
-                var chunk = block.readSlice(length: min(peerMaxFrameSize, block.readableBytes))!
-                let last = block.readableBytes == 0
-                let flags = (last ? F.endHeaders : 0) | (first && endStream ? F.endStream : 0)
-                HTTP2Wire.writeFrameHeader(length: chunk.readableBytes,
+            while !rest.isEmpty {
+                let chunk = rest.prefix(peerMaxFrameSize)
+                rest = rest.dropFirst(chunk.count)
+                let flags = (rest.isEmpty ? F.endHeaders : 0) | (first && endStream ? F.endStream : 0)
+                HTTP2Wire.writeFrameHeader(length: chunk.count,
                                            type: first ? HTTP2Wire.FrameType.headers : HTTP2Wire.FrameType.continuation,
                                            flags: flags, streamID: streamID, into: &outbound)
-                outbound.writeBuffer(&chunk)
+                outbound.writeBytes(chunk)
                 first = false
             }
         }
@@ -812,13 +804,23 @@ package struct HTTP2ConnectionStateMachine {
                 writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
             case .bytes(let bytes):
                 writeData(streamID: streamID, bytes: bytes)
-            case .spliced(let head, let middle, let tail):
+            case .spliced(let head, var middle, let tail):
                 if bodyCount <= peerMaxFrameSize {
-                    HTTP2Wire.writeFrameHeader(length: bodyCount, type: HTTP2Wire.FrameType.data,
-                                               flags: HTTP2Wire.Flags.endStream, streamID: streamID, into: &outbound)
-                    outbound.writeBytes(head)
-                    outbound.writeString(middle)
-                    outbound.writeBytes(tail)
+                    // Frame header and the three parts with one buffer access.
+                    let header = HTTP2Wire.frameHeader(length: bodyCount, type: HTTP2Wire.FrameType.data,
+                                                       flags: HTTP2Wire.Flags.endStream, streamID: streamID)
+                    middle.withUTF8 { middleBytes in
+                        outbound.writeWithUnsafeMutableBytes(minimumWritableBytes: 9 + bodyCount) { raw in
+                            withUnsafeBytes(of: header) { raw.copyMemory(from: $0) }
+                            var offset = 9
+                            head.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
+                            offset += head.count
+                            UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: UnsafeRawBufferPointer(middleBytes))
+                            offset += middleBytes.count
+                            tail.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
+                            return offset + tail.count
+                        }
+                    }
                     connectionSendWindow -= bodyCount
                 } else {
                     var body = request.body.buffer

@@ -42,7 +42,8 @@ public struct PushOutcome: Sendable, Hashable {
         }
     }
 
-    public indirect enum Result: Sendable, Hashable {
+    /// Only `duplicate` is indirect: with the whole enum indirect, every outcome allocated a box for its result.
+    public enum Result: Sendable, Hashable {
         case delivered(Delivered)
         /// The provider answered with an error.
         case rejected(Rejected)
@@ -51,7 +52,7 @@ public struct PushOutcome: Sendable, Hashable {
         case failed(NorqError)
         case skipped(Skipped)
         /// A repeat of an already completed (idempotency key, token); carries the first outcome.
-        case duplicate(of: Result)
+        indirect case duplicate(of: Result)
 
         /// `delivered`, `rejected`, `failed`, `skipped` or `duplicate`.
         public var kind: String {

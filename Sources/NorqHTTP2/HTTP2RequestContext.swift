@@ -139,14 +139,19 @@ package final class HTTP2RequestContext: Sendable {
     /// new requests on the calling event loop: callers finish changing their state first.
     @discardableResult
     package func complete(_ result: Result<HTTP2Response, HTTP2ClientError>) -> Bool {
-        let taken = state.withLock { state -> (HTTP2Completion?, Scheduled<Void>?) in
-            guard let completion = state.completion else { return (nil, nil) }
+        // Taken into locals, not returned through `withLock`'s generic result: a closure returned that way came
+        // back wrapped in a reabstraction thunk, an allocation per request.
+        var taken: HTTP2Completion?
+        var deadlineTask: Scheduled<Void>?
+        state.withLock { state in
+            guard let completion = state.completion else { return }
+            taken = completion
+            deadlineTask = state.deadlineTask
             state.completion = nil
             state.connection = nil
-            return (completion, state.deadlineTask)
         }
-        guard let completion = taken.0 else { return false }
-        taken.1?.cancel()
+        guard let completion = taken else { return false }
+        deadlineTask?.cancel()
         pool?.requestFinished()
         completion(result)
         return true

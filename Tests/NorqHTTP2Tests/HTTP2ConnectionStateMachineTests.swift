@@ -28,21 +28,22 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(machine.connectionReceiveWindow == 4 << 20)
     }
 
-    @Test("the write chunk follows the stream limit: 32 KiB up to 512 streams, 64 bytes a stream above, at most 64 KiB; a server's lower limit lowers it")
+    @Test("the write chunk follows the stream limit: 32 KiB up to 128 streams, 256 bytes a stream above, at most 256 KiB; a server's lower limit lowers it")
     func writeChunkFollowsTheStreamLimit() {
         typealias M = HTTP2ConnectionStateMachine
         #expect(M.writeChunkBytes(streamLimit: 1) == 32_768)
         #expect(M.writeChunkBytes(streamLimit: 100) == 32_768)
-        #expect(M.writeChunkBytes(streamLimit: 512) == 32_768)
-        #expect(M.writeChunkBytes(streamLimit: 1_000) == 64_000)
-        #expect(M.writeChunkBytes(streamLimit: Int.max) == 65_536)
-        // 100 requests of ~1 KB (~104 KB encoded, the connection window opened by the server): written in chunks as
+        #expect(M.writeChunkBytes(streamLimit: 128) == 32_768)
+        #expect(M.writeChunkBytes(streamLimit: 512) == 131_072)
+        #expect(M.writeChunkBytes(streamLimit: 1_000) == 256_000)
+        #expect(M.writeChunkBytes(streamLimit: Int.max) == 262_144)
+        // 300 requests of ~1 KB (~312 KB encoded, the connection window opened by the server): written in chunks as
         // they are encoded; the rest, less than a chunk and a request, waits for the end of the tick.
         var wide = MachineHarness(.init(maxConcurrentStreams: 1_000))
         wide.receive(Wire.windowUpdate(stream: 0, 1 << 20))
-        #expect(wide.machine.writeChunkBytes == 64_000)
-        for _ in 0..<100 { wide.send(body: 1_000) }
-        #expect(wide.flushed.readableBytes >= 64_000 && wide.flushed.readableBytes < 64_000 + 1_100)
+        #expect(wide.machine.writeChunkBytes == 256_000)
+        for _ in 0..<300 { wide.send(body: 1_000) }
+        #expect(wide.flushed.readableBytes >= 256_000 && wide.flushed.readableBytes < 256_000 + 1_100)
         #expect(wide.machine.outbound.readableBytes > 32_768)
         var narrow = MachineHarness(.init(maxConcurrentStreams: 1_000), settings: [(3, 100)])  // the server's limit
         narrow.receive(Wire.windowUpdate(stream: 0, 1 << 20))

@@ -101,7 +101,9 @@ public struct PreparedRequest: Sendable, Hashable {
         self.redactions = redactions
     }
 
-    /// A request whose body is `requestBody` (spliced or not).
+    /// A request whose body is `requestBody` (spliced or not). Each field is assigned here, as in the public init:
+    /// delegating to it and then replacing the body built the request in a temporary, copied it out and destroyed
+    /// it, per push (`Benchmarks/README.md`, "FCM at 0.8 x h2load, stop 28").
     package init(method: String, scheme: String = "https", authority: String, path: String,
                  headers: [HTTPHeader], requestBody: RequestBody, provider: String, target: DeliveryTarget,
                  environment: PushEnvironment? = nil, requestID: String? = nil, payloadLimit: Int? = nil,

@@ -316,13 +316,7 @@ public enum FCMMessage {
             self.bytes = bytes
             var tail: [UInt8] = [UInt8(ascii: "\"")]
             tail.reserveCapacity(bytes.count + 3)
-            if bytes.count > 2 {
-                tail.append(UInt8(ascii: ","))
-                tail.append(contentsOf: bytes[1...])  // the rest of the object, its closing brace included
-            } else {
-                tail.append(UInt8(ascii: "}"))
-            }
-            tail.append(UInt8(ascii: "}"))
+            FCMMessage.appendRest(of: bytes, to: &tail)
             self.tokenTail = tail
         }
     }
@@ -350,14 +344,20 @@ public enum FCMMessage {
         out.append(contentsOf: target.key.utf8)
         out.append(contentsOf: #"":"#.utf8)
         JSONValue.writeString(target.value, into: &out)
+        appendRest(of: message, to: &out)
+        return out
+    }
+
+    /// What follows the target in a body: the rest of the message object (after the target, its closing brace
+    /// included), then the body's closing brace.
+    static func appendRest(of message: [UInt8], to out: inout [UInt8]) {
         if message.count > 2 {
             out.append(UInt8(ascii: ","))
-            out.append(contentsOf: message[1...])  // the rest of the object, its closing brace included
+            out.append(contentsOf: message[1...])
         } else {
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "}"))
-        return out
     }
 }
 

@@ -39,8 +39,7 @@ final class RouterMetrics: Sendable {
         }
 
         func recordLatency(_ duration: Duration) {
-            let (seconds, attoseconds) = duration.components
-            latency.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            latency.recordNanoseconds(RouterMetrics.nanoseconds(duration))
         }
 
         func counter(_ name: String) -> Counter? {
@@ -116,8 +115,12 @@ final class RouterMetrics: Sendable {
             timers[provider] = made
             return made
         }
+        timer.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        timer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     func inFlightChanged(by delta: Int) {

@@ -87,28 +87,18 @@ public struct PreparedRequest: Sendable, Hashable {
                 headers: [HTTPHeader], body: [UInt8], provider: String, target: DeliveryTarget,
                 environment: PushEnvironment? = nil, requestID: String? = nil, payloadLimit: Int? = nil,
                 redactions: [String: String] = [:]) {
-        self.method = method
-        self.scheme = scheme
-        self.authority = authority
-        self.path = path
-        self.headers = headers
-        self.requestBody = .bytes(body)
-        self.provider = provider
-        self.target = target
-        self.environment = environment
-        self.requestID = requestID
-        self.payloadLimit = payloadLimit
-        self.redactions = redactions
+        self.init(method: method, scheme: scheme, authority: authority, path: path, headers: headers,
+                  requestBody: .bytes(body), provider: provider, target: target, environment: environment,
+                  requestID: requestID, payloadLimit: payloadLimit, redactions: redactions)
     }
 
-    /// A request whose body is `requestBody` (spliced or not). Each field is assigned here, as in the public init:
-    /// delegating to it and then replacing the body built the request in a temporary, copied it out and destroyed
-    /// it, per push (`Benchmarks/README.md`, "FCM at 0.8 x h2load, stop 28").
+    /// A request whose body is `requestBody` (spliced or not). The public init delegates here, not the other way
+    /// round: delegating to it and then replacing the body built the request in a temporary, copied it out and
+    /// destroyed it, per push (`Benchmarks/README.md`, "FCM at 0.8 x h2load, stop 28").
     package init(method: String, scheme: String = "https", authority: String, path: String,
                  headers: [HTTPHeader], requestBody: RequestBody, provider: String, target: DeliveryTarget,
                  environment: PushEnvironment? = nil, requestID: String? = nil, payloadLimit: Int? = nil,
                  redactions: [String: String] = [:]) {
-        // Each field assigned once (delegating to the public init and replacing the body copied the request).
         self.method = method
         self.scheme = scheme
         self.authority = authority

@@ -202,11 +202,11 @@ public enum FCMRetryAfter {
 }
 
 extension FCMResponseTable {
-    /// The `name` of a success body (`{"name": "projects/<id>/messages/<id>"}`): read by a scan of FCM's one-key
-    /// answer when the value has no escapes (every answer FCM sends), else by a full parse. Nil without one.
     /// `"name"`, made once (an array per answer otherwise).
     private static let nameKey = Array(#""name""#.utf8)
 
+    /// The `name` of a success body (`{"name": "projects/<id>/messages/<id>"}`): read by a scan of FCM's one-key
+    /// answer when the value has no escapes (every answer FCM sends), else by a full parse. Nil without one.
     static func messageName(in body: [UInt8]) -> String? {
         let key = nameKey
         if body.count <= 4096, let start = body.scan(for: key)?.upperBound {

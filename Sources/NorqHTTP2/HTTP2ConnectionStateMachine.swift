@@ -144,7 +144,9 @@ package struct HTTP2ConnectionStateMachine {
     /// were started as answers arrived; 64 KiB at 100 streams waited for more bytes than the requests in flight
     /// held (`Benchmarks/README.md`, "Refilling a slot at once, stop 26"). At 1,000 streams each doubling from
     /// 64 KiB to 256 KiB gave FCM 4-5% more throughput at 3-5% less CPU, with no later p50 or p99; 512 KiB gave
-    /// nothing more ("FCM at 0.8 x h2load, stop 28").
+    /// nothing more. Against a server slower per request than the client (APNs's benchmark sink opens a file per
+    /// token) 256 KiB cost ~8% at 1,000 streams; keeping a read's first write small did not win that back and lost
+    /// FCM's gain ("FCM at 0.8 x h2load, stop 28").
     package static func writeChunkBytes(streamLimit: Int) -> Int {
         min(262_144, max(32_768, min(streamLimit, 1_024) * 256))
     }

@@ -49,6 +49,8 @@ let package = Package(
         // `norq serve` (issue 19): the request-body deadline handler sees HTTP parts as swift-http-types.
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // Tests only: property-based round trips of the stored values (issue 29).
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         .target(
@@ -268,6 +270,8 @@ let package = Package(
             dependencies: [
                 "norq", "NorqCore", "NorqConfig", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
                 "NorqProviderTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

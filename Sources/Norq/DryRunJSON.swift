@@ -1,5 +1,6 @@
 import Foundation
 import NorqCore
+import OrderedCollections
 
 /// The dry run as JSON: rendered content and the exact prepared requests (authorization shown redacted by the
 /// provider's `displayHeaders`). One formatter for `norq render --json` / `norq send --dry-run --json` and
@@ -112,25 +113,54 @@ package enum DryRunJSON {
         }
     }
 
+    /// The one JSON form of an outcome's result, for every printer (`norq send --json`, `norq render`'s outcomes,
+    /// the server's `outcomes`): a provider-neutral `messageId` (APNs' `apns-id`, FCM's message name, Web Push's
+    /// `Location`), and `mayHaveBeenDelivered` on every kind.
     package static func outcomeJSON(_ result: PushOutcome.Result) -> JSONValue {
+        var object: OrderedDictionary<String, JSONValue>
         switch result {
         case .delivered(let delivered):
-            return ["kind": "delivered", "status": .int(Int64(delivered.status)), "apnsId": optional(delivered.messageID),
-                    "apnsUniqueId": optional(delivered.uniqueID)]
+            object = ["kind": "delivered", "status": .int(Int64(delivered.status)), "messageId": optional(delivered.messageID)]
+            if let unique = delivered.uniqueID { object["uniqueId"] = .string(unique) }
         case .rejected(let rejected):
-            return ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": optional(rejected.reason),
-                    "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue),
-                    "apnsId": optional(rejected.messageID),
-                    "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null,
-                    "invalidSinceISO": optional(rejected.invalidSince.map(isoDate(milliseconds:)))]
+            object = ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": optional(rejected.reason),
+                      "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue),
+                      "messageId": optional(rejected.messageID),
+                      "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null,
+                      "invalidSinceISO": optional(rejected.invalidSince.map(isoDate(milliseconds:)))]
         case .failed(let error):
-            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message),
-                    "mayHaveBeenDelivered": .bool(error.possiblyProcessed)]
+            object = ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message)]
         case .skipped(let skipped):
-            return ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
+            object = ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
         case .duplicate(let first):
-            return ["kind": "duplicate", "of": outcomeJSON(first)]
+            object = ["kind": "duplicate", "of": outcomeJSON(first)]
         }
+        object["mayHaveBeenDelivered"] = .bool(result.mayHaveBeenDelivered)
+        return .object(object)
+    }
+
+    /// The one JSON form of an outcome with its target (tokens shortened when `redactTokens`).
+    package static func outcomeEntryJSON(_ outcome: PushOutcome, redactTokens: Bool) -> JSONValue {
+        ["target": targetJSON(outcome.target, redactTokens: redactTokens), "recipient": optional(outcome.recipientID),
+         "provider": optional(outcome.provider), "attempts": .int(Int64(outcome.attempts)),
+         "result": outcomeJSON(outcome.result)]
+    }
+
+    /// The one JSON form of a durable target's row (`norq status --json`, `GET /v1/sends/{id}`); the token shortened.
+    package static func rowJSON(_ row: OutboxRow) -> JSONValue {
+        [
+            "position": .int(Int64(row.position)),
+            "token": .string(PushToken.redact(row.identity)),
+            "recipient": optional(row.recipientID),
+            "provider": optional(row.provider),
+            "state": .string(row.state.rawValue),
+            "attempts": .int(Int64(row.attempts)),
+            "messageId": optional(row.messageID),
+            "status": row.last?.status.map { .int(Int64($0)) } ?? .null,
+            "code": optional(row.last?.code),
+            "reason": optional(row.last?.reason),
+            "mayHaveBeenDelivered": .bool(row.mayHaveBeenDelivered),
+        ]
     }
 
     /// `1700000000123` (ms since the epoch, APNs' 410 timestamp) -> `2023-11-14T22:13:20.123Z`.

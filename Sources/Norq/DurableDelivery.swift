@@ -92,7 +92,7 @@ public final class DurableDelivery: Sendable {
     public func enqueue(content: PushContent, to recipients: [Recipient],
                         options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> Receipt {
         var fingerprint: [UInt8] = Array("content\u{0}".utf8)
-        DurableCodec.encode(content).write(into: &fingerprint)
+        try DurableCodec.fingerprint(content, into: &fingerprint)
         return try await enqueue(content: content, templateName: nil, fingerprint: fingerprint,
                                  recipients: recipients, options: options)
     }
@@ -139,11 +139,11 @@ public final class DurableDelivery: Sendable {
         var optionsForFingerprint = options
         optionsForFingerprint.idempotencyKey = nil
         optionsForFingerprint.sendTime = callerSendTime
-        DurableCodec.encode(optionsForFingerprint).write(into: &fingerprint)
+        try DurableCodec.fingerprint(optionsForFingerprint, into: &fingerprint)
         // Time-ordered: the stores' indexes of send ids then grow at their right edge.
         let send = NewSend(id: RequestID.timeOrdered(unixMillis: now), scope: scope, idempotencyKey: callerKey,
                            fingerprint: RequestID.uuidV5(namespace: RequestID.namespace, name: fingerprint),
-                           content: DurableCodec.encode(content: content, templateName: templateName, options: options),
+                           content: try DurableCodec.encode(content: content, templateName: templateName, options: options),
                            targets: targets)
         // Cached before the commit: a worker here may claim the rows before the store call returns.
         recentPlans.insert(plan, for: send.id)

@@ -130,67 +130,118 @@ public final class DurableWorker: Service {
             return
         }
         defer { router.endSend() }
+        // A row's lease is renewed until its outcome is recorded (not only while its attempt runs): `held` loses a
+        // row only once its completion was written (or found taken over).
         let leases = HeldLeases(rows.compactMap(\.lease))
-        let completions = await withTaskGroup(of: [RowCompletion]?.self) { group -> [RowCompletion] in
-            group.addTask {
-                await self.heartbeat(leases)
-                return nil
-            }
-            group.addTask {
-                await withTaskGroup(of: RowCompletion.self) { attempts -> [RowCompletion] in
-                    let plans = await self.plans(for: rows.map(\.sendID))
-                    for row in rows {
-                        guard let lease = row.lease else { continue }
-                        if self.isStopping {
-                            // Claimed but not started: given back at once.
-                            attempts.addTask { .release(lease) }
-                            continue
-                        }
-                        switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
-                        case .plan(let plan):
-                            attempts.addTask { await self.attempt(row, lease: lease, plan: plan, router: router) }
-                        case .unreadable(let error):
-                            attempts.addTask { self.fail(row, lease: lease, error, router: router) }
-                        case .unavailable:
-                            attempts.addTask { .release(lease) }
-                        }
-                    }
-                    var done: [RowCompletion] = []
-                    done.reserveCapacity(rows.count)
-                    for await completion in attempts {
-                        done.append(completion)
-                        _ = leases.held.withLock { $0.removeValue(forKey: completion.lease.rowID) }
-                    }
-                    return done
-                }
-            }
-            var result: [RowCompletion] = []
-            for await part in group {
-                guard let part else { continue }
-                result = part
-                group.cancelAll()  // the attempts are done: stop the heartbeat
-            }
-            return result
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.heartbeat(leases) }
+            await self.attemptAll(rows, router: router, leases: leases)
+            group.cancelAll()  // every outcome is recorded: stop the heartbeat
         }
-        await finish(completions)
     }
 
-    /// Renews the batch's leases every third of the lease duration until the batch is done.
+    /// What the attempts of a batch produce: a row's completion, or a tick of the checkpoint timer.
+    private enum BatchEvent: Sendable {
+        case completion(RowCompletion)
+        case tick
+    }
+
+    /// Runs the batch's attempts and records their outcomes as they come: whenever `CheckpointRule` says so (enough
+    /// completions, or the oldest waited long enough), so a crash re-sends at most what was in flight or waiting
+    /// for the next checkpoint, not the whole batch; the rest when the last attempt has ended.
+    private func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases) async {
+        let plans = await plans(for: rows.map(\.sendID))
+        let rule = CheckpointRule(batchSize: rows.count)
+        await withTaskGroup(of: BatchEvent.self) { attempts in
+            var running = 0
+            for row in rows {
+                guard let lease = row.lease else { continue }
+                running += 1
+                if isStopping {
+                    // Claimed but not started: given back at once.
+                    attempts.addTask { .completion(.release(lease)) }
+                    continue
+                }
+                switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
+                case .plan(let plan):
+                    attempts.addTask { .completion(await self.attempt(row, lease: lease, plan: plan, router: router)) }
+                case .unreadable(let error):
+                    attempts.addTask { .completion(self.fail(row, lease: lease, error, router: router)) }
+                case .unavailable:
+                    attempts.addTask { .completion(.release(lease)) }
+                }
+            }
+            var waiting: [RowCompletion] = []
+            var oldest: ContinuousClock.Instant?
+            var ticking = false
+            func checkpoint() async {
+                let written = waiting
+                waiting = []
+                oldest = nil
+                await finish(written)
+                leases.held.withLock { held in
+                    for completion in written { held.removeValue(forKey: completion.lease.rowID) }
+                }
+            }
+            while let event = await attempts.next() {
+                switch event {
+                case .completion(let completion):
+                    running -= 1
+                    waiting.append(completion)
+                    if oldest == nil { oldest = .now }
+                case .tick:
+                    ticking = false
+                }
+                if running == 0 { break }
+                if let since = oldest, rule.isDue(waiting: waiting.count, oldestWaited: since.duration(to: .now)) {
+                    await checkpoint()
+                } else if oldest != nil, !ticking {
+                    ticking = true
+                    let interval = rule.maximumWait
+                    attempts.addTask {
+                        try? await Task.sleep(for: interval)
+                        return .tick
+                    }
+                }
+            }
+            attempts.cancelAll()  // only a pending tick can be left
+            if !waiting.isEmpty { await checkpoint() }
+        }
+    }
+
+    /// Renews the held leases every third of the lease duration until cancelled (when every outcome of the batch is
+    /// recorded); a renewal that fails is tried again sooner (backoff from the poll interval), never later than the
+    /// next period.
     private func heartbeat(_ leases: HeldLeases) async {
         let period = settings.leaseDuration / 3
+        var wait = period
+        var failures = 0
         while !Task.isCancelled {
-            do { try await Task.sleep(for: period) } catch { break }
+            do { try await Task.sleep(for: wait) } catch { break }
             let held = leases.held.withLock { Array($0.values) }
-            if held.isEmpty { break }
+            if held.isEmpty {
+                wait = period
+                continue
+            }
             let now = delivery.clock.nowMillis()
             do {
                 let renewed = try await delivery.store.renew(
                     held, until: DeliveryStoreRules.leaseExpiry(now: now, leaseDuration: settings.leaseDuration))
+                failures = 0
+                wait = period
                 if renewed.count < held.count {
-                    logger.notice("leases lost while delivering", metadata: ["norq.lost": "\(held.count - renewed.count)"])
+                    // Taken over (or finished meanwhile by this worker's own checkpoint): not renewed again.
+                    let lost = held.filter { !renewed.contains($0.rowID) }
+                    leases.held.withLock { current in
+                        for lease in lost where current[lease.rowID] == lease { current.removeValue(forKey: lease.rowID) }
+                    }
+                    logger.debug("leases not renewed", metadata: ["norq.rows": "\(lost.count)"])
                 }
             } catch {
-                logger.notice("renewing leases failed", metadata: ["norq.error": "\(error.code)"])
+                failures += 1
+                wait = min(period, Self.backoff(failures: failures, base: settings.pollInterval))
+                logger.notice("renewing leases failed; retrying", metadata: ["norq.error": "\(error.code)",
+                                                                            "norq.retry-in": "\(wait)"])
             }
         }
     }
@@ -271,8 +322,10 @@ public final class DurableWorker: Service {
         }
         let started = router.clock.now()
         let prepared = PreparedJob(job: job, request: request, deadline: started.advanced(by: plan.options.deadline))
-        // One attempt ends well before the lease would (the heartbeat renews it meanwhile).
-        let attemptDeadline = min(prepared.deadline, started.advanced(by: settings.leaseDuration / 2))
+        // The attempt is bounded by the send's deadline and, inside the provider, by its own request timeout
+        // (`timeout:` in its configuration); never by the lease, which the heartbeat renews for as long as the row
+        // is held. (Capping it at half the lease re-sent every push to a service slower than that.)
+        let attemptDeadline = prepared.deadline
         router.metrics.count("sent", provider: provider.name)
         router.metrics.inFlightChanged(by: 1)
         let answer = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in

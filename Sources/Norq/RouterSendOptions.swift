@@ -1,9 +1,9 @@
 public import NorqCore
 
 /// Options of one `NotificationRouter` send.
-public struct RouterSendOptions: Sendable, Hashable {
+public struct RouterSendOptions: Sendable, Hashable, Codable {
     /// How the collapse id is chosen.
-    public struct CollapseMode: Sendable, Hashable, RawRepresentable {
+    public struct CollapseMode: Sendable, Hashable, RawRepresentable, Codable {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         /// Whatever the template or `collapseID` says.

@@ -1,7 +1,7 @@
 public import OrderedCollections
 
 /// The APNs `sound` value: a file name, or the critical-alert dictionary.
-public struct PushSound: Sendable, Hashable {
+public struct PushSound: Sendable, Hashable, Codable {
     public var name: String
     public var critical: Bool
     /// 0.0 ... 1.0, only meaningful for critical sounds.
@@ -14,7 +14,7 @@ public struct PushSound: Sendable, Hashable {
 }
 
 /// When APNs should stop trying to deliver (`apns-expiration`).
-public enum PushExpiration: Sendable, Hashable {
+public enum PushExpiration: Sendable, Hashable, Codable {
     /// Seconds after the send time.
     case after(seconds: Int64)
     /// An absolute UNIX epoch in seconds.
@@ -33,7 +33,7 @@ public enum PushExpiration: Sendable, Hashable {
 }
 
 /// Per-message delivery headers, provider-neutral where possible (the names follow APNs).
-public struct PushHeaders: Sendable, Hashable {
+public struct PushHeaders: Sendable, Hashable, Codable {
     /// `apns-priority`: 1, 5 or 10.
     public var priority: Int?
     /// `apns-push-type` raw value (`alert`, `background`, `liveactivity`, ...).
@@ -55,7 +55,7 @@ public struct PushHeaders: Sendable, Hashable {
 }
 
 /// iOS-specific fields, mapped by the APNs provider into `aps`.
-public struct IOSOverrides: Sendable, Hashable {
+public struct IOSOverrides: Sendable, Hashable, Codable {
     public var sound: PushSound?
     public var badge: Int?
     public var category: String?
@@ -102,7 +102,7 @@ public struct IOSOverrides: Sendable, Hashable {
 }
 
 /// Android (FCM) fields.
-public struct AndroidOverrides: Sendable, Hashable {
+public struct AndroidOverrides: Sendable, Hashable, Codable {
     public var channelID: String?
     /// `normal` or `high`.
     public var priority: String?
@@ -116,7 +116,7 @@ public struct AndroidOverrides: Sendable, Hashable {
 }
 
 /// Web Push fields.
-public struct WebOverrides: Sendable, Hashable {
+public struct WebOverrides: Sendable, Hashable, Codable {
     public var icon: String?
     public var badge: String?
     public var image: String?
@@ -128,7 +128,7 @@ public struct WebOverrides: Sendable, Hashable {
 }
 
 /// A rendered notification, provider-neutral: what a template produces and what providers consume.
-public struct PushContent: Sendable, Hashable {
+public struct PushContent: Sendable, Hashable, Codable {
     public var title: String
     public var body: String
     public var image: String?

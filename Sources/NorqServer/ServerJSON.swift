@@ -94,55 +94,13 @@ enum ServerJSON {
 
     // MARK: documents
 
-    static func target(_ target: DeliveryTarget) -> JSONValue {
-        switch target {
-        case .token(let token):
-            return ["token": .string(token.redacted), "platform": .string(token.platform.rawValue),
-                    "environment": .optional(token.environment?.rawValue)]
-        case .channel(let channel):
-            return ["channel": .string(channel.channel), "environment": .optional(channel.environment?.rawValue)]
-        }
-    }
+    static func target(_ target: DeliveryTarget) -> JSONValue { DryRunJSON.targetJSON(target, redactTokens: true) }
 
-    static func outcome(_ result: PushOutcome.Result) -> JSONValue {
-        switch result {
-        case .delivered(let delivered):
-            return ["kind": "delivered", "status": .int(Int64(delivered.status)), "messageId": .optional(delivered.messageID)]
-        case .rejected(let rejected):
-            return ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": .optional(rejected.reason),
-                    "code": .string(rejected.code.rawValue), "class": .string(rejected.classification.rawValue),
-                    "messageId": .optional(rejected.messageID),
-                    "invalidSince": rejected.invalidSince.map { .int($0) } ?? .null]
-        case .failed(let error):
-            return ["kind": "failed", "code": .string(error.code.rawValue), "message": .string(error.message)]
-        case .skipped(let skipped):
-            return ["kind": "skipped", "code": .string(skipped.code.rawValue), "message": .string(skipped.reason)]
-        case .duplicate(let first):
-            return ["kind": "duplicate", "of": outcome(first)]
-        }
-    }
+    static func outcome(_ result: PushOutcome.Result) -> JSONValue { DryRunJSON.outcomeJSON(result) }
 
-    static func outcomeEntry(_ outcome: PushOutcome) -> JSONValue {
-        ["target": target(outcome.target), "recipient": .optional(outcome.recipientID),
-         "provider": .optional(outcome.provider), "attempts": .int(Int64(outcome.attempts)),
-         "result": self.outcome(outcome.result)]
-    }
+    static func outcomeEntry(_ outcome: PushOutcome) -> JSONValue { DryRunJSON.outcomeEntryJSON(outcome, redactTokens: true) }
 
-    static func row(_ row: OutboxRow) -> JSONValue {
-        [
-            "position": .int(Int64(row.position)),
-            "token": .string(PushToken.redact(row.identity)),
-            "recipient": .optional(row.recipientID),
-            "provider": .optional(row.provider),
-            "state": .string(row.state.rawValue),
-            "attempts": .int(Int64(row.attempts)),
-            "messageId": .optional(row.messageID),
-            "status": row.last?.status.map { .int(Int64($0)) } ?? .null,
-            "code": .optional(row.last?.code),
-            "reason": .optional(row.last?.reason),
-            "mayHaveBeenDelivered": .bool(row.mayHaveBeenDelivered),
-        ]
-    }
+    static func row(_ row: OutboxRow) -> JSONValue { DryRunJSON.rowJSON(row) }
 
     /// The same summary from a durable send's counts by state (a final state other than delivered, rejected or
     /// skipped is a failure, as `DurableCodec` reads it; durable outcomes are never duplicates).

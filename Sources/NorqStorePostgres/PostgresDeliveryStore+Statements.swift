@@ -60,12 +60,19 @@ struct ClaimStatement: PostgresPreparedStatement {
 }
 
 /// Extends the leases still held (compare-and-set on row id and lease token); returns the renewed ids.
+///
+/// Every statement that changes leased rows (renew, finish, update) locks them first in one order, by id
+/// (`LockedRows`): two of them over the same rows (a worker's heartbeat and its own checkpoint, or a worker that
+/// lost a lease and the one that took it) then wait for each other instead of deadlocking. (Locking in the order
+/// of the `unnest` join deadlocked the renew and the finish under load; each lost its transaction, and the leases
+/// of live workers expired.) Claims never wait (`SKIP LOCKED`).
 struct RenewStatement: PostgresPreparedStatement {
-    static let name = "norq_renew_1"
+    static let name = "norq_renew_2"
     static let sql = """
+        WITH i AS (SELECT * FROM unnest($1::bigint[], $2::text[]) AS i(id, token)),
+        \(LockedRows.sql)
         UPDATE norq_outbox o SET lease_expires_at = $3
-        FROM unnest($1::bigint[], $2::text[]) AS i(id, token)
-        WHERE o.id = i.id AND o.lease_token = i.token
+        FROM locked WHERE o.id = locked.id
         RETURNING o.id
         """
     static let bindingDataTypes: [PostgresDataType] = [.int8Array, .textArray, .int8]
@@ -82,6 +89,16 @@ struct RenewStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+}
+
+/// The CTE `locked`: the rows of `i` (id, token) still leased with that token, locked in id order (see
+/// `RenewStatement`).
+enum LockedRows {
+    static let sql = """
+        locked AS (
+            SELECT o.id FROM norq_outbox o JOIN i ON o.id = i.id AND o.lease_token = i.token
+            ORDER BY o.id FOR UPDATE OF o)
+        """
 }
 
 /// Finished rows go straight from the hot outbox to history (one `DELETE … RETURNING` into an `INSERT`: the row is
@@ -105,9 +122,10 @@ struct FinishSQL {
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
                 $7::text[], $8::bigint[], $9::text[], $10::bool[])
                 AS i(id, token, state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)),
+        \(LockedRows.sql),
         moved AS (
-            DELETE FROM norq_outbox o USING i
-            WHERE o.id = i.id AND o.lease_token = i.token
+            DELETE FROM norq_outbox o USING i, locked
+            WHERE o.id = locked.id AND o.id = i.id AND o.lease_token = i.token
             RETURNING o.id, o.send_id, o.position, o.target, o.identity, o.provider, o.recipient_id,
                 i.state, o.attempts, o.next_attempt_at, o.message_id,
                 o.may_have_been_delivered OR i.maybe AS maybe, NULLIF(i.l_status, -1)::int AS l_status,
@@ -149,7 +167,7 @@ struct FinishSQL {
 
 /// `FinishSQL` returning each moved row's id, token and provider (a batch with a `token-invalid` outcome).
 struct FinishStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_3"
+    static let name = "norq_finish_4"
     static let sql = FinishSQL.sql(withIdentity: true)
     static let bindingDataTypes = FinishSQL.bindingDataTypes
     typealias Row = (Int64, String, String?)
@@ -165,7 +183,7 @@ struct FinishStatement: PostgresPreparedStatement {
 
 /// `FinishSQL` returning the moved rows' ids as one array (the usual batch: nothing for the registry).
 struct FinishIDsStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_ids_3"
+    static let name = "norq_finish_ids_4"
     static let sql = FinishSQL.sql(withIdentity: false)
     static let bindingDataTypes = FinishSQL.bindingDataTypes
     typealias Row = [Int64]
@@ -180,8 +198,12 @@ struct FinishIDsStatement: PostgresPreparedStatement {
 /// Retries, releases and finishes to a state that is not final: the row goes back to pending (compare-and-set on
 /// row id and lease token); returns the changed ids.
 struct UpdateStatement: PostgresPreparedStatement {
-    static let name = "norq_update_1"
+    static let name = "norq_update_2"
     static let sql = """
+        WITH i AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
+            $7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::bool[])
+            AS i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)),
+        \(LockedRows.sql)
         UPDATE norq_outbox o SET
             state = i.state,
             next_attempt_at = CASE WHEN i.kind = 'retry' THEN i.at ELSE o.next_attempt_at END,
@@ -195,10 +217,8 @@ struct UpdateStatement: PostgresPreparedStatement {
             last_classification = CASE WHEN i.kind = 'release' THEN o.last_classification ELSE NULLIF(i.l_class, '') END,
             last_invalid_since = CASE WHEN i.kind = 'release' THEN o.last_invalid_since ELSE NULLIF(i.l_since, -1) END,
             last_message_id = CASE WHEN i.kind = 'release' THEN o.last_message_id ELSE NULLIF(i.l_message, '') END
-        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[],
-            $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::bool[])
-            AS i(id, token, kind, state, at, l_state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)
-        WHERE o.id = i.id AND o.lease_token = i.token
+        FROM i, locked
+        WHERE o.id = locked.id AND o.id = i.id AND o.lease_token = i.token
         RETURNING o.id
         """
     static let bindingDataTypes: [PostgresDataType] = [

@@ -338,20 +338,7 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    static func json(_ row: OutboxRow) -> JSONValue {
-        [
-            "position": .int(Int64(row.position)),
-            "token": .string(PushToken.redact(row.identity)),
-            "provider": .optional(row.provider),
-            "state": .string(row.state.rawValue),
-            "attempts": .int(Int64(row.attempts)),
-            "messageId": .optional(row.messageID),
-            "status": row.last?.status.map { .int(Int64($0)) } ?? .null,
-            "code": .optional(row.last?.code),
-            "reason": .optional(row.last?.reason),
-            "mayHaveBeenDelivered": .bool(row.mayHaveBeenDelivered),
-        ]
-    }
+    static func json(_ row: OutboxRow) -> JSONValue { DryRunJSON.rowJSON(row) }
 }
 
 /// `norq tokens invalid` / `norq tokens register TOKEN`: the token registry.

@@ -220,15 +220,7 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     static func json(_ report: SendReport, elapsed: Duration) -> JSONValue {
-        let outcomes: [JSONValue] = report.outcomes.map { outcome in
-            [
-                "recipient": .optional(outcome.recipientID),
-                "target": DryRunJSON.targetJSON(outcome.target),
-                "provider": .optional(outcome.provider),
-                "attempts": .int(Int64(outcome.attempts)),
-                "result": DryRunJSON.outcomeJSON(outcome.result),
-            ]
-        }
+        let outcomes = report.outcomes.map { DryRunJSON.outcomeEntryJSON($0, redactTokens: false) }
         return [
             "outcomes": .array(outcomes),
             "summary": [

@@ -242,6 +242,30 @@ extension DurableRig {
         }
     }
 
+    /// Three worker processes against a service slower than the lease (issue 29: with attempts capped at half the
+    /// lease, every push was sent up to three times and reported failed), one of them killed mid-burst: nothing
+    /// failed, nothing lost, re-sent only the killed worker's in-flight rows, each flagged.
+    @Test func threeWorkersASlowServiceAndOneKilled() async throws {
+        try await Self.withSetup(leaseDuration: "2s", latency: .milliseconds(2_500)) { setup, store, durable in
+            let count = 600
+            let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(count))
+            let a = try setup.startWorker("a")
+            let b = try setup.startWorker("b")
+            let c = try setup.startWorker("c")
+            try await Chaos.waitUntil("100 requests") { setup.rig.emulator.requests.count >= 100 }
+            kill(a.processIdentifier, SIGKILL)
+            a.waitUntilExit()
+            try await Chaos.waitUntil("every target to finish", timeout: .seconds(120)) {
+                let counts = try await store.counts()
+                return counts[.pending] == nil && counts[.leased] == nil
+            }
+            try await Chaos.stop(b, setup, "b")
+            try await Chaos.stop(c, setup, "c")
+            // The killed worker held two lanes of 16 rows.
+            try await Chaos.verify(store, sendID: receipt.sendID, count: count, setup: setup, maxResent: 32)
+        }
+    }
+
     @Test func databaseRestartedAndUnreachableForTenSecondsMidBurst() async throws {
         try await Self.withSetup(leaseDuration: "30s", latency: .milliseconds(300)) { setup, store, durable in
             let count = 2_000

@@ -304,7 +304,8 @@ extension NorqServer {
 
     static func tokenJSON(_ record: InvalidTokenRecord) -> JSONValue {
         ["token": .string(PushToken.redact(record.token)), "invalid": .bool(record.isInvalid),
-         "provider": .optional(record.provider), "reason": .string(record.reason),
+         "provider": .optional(record.provider), "environment": .optional(record.environment),
+         "reason": .string(record.reason),
          "invalidSince": .int(record.invalidSince), "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null]
     }
 

@@ -5,7 +5,8 @@
 ///   send, not per token) and when it was created;
 /// - one *outbox row* per target (token or channel): its state, attempts, next attempt time, lease, last answer,
 ///   message id and whether it may have been delivered already;
-/// - the *token registry*: tokens a provider declared invalid, with its timestamp, and re-registrations.
+/// - the *token registry*: tokens a provider declared invalid, per (token, provider instance, environment), with
+///   its timestamp, and re-registrations.
 ///
 /// Every state change of a row is a compare-and-set on (row id, lease token): a worker whose lease expired cannot
 /// finish or overwrite a row another worker has taken. Times are milliseconds since the UNIX epoch, passed in by
@@ -17,7 +18,8 @@ public protocol DeliveryStore: Sendable {
 
     /// Commits a send and its outbox rows (one transaction per chunk of rows). A repeat of a scoped idempotency key
     /// within `idempotencyWindow` returns the original send; the same key with another fingerprint throws
-    /// `idempotency/key-reused`. Targets whose token is in the registry (and not registered again since) are
+    /// `idempotency/key-reused`. Targets whose token is in the registry for their provider and environment
+    /// (`NewDelivery.environment`; `DeliveryStoreRules.registryEntryMatches`) and not registered again since are
     /// finished at once as skipped (`token/invalid`).
     func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult
 
@@ -29,7 +31,8 @@ public protocol DeliveryStore: Sendable {
     func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64>
 
     /// Applies completions in one transaction, each a compare-and-set on its lease. Rows finished move to history;
-    /// a token-invalid rejection records the token in the registry.
+    /// a token-invalid rejection records the token in the registry for the row's provider and the outcome's
+    /// environment (`StoredOutcome.environment`), with the provider's timestamp (else `now`).
     func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport
 
     /// The send with this id, or nil.

@@ -124,3 +124,31 @@ extension StoreConformance {
         ("registryEntryWithoutEnvironmentMatchesEvery", registryEntryWithoutEnvironmentMatchesEvery),
     ]
 }
+
+/// The registry's matching rules, without a store.
+@Suite struct RegistryRulesTests {
+    @Test func anEntryMatchesItsProviderAndEnvironmentAndAnEmptyOneMatchesEvery() {
+        func matches(_ entry: (String?, String?), _ target: (String?, String?)) -> Bool {
+            DeliveryStoreRules.registryEntryMatches(entryProvider: entry.0, entryEnvironment: entry.1,
+                                                    provider: target.0, environment: target.1)
+        }
+        #expect(matches(("apns", "sandbox"), ("apns", "sandbox")))
+        #expect(!matches(("apns", "sandbox"), ("apns", "production")))
+        #expect(!matches(("apns", "sandbox"), ("apns-2", "sandbox")))
+        #expect(!matches(("apns", "sandbox"), ("apns", nil)), "a target without an environment is not in sandbox")
+        #expect(matches(("apns", nil), ("apns", "production")) && matches(("apns", ""), ("apns", "sandbox")))
+        #expect(matches((nil, nil), ("fcm", nil)) && matches(("", "sandbox"), ("apns-2", "sandbox")))
+        #expect(!matches(("", "sandbox"), ("apns-2", "production")))
+    }
+
+    @Test func aRegistrationLimitedToAnEnvironmentLiftsThatEnvironmentsAndEmptyEntries() {
+        func applies(_ entry: (String?, String?), _ filter: (String?, String?)) -> Bool {
+            DeliveryStoreRules.registrationApplies(entryProvider: entry.0, entryEnvironment: entry.1,
+                                                   provider: filter.0, environment: filter.1)
+        }
+        #expect(applies(("apns", "sandbox"), (nil, nil)))
+        #expect(applies(("apns", "sandbox"), ("apns", "sandbox")) && applies(("apns", "sandbox"), (nil, "sandbox")))
+        #expect(!applies(("apns", "sandbox"), (nil, "production")) && !applies(("apns", "sandbox"), ("apns-2", nil)))
+        #expect(applies(("apns", nil), (nil, "production")) && applies((nil, nil), ("apns", "sandbox")))
+    }
+}

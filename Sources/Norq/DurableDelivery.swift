@@ -128,6 +128,8 @@ public final class DurableDelivery: Sendable {
                     row.outcome = DurableCodec.stored(result, messageID: nil, mayHaveBeenDelivered: false)
                 case .provider(let provider, _):
                     row.provider = provider.name
+                    // The token registry is keyed by (token, provider, environment).
+                    row.environment = provider.environment(for: target, options: plan.sendOptions)?.rawValue
                     if let disabled {
                         row.outcome = DurableCodec.stored(.skipped(disabled), messageID: nil, mayHaveBeenDelivered: false)
                     }
@@ -246,8 +248,11 @@ public final class DurableDelivery: Sendable {
         }
     }
 
-    /// Records that `token` was registered again now: later sends reach it even if it was reported invalid.
-    public func registerToken(_ token: String) async throws(NorqError) {
-        try await store.registerToken(token, at: clock.nowMillis())
+    /// Records that `token` was registered again now: later sends reach it even if it was reported invalid. With
+    /// `provider` and/or `environment` (`sandbox`, `production`), only there; nil: every provider and environment.
+    public func registerToken(_ token: String, provider: String? = nil,
+                              environment: PushEnvironment? = nil) async throws(NorqError) {
+        try await store.registerToken(token, provider: provider, environment: environment?.rawValue,
+                                      at: clock.nowMillis())
     }
 }

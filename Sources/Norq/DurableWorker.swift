@@ -338,8 +338,10 @@ public final class DurableWorker: Service {
         switch router.afterAttempt(answer, attempt: prepared, attempts: row.attempts, started: started) {
         case .done(let result, let lastResponse):
             let outcome = router.finish(prepared, result: result, attempts: row.attempts, lastResponse: lastResponse)
+            // The environment the attempt went to: a token-invalid answer is recorded for it only (issue 29).
             return .finish(lease, DurableCodec.stored(outcome.result, messageID: requestID,
-                                                      mayHaveBeenDelivered: mayHaveBeenDelivered))
+                                                      mayHaveBeenDelivered: mayHaveBeenDelivered)
+                .attempted(in: request.environment))
         case .retry(let delay, let lastResponse, let lastError, _):
             let last = DurableCodec.stored(NotificationRouter.finalResult(lastResponse, lastError, request: request),
                                            messageID: requestID, mayHaveBeenDelivered: mayHaveBeenDelivered)

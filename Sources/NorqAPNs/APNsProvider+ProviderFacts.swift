@@ -17,6 +17,16 @@ extension APNsProvider {
         return APNsResponseTable.invalidTokenEventReasons.contains(reason)
     }
 
+    /// The environment `prepare` sends `target` to: the token's (or channel's) own, else `options.environment`, else
+    /// the configured one (`production`). The token registry is keyed by it: APNs answers `BadDeviceToken` also for
+    /// a token sent to the other environment.
+    public func environment(for target: DeliveryTarget, options: SendOptions) -> PushEnvironment? {
+        switch target {
+        case .token(let token): token.environment ?? options.environment ?? configuration.defaultEnvironment
+        case .channel(let channel): channel.environment ?? options.environment ?? configuration.defaultEnvironment
+        }
+    }
+
     /// Every reason of `APNsResponseTable`.
     public var knownReasons: Set<String> { APNsResponseTable.reasonStrings }
 

@@ -5,7 +5,8 @@
 ///   send, not per token) and when it was created;
 /// - one *outbox row* per target (token or channel): its state, attempts, next attempt time, lease, last answer,
 ///   message id and whether it may have been delivered already;
-/// - the *token registry*: tokens a provider declared invalid, with its timestamp, and re-registrations.
+/// - the *token registry*: tokens a provider declared invalid, per (token, provider instance, environment), with
+///   its timestamp, and re-registrations.
 ///
 /// Every state change of a row is a compare-and-set on (row id, lease token): a worker whose lease expired cannot
 /// finish or overwrite a row another worker has taken. Times are milliseconds since the UNIX epoch, passed in by
@@ -17,7 +18,8 @@ public protocol DeliveryStore: Sendable {
 
     /// Commits a send and its outbox rows (one transaction per chunk of rows). A repeat of a scoped idempotency key
     /// within `idempotencyWindow` returns the original send; the same key with another fingerprint throws
-    /// `idempotency/key-reused`. Targets whose token is in the registry (and not registered again since) are
+    /// `idempotency/key-reused`. Targets whose token is in the registry for their provider and environment
+    /// (`NewDelivery.environment`; `DeliveryStoreRules.registryEntryMatches`) and not registered again since are
     /// finished at once as skipped (`token/invalid`).
     func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult
 
@@ -29,7 +31,8 @@ public protocol DeliveryStore: Sendable {
     func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64>
 
     /// Applies completions in one transaction, each a compare-and-set on its lease. Rows finished move to history;
-    /// a token-invalid rejection records the token in the registry.
+    /// a token-invalid rejection records the token in the registry for the row's provider and the outcome's
+    /// environment (`StoredOutcome.environment`), with the provider's timestamp (else `now`).
     func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport
 
     /// The send with this id, or nil.
@@ -53,8 +56,10 @@ public protocol DeliveryStore: Sendable {
     /// The token registry: invalid tokens, newest first, at most `limit`.
     func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord]
 
-    /// Records that `token` was registered again at `at` (ms): later sends reach it again.
-    func registerToken(_ token: String, at: Int64) async throws(NorqError)
+    /// Records that `token` was registered again at `at` (ms): later sends reach it again. With `provider` and/or
+    /// `environment`, only the registry entries of that provider instance / environment (and entries recorded
+    /// without one, which match every provider / environment) are re-registered; nil means every one.
+    func registerToken(_ token: String, provider: String?, environment: String?, at: Int64) async throws(NorqError)
 
     /// Deletes at most `limit` finished rows (and sends whose rows are all gone and whose key expired) finished
     /// before `before`; returns how many rows were deleted. Callers loop while it returns `limit`.
@@ -105,9 +110,14 @@ public struct NewDelivery: Sendable, Hashable {
     public var messageID: String?
     /// Set when routing already decided the outcome: the row is finished at enqueue.
     public var outcome: StoredOutcome?
+    /// The environment the routed provider sends this target to (`PushProvider.environment(for:options:)`: APNs
+    /// `sandbox` / `production`), nil when the provider has none. The token registry is keyed by (token,
+    /// provider, environment): enqueue skips the target only when its token is invalid for this provider and
+    /// environment. Not stored in the row.
+    public var environment: String?
 
     public init(position: Int, target: String, identity: String, provider: String?, recipientID: String? = nil,
-                messageID: String? = nil, outcome: StoredOutcome? = nil) {
+                messageID: String? = nil, outcome: StoredOutcome? = nil, environment: String? = nil) {
         self.position = position
         self.target = target
         self.identity = identity
@@ -115,6 +125,7 @@ public struct NewDelivery: Sendable, Hashable {
         self.recipientID = recipientID
         self.messageID = messageID
         self.outcome = outcome
+        self.environment = environment
     }
 }
 
@@ -196,10 +207,15 @@ public struct StoredOutcome: Sendable, Hashable {
     public var messageID: String?
     /// An attempt may have reached the provider without a definitive answer.
     public var mayHaveBeenDelivered: Bool
+    /// The environment the attempt was sent to (`PreparedRequest.environment`), nil when the provider has none:
+    /// a `token-invalid` finish records the token in the registry for (provider, this environment) only. Not
+    /// stored in the row (only in the registry).
+    public var environment: String?
 
     public init(state: DeliveryState, status: Int? = nil, reason: String? = nil, code: String? = nil,
                 classification: String? = nil, invalidSince: Int64? = nil, messageID: String? = nil,
-                mayHaveBeenDelivered: Bool = false) {
+                mayHaveBeenDelivered: Bool = false, environment: String? = nil) {
+        self.environment = environment
         self.state = state
         self.status = status
         self.reason = reason
@@ -208,6 +224,13 @@ public struct StoredOutcome: Sendable, Hashable {
         self.invalidSince = invalidSince
         self.messageID = messageID
         self.mayHaveBeenDelivered = mayHaveBeenDelivered
+    }
+
+    /// This outcome with the environment its attempt was sent to (`PreparedRequest.environment`).
+    public func attempted(in environment: PushEnvironment?) -> StoredOutcome {
+        var outcome = self
+        outcome.environment = environment?.rawValue
+        return outcome
     }
 }
 
@@ -299,10 +322,16 @@ public struct CompletionReport: Sendable, Hashable {
     }
 }
 
-/// An entry of the token registry.
+/// An entry of the token registry, keyed by (token, provider instance, environment).
 public struct InvalidTokenRecord: Sendable, Hashable {
     public var token: String
+    /// The provider instance that answered; nil for an entry recorded without one (before schema version 4 of
+    /// the SQL stores' registry when the row had no provider): it matches every provider.
     public var provider: String?
+    /// The environment the answer came from (APNs `sandbox` / `production`); nil when the provider has no
+    /// environments, or for an entry recorded before the registry was per environment: it matches every
+    /// environment (`DeliveryStoreRules.registryEntryMatches`).
+    public var environment: String?
     /// The provider's reason (`Unregistered`, `BadDeviceToken`, ...).
     public var reason: String
     /// The provider's timestamp (APNs 410), else the time the answer was recorded (ms).
@@ -311,10 +340,11 @@ public struct InvalidTokenRecord: Sendable, Hashable {
     /// The last re-registration (ms), if any.
     public var registeredAt: Int64?
 
-    public init(token: String, provider: String?, reason: String, invalidSince: Int64, recordedAt: Int64,
-                registeredAt: Int64? = nil) {
+    public init(token: String, provider: String?, environment: String? = nil, reason: String, invalidSince: Int64,
+                recordedAt: Int64, registeredAt: Int64? = nil) {
         self.token = token
         self.provider = provider
+        self.environment = environment
         self.reason = reason
         self.invalidSince = invalidSince
         self.recordedAt = recordedAt
@@ -326,6 +356,11 @@ public struct InvalidTokenRecord: Sendable, Hashable {
 }
 
 extension DeliveryStore {
+    /// Records that `token` was registered again at `at` (ms) for every provider and environment.
+    public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
+        try await registerToken(token, provider: nil, environment: nil, at: at)
+    }
+
     public func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
         try await deliveries(ofSend: id).filter { positions.contains($0.position) }
     }

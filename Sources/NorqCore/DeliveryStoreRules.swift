@@ -119,6 +119,28 @@ public enum DeliveryStoreRules {
         return registeredAt <= invalidSince
     }
 
+    /// Whether a registry entry recorded for (`entryProvider`, `entryEnvironment`) applies to a target of the same
+    /// token routed to `provider` and sent to `environment`. The registry is keyed by (token, provider instance,
+    /// environment): APNs answers `BadDeviceToken` both for a bad token and for a token sent to the other
+    /// environment, so an answer invalidates the token only where it was sent. An entry without a provider or an
+    /// environment (nil or empty: recorded before the registry was per environment, or by a provider without
+    /// environments) matches every provider or environment, as every entry did before.
+    public static func registryEntryMatches(entryProvider: String?, entryEnvironment: String?, provider: String?,
+                                            environment: String?) -> Bool {
+        let entryProvider = entryProvider ?? "", entryEnvironment = entryEnvironment ?? ""
+        return (entryProvider.isEmpty || entryProvider == (provider ?? ""))
+            && (entryEnvironment.isEmpty || entryEnvironment == (environment ?? ""))
+    }
+
+    /// Whether `registerToken(_:provider:environment:at:)` with these filters (nil: any) re-registers an entry:
+    /// an entry without a provider or environment is re-registered by any filter (it applies everywhere).
+    public static func registrationApplies(entryProvider: String?, entryEnvironment: String?, provider: String?,
+                                           environment: String?) -> Bool {
+        let entryProvider = entryProvider ?? "", entryEnvironment = entryEnvironment ?? ""
+        return (provider == nil || entryProvider.isEmpty || entryProvider == provider)
+            && (environment == nil || entryEnvironment.isEmpty || entryEnvironment == environment)
+    }
+
     /// The time of a retry `delay` after `now`.
     public static func retryAt(now: Int64, delay: Duration) -> Int64 {
         now + max(0, delay.wholeMilliseconds)

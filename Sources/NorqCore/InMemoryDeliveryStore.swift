@@ -10,6 +10,7 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         var keys: [String: String] = [:]
         var rows: [Int64: OutboxRow] = [:]
         var rowsBySend: [String: [Int64]] = [:]
+        /// The token registry by (token, provider, environment) (`registryKey`).
         var registry: [String: InvalidTokenRecord] = [:]
         var nextRowID: Int64 = 1
         var closed = false
@@ -23,6 +24,26 @@ public final class InMemoryDeliveryStore: DeliveryStore {
     }
 
     private static func keyOf(scope: String, key: String) -> String { scope + "\u{0}" + key }
+
+    /// The registry's key: (token, provider, environment), nil as empty.
+    private static func registryKey(token: String, provider: String?, environment: String?) -> String {
+        token + "\u{0}" + (provider ?? "") + "\u{0}" + (environment ?? "")
+    }
+
+    /// The newest entry of the registry that skips a send of `token` routed to `provider` in `environment`.
+    private static func invalidEntry(_ state: State, token: String, provider: String?,
+                                     environment: String?) -> InvalidTokenRecord? {
+        // The entries that can match: the exact key, and those without a provider and/or an environment.
+        var found: InvalidTokenRecord?
+        for (entryProvider, entryEnvironment) in [(provider, environment), (provider, nil), (nil, environment), (nil, nil)] {
+            guard let record = state.registry[registryKey(token: token, provider: entryProvider, environment: entryEnvironment)],
+                  record.isInvalid,
+                  DeliveryStoreRules.registryEntryMatches(entryProvider: record.provider, entryEnvironment: record.environment,
+                                                          provider: provider, environment: environment) else { continue }
+            if found.map({ record.invalidSince > $0.invalidSince }) ?? true { found = record }
+        }
+        return found
+    }
 
     private func checkOpen() throws(NorqError) {
         if state.withLock({ $0.closed }) { throw NorqError(.storeFailed, "the in-memory store is closed") }
@@ -54,7 +75,8 @@ public final class InMemoryDeliveryStore: DeliveryStore {
                 let id = state.nextRowID
                 state.nextRowID += 1
                 var outcome = target.outcome
-                if outcome == nil, let record = state.registry[target.identity], record.isInvalid {
+                if outcome == nil, let record = Self.invalidEntry(state, token: target.identity, provider: target.provider,
+                                                                  environment: target.environment) {
                     outcome = DeliveryStoreRules.invalidTokenOutcome(record)
                 }
                 state.rows[id] = OutboxRow(id: id, sendID: send.id, position: target.position, target: target.target,
@@ -121,15 +143,19 @@ public final class InMemoryDeliveryStore: DeliveryStore {
                 row.leaseToken = nil
                 row.leaseExpiresAt = nil
                 switch completion {
-                case .finish(_, let outcome):
+                case .finish(_, var outcome):
+                    let environment = outcome.environment
+                    outcome.environment = nil  // the registry's, not the row's
                     row.state = outcome.state
                     row.last = outcome
                     row.mayHaveBeenDelivered = row.mayHaveBeenDelivered || outcome.mayHaveBeenDelivered
                     row.finishedAt = now
                     if outcome.classification == "token-invalid" {
-                        Self.recordInvalid(&state, token: row.identity, provider: row.provider, outcome: outcome, now: now)
+                        Self.recordInvalid(&state, token: row.identity, provider: row.provider,
+                                           environment: environment, outcome: outcome, now: now)
                     }
-                case .retry(_, let at, let last):
+                case .retry(_, let at, var last):
+                    last.environment = nil
                     row.state = .pending
                     row.nextAttemptAt = at
                     row.last = last
@@ -145,19 +171,21 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         }
     }
 
-    private static func recordInvalid(_ state: inout State, token: String, provider: String?, outcome: StoredOutcome,
-                                      now: Int64) {
+    private static func recordInvalid(_ state: inout State, token: String, provider: String?, environment: String?,
+                                      outcome: StoredOutcome, now: Int64) {
         let since = outcome.invalidSince ?? now
-        var record = state.registry[token] ?? InvalidTokenRecord(token: token, provider: provider,
-                                                                  reason: outcome.reason ?? "invalid",
-                                                                  invalidSince: since, recordedAt: now)
+        let provider = provider.flatMap { $0.isEmpty ? nil : $0 }
+        let environment = environment.flatMap { $0.isEmpty ? nil : $0 }
+        let key = registryKey(token: token, provider: provider, environment: environment)
+        var record = state.registry[key] ?? InvalidTokenRecord(token: token, provider: provider, environment: environment,
+                                                                reason: outcome.reason ?? "invalid",
+                                                                invalidSince: since, recordedAt: now)
         if since >= record.invalidSince {
             record.invalidSince = since
             record.reason = outcome.reason ?? record.reason
-            record.provider = provider
             record.recordedAt = now
         }
-        state.registry[token] = record
+        state.registry[key] = record
     }
 
     public func send(id: String) async throws(NorqError) -> StoredSend? {
@@ -184,16 +212,23 @@ public final class InMemoryDeliveryStore: DeliveryStore {
     public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {
         try checkOpen()
         return state.withLock { state in
-            Array(state.registry.values.sorted { ($0.recordedAt, $0.token) > ($1.recordedAt, $1.token) }.prefix(limit))
+            Array(state.registry.values.sorted {
+                ($0.recordedAt, $0.token, $0.provider ?? "", $0.environment ?? "")
+                    > ($1.recordedAt, $1.token, $1.provider ?? "", $1.environment ?? "")
+            }.prefix(limit))
         }
     }
 
-    public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
+    public func registerToken(_ token: String, provider: String?, environment: String?, at: Int64) async throws(NorqError) {
         try checkOpen()
         state.withLock { state in
-            guard var record = state.registry[token] else { return }
-            record.registeredAt = max(record.registeredAt ?? at, at)
-            state.registry[token] = record
+            for (key, var record) in state.registry where record.token == token
+                && DeliveryStoreRules.registrationApplies(entryProvider: record.provider,
+                                                          entryEnvironment: record.environment,
+                                                          provider: provider, environment: environment) {
+                record.registeredAt = max(record.registeredAt ?? at, at)
+                state.registry[key] = record
+            }
         }
     }
 

@@ -118,6 +118,14 @@ public protocol PushProvider: Sendable {
     /// makes the request id (a UUIDv5, ~5% of an FCM send's CPU) only where it needs it, as the message id of an
     /// outcome whose answer carried none.
     var readsRequestID: Bool { get }
+
+    /// The environment a request for `target` with `options` goes to (what `prepare` puts in
+    /// `PreparedRequest.environment`), or nil when the provider has no environments. APNs: the token's own
+    /// environment, else `options.environment`, else the instance's configured one. The durable store's token
+    /// registry is keyed by (token, provider instance, this environment), so that an answer from one environment
+    /// (APNs `BadDeviceToken` for a sandbox token sent to production) does not block the token in the other. Pure
+    /// and cheap (called once per target at enqueue). Default nil.
+    func environment(for target: DeliveryTarget, options: SendOptions) -> PushEnvironment?
 }
 
 extension NorqError.Code {
@@ -149,6 +157,8 @@ extension PushProvider {
     public var supportsValidateOnly: Bool { false }
 
     public var readsRequestID: Bool { true }
+
+    public func environment(for target: DeliveryTarget, options: SendOptions) -> PushEnvironment? { nil }
 
     /// `deliver` for a provider whose own path is `startDelivery` (APNs, FCM, Web Push): awaits its completion.
     public func deliverThroughStart(_ request: PreparedRequest,

@@ -58,8 +58,14 @@ public final class FakeProvider: PushProvider {
         if let collapse = options.collapseID ?? content.headers.collapseID { headers.append(HTTPHeader("x-collapse", collapse)) }
         return PreparedRequest(method: "POST", authority: "fake.invalid", path: "/push/\(token.token)", headers: headers,
                                body: Array((content.title + "|" + content.body).utf8), provider: name,
-                               target: .token(token), environment: options.environment ?? token.environment ?? .sandbox,
+                               target: .token(token), environment: environment(for: .token(token), options: options),
                                requestID: options.requestID)
+    }
+
+    /// As APNs: the token's own environment, else the options', else sandbox (channels: the options', else sandbox).
+    public func environment(for target: DeliveryTarget, options: SendOptions) -> PushEnvironment? {
+        if case .token(let token) = target, let environment = token.environment { return environment }
+        return options.environment ?? .sandbox
     }
 
     public func prepare(_ content: PushContent, forChannel channel: ChannelRecipient,

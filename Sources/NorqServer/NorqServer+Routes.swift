@@ -262,10 +262,21 @@ extension NorqServer {
     // MARK: POST /v1/tokens/invalid
 
     /// `{"tokens": [..]}`: which of these are invalid; `{"register": [..]}`: record re-registrations;
-    /// `{}` or `{"limit": n}`: the newest entries of the registry (tokens shortened).
+    /// `{}` or `{"limit": n}`: the newest entries of the registry (tokens shortened). The registry is kept per
+    /// (token, provider instance, environment): `"provider"` and `"environment"` limit a query or a registration to
+    /// one (default: every one).
     func tokens(_ request: Request) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
-        try ServerJSON.checkFields(body, allowed: ["tokens", "register", "limit"], in: "the body")
+        try ServerJSON.checkFields(body, allowed: ["tokens", "register", "limit", "provider", "environment"],
+                                   in: "the body")
+        let provider = try ServerJSON.string(body, "provider", in: "the body")
+        var environment: PushEnvironment?
+        if let text = try ServerJSON.string(body, "environment", in: "the body") {
+            guard let parsed = try? PushEnvironment.parse(text) else {
+                throw NorqError(.serverInvalidRequest, "environment must be sandbox or production")
+            }
+            environment = parsed
+        }
         func list(_ key: String) throws(NorqError) -> [String]? {
             guard let value = body[key] else { return nil }
             guard case .array(let items) = value, items.count <= settings.limits.recipients else {
@@ -282,14 +293,23 @@ extension NorqServer {
         }
         let store = dependencies.delivery.store
         if let register = try list("register") {
-            for token in register { try await dependencies.delivery.registerToken(token) }
+            for token in register {
+                try await dependencies.delivery.registerToken(token, provider: provider, environment: environment)
+            }
             return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
         }
         let limit = Int(min(100_000, max(1, try ServerJSON.int(body, "limit", in: "the body") ?? 1000)))
         if let wanted = try list("tokens") {
             let records = try await store.invalidTokens(limit: 100_000)
+            // Per token, the newest entry that applies to the provider and environment asked (any when not
+            // asked), an entry that still skips sends before one registered again.
             var byToken: [String: InvalidTokenRecord] = [:]
-            for record in records where byToken[record.token] == nil { byToken[record.token] = record }
+            for record in records where DeliveryStoreRules.registryEntryMatches(
+                entryProvider: record.provider, entryEnvironment: record.environment,
+                provider: provider ?? record.provider, environment: environment?.rawValue ?? record.environment) {
+                if let found = byToken[record.token], found.isInvalid || !record.isInvalid { continue }
+                byToken[record.token] = record
+            }
             let results: [JSONValue] = wanted.map { token in
                 guard let record = byToken[token] else {
                     return ["token": .string(PushToken.redact(token)), "invalid": false]
@@ -304,7 +324,8 @@ extension NorqServer {
 
     static func tokenJSON(_ record: InvalidTokenRecord) -> JSONValue {
         ["token": .string(PushToken.redact(record.token)), "invalid": .bool(record.isInvalid),
-         "provider": .optional(record.provider), "reason": .string(record.reason),
+         "provider": .optional(record.provider), "environment": .optional(record.environment),
+         "reason": .string(record.reason),
          "invalidSince": .int(record.invalidSince), "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null]
     }
 

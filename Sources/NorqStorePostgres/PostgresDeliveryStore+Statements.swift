@@ -255,9 +255,12 @@ struct EnqueueArrays: Sendable {
     var positions: [Int] = [], targets: [String] = [], identities: [String] = [], providers: [String] = []
     var recipients: [String] = [], messages: [String] = [], states: [String] = [], lastStates: [String] = []
     var statuses: [Int] = [], reasons: [String] = [], codes: [String] = [], classes: [String] = []
+    /// Not in `append(to:)`: only the one-statement send matches the registry with them ($20).
+    var environments: [String] = []
 
     init(_ chunk: ArraySlice<NewDelivery>) {
         for row in chunk {
+            environments.append(row.environment ?? "")
             positions.append(row.position)
             targets.append(row.target)
             identities.append(row.identity)
@@ -294,20 +297,25 @@ struct EnqueueArrays: Sendable {
     ]
 
     /// One statement for a whole send of at most `PostgresDeliveryStore.insertChunk` targets ($1 send id, $2 now,
-    /// $3…$14 the arrays, $15…$19 the send): the send is inserted, the token registry read at insert time, rows
+    /// $3…$14 the arrays, $15…$19 the send, $20 the targets' environments, which only match the token registry:
+    /// the newest entry for the token, provider and environment, `PostgresSchema.registryMatch`): the send is
+    /// inserted, the token registry read at insert time, rows
     /// still to deliver go to the hot outbox, rows already finished (routing outcomes; tokens reported invalid and
     /// not registered again since: `token/invalid`) straight to history, the send with the range of its rows' ids;
     /// one `NOTIFY` when rows are pending.
     static let sendSQL = """
         WITH u AS (
             SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[])
+                $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[], $20::text[])
                 AS u(position, target, identity, provider, recipient, message, state, last_state, status, reason,
-                    code, class)),
+                    code, class, environment)),
         j AS (
             SELECT u.*, b.invalid_since AS bad_since, b.reason AS bad_reason
-            FROM u LEFT JOIN norq_invalid_tokens b ON u.state = 'pending' AND b.token = u.identity
-                AND (b.registered_at IS NULL OR b.registered_at <= b.invalid_since)),
+            FROM u LEFT JOIN LATERAL (
+                SELECT t.invalid_since, t.reason FROM norq_invalid_tokens t
+                WHERE u.state = 'pending' AND \(PostgresSchema.registryMatch("t", token: "u.identity",
+                    provider: "u.provider", environment: "u.environment"))
+                ORDER BY t.invalid_since DESC LIMIT 1) b ON true),
         hot AS (
             INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id,
                 state, next_attempt_at, last_state, last_status, last_reason, last_code, last_classification)
@@ -345,16 +353,16 @@ struct EnqueueArrays: Sendable {
 
 /// A send of at most `PostgresDeliveryStore.insertChunk` targets in one statement (`EnqueueArrays.sendSQL`).
 struct EnqueueSendStatement: PostgresPreparedStatement {
-    static let name = "norq_enqueue_send_2"
+    static let name = "norq_enqueue_send_3"
     static let sql = EnqueueArrays.sendSQL
     static let bindingDataTypes: [PostgresDataType] = [.text, .int8] + EnqueueArrays.bindingDataTypes
-        + [.text, .text, .text, .text, .int8]
+        + [.text, .text, .text, .text, .int8, .textArray]
     typealias Row = (Int64, Int64)
 
     var send: NewSend, now: Int64, arrays: EnqueueArrays
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 19)
+        var bindings = PostgresBindings(capacity: 20)
         bindings.append(send.id)
         bindings.append(now)
         arrays.append(to: &bindings)
@@ -363,6 +371,7 @@ struct EnqueueSendStatement: PostgresPreparedStatement {
         bindings.append(send.fingerprint)
         bindings.append(send.content)
         bindings.append(send.targets.count)
+        bindings.append(arrays.environments)
         return bindings
     }
 

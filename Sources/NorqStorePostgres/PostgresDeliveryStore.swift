@@ -317,17 +317,37 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                 next = await following
                 index += 1
             }
-            var skipped = 0
-            for try await _ in try await connection.query("""
-                UPDATE norq_outbox o SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
-                    last_classification = 'token-invalid', last_invalid_since = t.invalid_since,
-                    last_reason = 'the token was reported invalid (' || t.reason || ') and not registered again since'
-                FROM norq_invalid_tokens t
-                WHERE o.id BETWEEN \(firstRow) AND \(lastRow) AND o.send_id = \(send.id) AND o.state = 'pending'
-                    AND t.token = o.identity
+            // The registry: the rows whose token has an entry for their provider (the rows do not store their
+            // environment), then the environment matched here from the send's targets, the newest entry per row.
+            var environments: [Int: String]?
+            var skips: [Int64: (since: Int64, reason: String)] = [:]
+            for try await (id, position, environment, reason, since) in try await connection.query("""
+                SELECT o.id, o.position, t.environment, t.reason, t.invalid_since
+                FROM norq_outbox o JOIN norq_invalid_tokens t ON t.token = o.identity
+                    AND t.provider IN ('', coalesce(o.provider, ''))
                     AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
-                RETURNING o.id
-                """, logger: logger) { skipped += 1 }
+                WHERE o.id BETWEEN \(firstRow) AND \(lastRow) AND o.send_id = \(send.id) AND o.state = 'pending'
+                """, logger: logger).decode((Int64, Int, String, String, Int64).self) {
+                if environments == nil {
+                    environments = Dictionary(send.targets.map { ($0.position, $0.environment ?? "") },
+                                              uniquingKeysWith: { first, _ in first })
+                }
+                guard DeliveryStoreRules.registryEntryMatches(entryProvider: nil, entryEnvironment: environment,
+                                                              provider: nil, environment: environments?[position]),
+                      skips[id].map({ since > $0.since }) ?? true else { continue }
+                skips[id] = (since, reason)
+            }
+            let skipped = skips.count
+            if !skips.isEmpty {
+                let ids = Array(skips.keys), sinces = ids.map { skips[$0]!.since }, reasons = ids.map { skips[$0]!.reason }
+                try await connection.query("""
+                    UPDATE norq_outbox o SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
+                        last_classification = 'token-invalid', last_invalid_since = s.since,
+                        last_reason = 'the token was reported invalid (' || s.reason || ') and not registered again since'
+                    FROM unnest(\(ids)::bigint[], \(sinces)::bigint[], \(reasons)::text[]) AS s(id, since, reason)
+                    WHERE o.id = s.id
+                    """, logger: logger)
+            }
             if anyFinal || skipped > 0 {
                 try await connection.query("""
                     WITH moved AS (DELETE FROM norq_outbox WHERE id BETWEEN \(firstRow) AND \(lastRow)
@@ -425,10 +445,12 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
             for (identity, provider, outcome) in invalid {
                 let since = outcome.invalidSince ?? now
                 let reason = outcome.reason ?? "invalid"
+                // For the provider and the environment the attempt went to ('' for none).
+                let provider = provider ?? "", environment = outcome.environment ?? ""
                 try await connection.query("""
-                    INSERT INTO norq_invalid_tokens (token, provider, reason, invalid_since, recorded_at)
-                    VALUES (\(identity), \(provider), \(reason), \(since), \(now))
-                    ON CONFLICT (token) DO UPDATE SET provider = excluded.provider, reason = excluded.reason,
+                    INSERT INTO norq_invalid_tokens (token, provider, environment, reason, invalid_since, recorded_at)
+                    VALUES (\(identity), \(provider), \(environment), \(reason), \(since), \(now))
+                    ON CONFLICT (token, provider, environment) DO UPDATE SET reason = excluded.reason,
                         invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
                     WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
                     """, logger: logger)
@@ -533,22 +555,27 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let logger = self.logger
         return try await call("reading the token registry") { client in
             var records: [InvalidTokenRecord] = []
-            for try await (token, provider, reason, since, recorded, registered) in try await client.query(
-                "SELECT token, provider, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC LIMIT \(limit)",
-                logger: logger).decode((String, String?, String, Int64, Int64, Int64?).self) {
-                records.append(InvalidTokenRecord(token: token, provider: provider, reason: reason, invalidSince: since,
-                                                  recordedAt: recorded, registeredAt: registered))
+            for try await (token, provider, environment, reason, since, recorded, registered) in try await client.query(
+                "SELECT token, provider, environment, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC, provider DESC, environment DESC LIMIT \(limit)",
+                logger: logger).decode((String, String, String, String, Int64, Int64, Int64?).self) {
+                records.append(InvalidTokenRecord(token: token, provider: provider.isEmpty ? nil : provider,
+                                                  environment: environment.isEmpty ? nil : environment, reason: reason,
+                                                  invalidSince: since, recordedAt: recorded, registeredAt: registered))
             }
             return records
         }
     }
 
-    public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
+    public func registerToken(_ token: String, provider: String?, environment: String?, at: Int64) async throws(NorqError) {
         let logger = self.logger
+        // An entry without a provider or environment ('') applies everywhere: any filter re-registers it
+        // (`DeliveryStoreRules.registrationApplies`).
         try await call("recording a token registration") { client in
-            try await client.query(
-                "UPDATE norq_invalid_tokens SET registered_at = greatest(coalesce(registered_at, \(at)), \(at)) WHERE token = \(token)",
-                logger: logger)
+            try await client.query("""
+                UPDATE norq_invalid_tokens SET registered_at = greatest(coalesce(registered_at, \(at)), \(at))
+                WHERE token = \(token) AND (\(provider)::text IS NULL OR provider IN ('', \(provider)::text))
+                    AND (\(environment)::text IS NULL OR environment IN ('', \(environment)::text))
+                """, logger: logger)
         }
     }
 

@@ -74,7 +74,30 @@ enum PostgresSchema {
             "DROP INDEX norq_outbox_send",
             "DROP INDEX norq_history_send",
         ],
+        // 3: the token registry is keyed by (token, provider instance, environment) (issue 29): APNs answers
+        // `BadDeviceToken` also for a token sent to the other environment, so an answer invalidates the token only
+        // for the provider and environment it came from. '' is "none or unknown" and matches every provider or
+        // environment (`DeliveryStoreRules.registryEntryMatches`): entries of version 2 keep their provider and get
+        // environment '', so they keep skipping the token everywhere until it is registered again, as before.
+        [
+            "ALTER TABLE norq_invalid_tokens ADD COLUMN environment text NOT NULL DEFAULT ''",
+            "UPDATE norq_invalid_tokens SET provider = '' WHERE provider IS NULL",
+            "ALTER TABLE norq_invalid_tokens ALTER COLUMN provider SET DEFAULT '', ALTER COLUMN provider SET NOT NULL",
+            "ALTER TABLE norq_invalid_tokens DROP CONSTRAINT norq_invalid_tokens_pkey",
+            "ALTER TABLE norq_invalid_tokens ADD PRIMARY KEY (token, provider, environment)",
+        ],
     ]
+
+    /// The SQL condition that a registry entry `t` skips a pending target whose token, provider and environment
+    /// are `token`, `provider` and `environment` (SQL text expressions, none NULL: '' for none): the same token, the
+    /// entry's provider and environment equal or '' (it matches every one:
+    /// `DeliveryStoreRules.registryEntryMatches`), and not registered again since it was reported.
+    static func registryMatch(_ t: String, token: String, provider: String, environment: String) -> String {
+        """
+        \(t).token = \(token) AND \(t).provider IN ('', \(provider)) AND \(t).environment IN ('', \(environment))
+            AND (\(t).registered_at IS NULL OR \(t).registered_at <= \(t).invalid_since)
+        """
+    }
 
     /// What a claim returns of each row it leased: the columns the claim did not set itself (it knows the state,
     /// the lease owner, token and expiry, and a leased row is not finished), in this order (`claimedRow`).

@@ -98,6 +98,7 @@ extension SQLiteDeliveryStore {
                     binds.append(.text(effect.state.rawValue))
                     appendLast()
                     binds.append(.integer(Int(now)))
+                    binds.append(last?.environment.map(SQLiteData.text) ?? .null)
                     for index in chunk {
                         guard case .finish(let lease, let outcome) = completions[index] else { continue }
                         binds.append(.integer(Int(lease.rowID)))
@@ -132,11 +133,15 @@ extension SQLiteDeliveryStore {
         case .finish(_, let outcome):
             var last = outcome
             last.messageID = nil
-            return CompletionEffect(kind: outcome.classification == tokenInvalidClassification ? .finish : .move,
-                                    state: outcome.state, last: last)
+            let invalid = outcome.classification == tokenInvalidClassification
+            // Only a token-invalid finish records its environment (in the registry): moves of two environments
+            // share a statement.
+            if !invalid { last.environment = nil }
+            return CompletionEffect(kind: invalid ? .finish : .move, state: outcome.state, last: last)
         case .retry(_, _, let outcome):
             var last = outcome
             last.messageID = nil
+            last.environment = nil
             return CompletionEffect(kind: .retry, state: .pending, last: last)
         case .release:
             return CompletionEffect(kind: .release, state: .pending, last: nil)
@@ -158,10 +163,12 @@ extension SQLiteDeliveryStore {
         }
     }
 
-    /// Two answers equal apart from their message id (the kind of a finish follows the classification).
+    /// Two answers equal apart from their message id (the kind of a finish follows the classification), and for
+    /// a token-invalid finish their environment (the registry records it).
     private static func sameAnswer(_ x: StoredOutcome, _ y: StoredOutcome) -> Bool {
         x.status == y.status && x.invalidSince == y.invalidSince && x.mayHaveBeenDelivered == y.mayHaveBeenDelivered
             && x.state == y.state && x.classification == y.classification && x.code == y.code && x.reason == y.reason
+            && (x.classification != tokenInvalidClassification || x.environment == y.environment)
     }
 
     /// The `VALUES` rows of the largest completing UPDATE of a kind, e.g. `(?10,?11,?12),(?13,…)`, and where each
@@ -220,9 +227,10 @@ extension SQLiteDeliveryStore {
     static let tokenInvalidClassification = "token-invalid"
 
     /// A move or a finish: parameters 1-9 are the state, the last answer (state, status, reason, code, classification,
-    /// invalid-since), may-have-been-delivered and now; then a finish's (id, token, message id) per row (a move's
-    /// rows are parameter 10, `moveRows`).
-    private static let finishRows = CompletionRows(arity: 3, first: 10)
+    /// invalid-since), may-have-been-delivered and now; a move's rows are parameter 10 (`moveRows`); a finish's
+    /// parameter 10 is the attempt's environment (`norq_outbox_finished` records the token for it), then its (id,
+    /// token, message id) per row.
+    private static let finishRows = CompletionRows(arity: 3, first: 11)
     /// A retry: parameters 1-7 are the last answer and may-have-been-delivered; then (id, token, retry time,
     /// message id) per row.
     private static let retryRows = CompletionRows(arity: 4, first: 8)
@@ -257,7 +265,7 @@ extension SQLiteDeliveryStore {
                 state = ?1, lease_owner = NULL, lease_token = NULL, lease_expires_at = ?9,
                     may_have_been_delivered = max(norq_outbox.may_have_been_delivered, ?8),
                     last_state = ?2, last_status = ?3, last_reason = ?4, last_code = ?5, last_classification = ?6,
-                    last_invalid_since = ?7, last_message_id = i.l_message
+                    last_invalid_since = ?7, last_message_id = i.l_message, environment = ?10
                 """
         case .retry:
             (columns, values) = ("id, token, at, l_message", retryRows.prefix(rows: rows))

@@ -175,7 +175,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     // MARK: - Enqueue
 
-    /// Rows per multi-row INSERT (at most 14 values each, far below SQLite's 32,766 bound parameters).
+    /// Rows per multi-row INSERT (at most 15 values each, far below SQLite's 32,766 bound parameters).
     static let insertChunk = 500
     /// Sends and outbox rows one group-committed enqueue transaction takes at most (a single larger send still
     /// goes alone).
@@ -322,7 +322,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         for (index, send) in sends.enumerated() {
             let now = createdAt[index]
             for target in send.targets {
-                values += rowsInStatement == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                values += rowsInStatement == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 let outcome = target.outcome
                 if outcome != nil { anyFinal = true }
                 binds += [.text(send.id), .integer(target.position), .text(target.target), .text(target.identity),
@@ -334,7 +334,8 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                           outcome?.status.map(SQLiteData.integer) ?? .null,
                           outcome?.reason.map(SQLiteData.text) ?? .null,
                           outcome?.code.map(SQLiteData.text) ?? .null,
-                          outcome?.classification.map(SQLiteData.text) ?? .null]
+                          outcome?.classification.map(SQLiteData.text) ?? .null,
+                          target.environment.map(SQLiteData.text) ?? .null]
                 rowsInStatement += 1
                 if rowsInStatement == insertChunk { try await flush() }
             }
@@ -360,8 +361,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         }
     }
 
-    /// The INSERT of outbox rows given as `values` (14 per row, in the column order below) that applies the token
-    /// registry on the way: `t` joins only for a pending target whose token is invalid and not registered again.
+    /// The INSERT of outbox rows given as `values` (15 per row, in the column order below; the 15th, the target's
+    /// environment, only matches the registry) that applies the token registry on the way: `t` joins only for a
+    /// pending target whose token is invalid for its provider and environment and not registered again, the newest
+    /// such entry (one row per target, though entries without a provider or environment match too).
     static func outboxInsert(values: String, returning: Bool = true) -> String {
         """
         INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state,
@@ -375,8 +378,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             CASE WHEN t.token IS NULL THEN v.column14 ELSE 'token-invalid' END,
             t.invalid_since
         FROM (VALUES \(values)) AS v
-        LEFT JOIN norq_invalid_tokens AS t ON t.token = v.column4 AND v.column8 = 'pending'
-            AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
+        LEFT JOIN norq_invalid_tokens AS t ON v.column8 = 'pending' AND t.rowid = (
+            SELECT b.rowid FROM norq_invalid_tokens AS b
+            WHERE \(SQLiteSchema.registryMatch("b", token: "v.column4", provider: "v.column5", environment: "v.column15"))
+            ORDER BY b.invalid_since DESC LIMIT 1)
         \(returning ? "RETURNING state" : "")
         """
     }
@@ -556,9 +561,11 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] {
         try await call("reading the token registry") { connection in
             try await connection.rows(
-                "SELECT token, provider, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC LIMIT ?",
+                "SELECT token, provider, environment, reason, invalid_since, recorded_at, registered_at FROM norq_invalid_tokens ORDER BY recorded_at DESC, token DESC, provider DESC, environment DESC LIMIT ?",
                 [.integer(limit)]).map { row in
-                    InvalidTokenRecord(token: row.column("token")?.string ?? "", provider: row.column("provider")?.string,
+                    InvalidTokenRecord(token: row.column("token")?.string ?? "",
+                                       provider: row.column("provider")?.string.flatMap { $0.isEmpty ? nil : $0 },
+                                       environment: row.column("environment")?.string.flatMap { $0.isEmpty ? nil : $0 },
                                        reason: row.column("reason")?.string ?? "",
                                        invalidSince: Int64(row.column("invalid_since")?.integer ?? 0),
                                        recordedAt: Int64(row.column("recorded_at")?.integer ?? 0),
@@ -567,11 +574,15 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         }
     }
 
-    public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
+    public func registerToken(_ token: String, provider: String?, environment: String?, at: Int64) async throws(NorqError) {
+        // An entry without a provider or environment ('') applies everywhere: any filter re-registers it
+        // (`DeliveryStoreRules.registrationApplies`).
         try await transaction("recording a token registration") { connection in
-            try await connection.run(
-                "UPDATE norq_invalid_tokens SET registered_at = max(coalesce(registered_at, ?1), ?1) WHERE token = ?2",
-                [.integer(Int(at)), .text(token)])
+            try await connection.run("""
+                UPDATE norq_invalid_tokens SET registered_at = max(coalesce(registered_at, ?1), ?1)
+                WHERE token = ?2 AND (?3 IS NULL OR provider IN ('', ?3)) AND (?4 IS NULL OR environment IN ('', ?4))
+                """, [.integer(Int(at)), .text(token), provider.map(SQLiteData.text) ?? .null,
+                      environment.map(SQLiteData.text) ?? .null])
         }
     }
 

@@ -129,7 +129,65 @@ enum SQLiteSchema {
             END
             """,
         ],
+        // 4: the token registry is keyed by (token, provider instance, environment) (issue 29): APNs answers
+        // `BadDeviceToken` also for a token sent to the other environment, so an answer invalidates the token only
+        // for the provider and environment it came from. '' is "none or unknown" and matches every provider or
+        // environment (`DeliveryStoreRules.registryEntryMatches`): entries of version 3 keep their provider and get
+        // environment '', so they keep skipping the token everywhere until it is registered again, as before. A
+        // token-invalid finish (an UPDATE of the row, rare) sets the outbox's new `environment` column to the
+        // attempt's environment for `norq_outbox_finished` to record; no other statement writes or reads it (the
+        // enqueue matches the registry with the environment it is given, and history does not keep it).
+        [
+            "ALTER TABLE norq_outbox ADD COLUMN environment TEXT",
+            """
+            CREATE TABLE norq_invalid_tokens_4 (
+                token TEXT NOT NULL, provider TEXT NOT NULL DEFAULT '', environment TEXT NOT NULL DEFAULT '',
+                reason TEXT NOT NULL, invalid_since INTEGER NOT NULL, recorded_at INTEGER NOT NULL,
+                registered_at INTEGER, PRIMARY KEY (token, provider, environment))
+            """,
+            """
+            INSERT INTO norq_invalid_tokens_4 (token, provider, environment, reason, invalid_since, recorded_at,
+                registered_at)
+            SELECT token, coalesce(provider, ''), '', reason, invalid_since, recorded_at, registered_at
+            FROM norq_invalid_tokens
+            """,
+            "DROP TRIGGER norq_outbox_finished",
+            "DROP TABLE norq_invalid_tokens",
+            "ALTER TABLE norq_invalid_tokens_4 RENAME TO norq_invalid_tokens",
+            """
+            CREATE TRIGGER norq_outbox_finished AFTER UPDATE OF last_state ON norq_outbox
+            WHEN NEW.state NOT IN ('pending', 'leased')
+            BEGIN
+                INSERT INTO norq_history (\(rowColumns), finished_at)
+                VALUES (NEW.id, NEW.send_id, NEW.position, NEW.target, NEW.identity, NEW.provider, NEW.recipient_id,
+                    NEW.state, NEW.attempts, NEW.next_attempt_at, NULL, NULL, NULL, NEW.message_id,
+                    NEW.may_have_been_delivered, NEW.last_state, NEW.last_status, NEW.last_reason, NEW.last_code,
+                    NEW.last_classification, NEW.last_invalid_since, NEW.last_message_id, NEW.lease_expires_at);
+                INSERT INTO norq_invalid_tokens (token, provider, environment, reason, invalid_since, recorded_at)
+                SELECT NEW.identity, coalesce(NEW.provider, ''), coalesce(NEW.environment, ''),
+                    coalesce(NEW.last_reason, 'invalid'), coalesce(NEW.last_invalid_since, NEW.lease_expires_at),
+                    NEW.lease_expires_at
+                WHERE NEW.last_classification = 'token-invalid'
+                ON CONFLICT(token, provider, environment) DO UPDATE SET reason = excluded.reason,
+                    invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since;
+                DELETE FROM norq_outbox WHERE id = NEW.id;
+            END
+            """,
+        ],
     ]
+
+    /// The SQL condition that a registry entry `t` skips a pending target whose token, provider and environment
+    /// are `token`, `provider` and `environment` (SQL expressions; NULL provider or environment as ''): the same
+    /// token, the entry's provider and environment equal or '' (it matches every one:
+    /// `DeliveryStoreRules.registryEntryMatches`), and not registered again since it was reported.
+    static func registryMatch(_ t: String, token: String, provider: String, environment: String) -> String {
+        """
+        \(t).token = \(token) AND \(t).provider IN ('', coalesce(\(provider), ''))
+            AND \(t).environment IN ('', coalesce(\(environment), ''))
+            AND (\(t).registered_at IS NULL OR \(t).registered_at <= \(t).invalid_since)
+        """
+    }
 
     /// An outbox or history row, from a query that selected `rowColumns` in their order (then, for history,
     /// `finished_at`). Read by position: a lookup by name hashes each of the 22 names again for every row.

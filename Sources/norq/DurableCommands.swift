@@ -349,10 +349,26 @@ struct TokensCommand: AsyncParsableCommand {
         subcommands: [Invalid.self, Register.self]
     )
 
+    /// One registry entry as `norq tokens invalid --json` prints it: the whole token, its provider instance and
+    /// environment (null: none recorded, the entry applies to every one), the provider's reason and timestamp.
+    static func json(_ record: InvalidTokenRecord) -> JSONValue {
+        [
+            "token": .string(record.token), "provider": .optional(record.provider),
+            "environment": .optional(record.environment), "reason": .string(record.reason),
+            "invalidSince": .int(record.invalidSince), "recordedAt": .int(record.recordedAt),
+            "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null, "skipped": .bool(record.isInvalid),
+        ]
+    }
+
     struct Invalid: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "invalid",
-            abstract: "List tokens reported invalid (later sends to them are skipped with token/invalid).")
+            abstract: "List tokens reported invalid (later sends to them are skipped with token/invalid).",
+            discussion: """
+                The registry is kept per (token, provider instance, environment): a token reported invalid in the \
+                sandbox environment is still sent in production. An entry without a provider or environment (-) \
+                applies to every one. The text output shortens tokens; --json prints them whole.
+                """)
 
         @OptionGroup var configOptions: ConfigOptions
         @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL.", valueName: "PATH|URL"))
@@ -371,19 +387,12 @@ struct TokensCommand: AsyncParsableCommand {
                 try await DurableCLI.withStore(storeConfiguration, logger: DurableCLI.logger(verbose: false)) { store, _ in
                     let records = try await store.invalidTokens(limit: limit)
                     if json {
-                        Console.out(JSONValue.array(records.map { record in
-                            [
-                                "token": .string(record.token), "provider": .optional(record.provider),
-                                "reason": .string(record.reason), "invalidSince": .int(record.invalidSince),
-                                "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null,
-                                "skipped": .bool(record.isInvalid),
-                            ]
-                        }).prettyPrinted() + "\n")
+                        Console.out(JSONValue.array(records.map(TokensCommand.json)).prettyPrinted() + "\n")
                         return
                     }
                     for record in records {
                         let state = record.isInvalid ? "invalid" : "registered again"
-                        Console.out("\(record.token)  \(record.provider ?? "-")  \(record.reason)  since \(record.invalidSince)  \(state)\n")
+                        Console.out("\(PushToken.redact(record.token))  \(record.provider ?? "-")  \(record.environment ?? "-")  \(record.reason)  since \(record.invalidSince)  \(state)\n")
                     }
                     Console.out("\(records.count) tokens\n")
                 }
@@ -403,15 +412,23 @@ struct TokensCommand: AsyncParsableCommand {
         @OptionGroup var configOptions: ConfigOptions
         @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL.", valueName: "PATH|URL"))
         var store: String?
+        @Option(name: .long, help: ArgumentHelp("Only for this provider instance (default: every one).", valueName: "NAME"))
+        var provider: String?
+        @Option(name: .long, help: ArgumentHelp("Only in this environment: sandbox or production (default: every one).",
+                                                valueName: "ENV"))
+        var environment: String?
 
         func run() async throws {
             do {
+                let environment = try self.environment.map(PushEnvironment.parse)?.rawValue
                 let configuration = try configOptions.loadConfigurationIfPresent()
                 let storeConfiguration = try DurableCLI.requireStore(store, configuration)
-                let token = self.token
+                let token = self.token, provider = self.provider
                 try await DurableCLI.withStore(storeConfiguration, logger: DurableCLI.logger(verbose: false)) { store, _ in
-                    try await store.registerToken(token, at: StoreClock.system.nowMillis())
-                    Console.out("registered \(PushToken.redact(token))\n")
+                    try await store.registerToken(token, provider: provider, environment: environment,
+                                                  at: StoreClock.system.nowMillis())
+                    let scope = [provider.map { "provider \($0)" }, environment].compactMap { $0 }.joined(separator: ", ")
+                    Console.out("registered \(PushToken.redact(token))\(scope.isEmpty ? "" : " (\(scope))")\n")
                 }
             } catch let error as NorqError {
                 throw Console.fail(error)

@@ -113,7 +113,7 @@ enum PostgresTestServer {
                 async let a: Void = first.migrate()
                 async let b: Void = second.migrate()
                 _ = try await (a, b)
-                #expect(try await first.schemaVersion() == 2)
+                #expect(try await first.schemaVersion() == 3)
                 _ = try await first.enqueue(StoreConformance.send(tokens: (0..<300).map { "t\($0)" }), now: 0,
                                             idempotencyWindow: .seconds(60))
                 async let claimA = first.claim(owner: "a", limit: 200, now: 0, leaseUntil: 100)

@@ -345,7 +345,7 @@ enum StoreConformance {
         ("pruneByAge", pruneByAge),
         ("migrateTwice", migrateTwice),
         ("queueDepth", queueDepth),
-    ]
+    ] + environmentChecks
 }
 
 extension Sequence {

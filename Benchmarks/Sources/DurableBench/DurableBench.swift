@@ -658,7 +658,9 @@ final class MeasuredStore: DeliveryStore {
     func send(id: String) async throws(NorqError) -> StoredSend? { try await inner.send(id: id) }
     func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] { try await inner.deliveries(ofSend: id) }
     func invalidTokens(limit: Int) async throws(NorqError) -> [InvalidTokenRecord] { try await inner.invalidTokens(limit: limit) }
-    func registerToken(_ token: String, at: Int64) async throws(NorqError) { try await inner.registerToken(token, at: at) }
+    func registerToken(_ token: String, provider: String?, environment: String?, at: Int64) async throws(NorqError) {
+        try await inner.registerToken(token, provider: provider, environment: environment, at: at)
+    }
     func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
         try await inner.prune(finishedBefore: before, limit: limit)
     }

@@ -162,6 +162,11 @@ for server in $SERVERS; do
                 $(common "$store" "$server") --rate "$rate" --send-size "$SEND_SIZE" \
                 --latency-count "$LATENCY_COUNT" | tee -a "$RESULTS"
             run_h2load "$server"
+            # The in-memory router on the same sink in the same minute: the durable figures are ratios to it.
+            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode router --input array \
+                --label "$server" --endpoint "https://127.0.0.1:$PORT" --ca "$CA" --key "$KEY" --team "$TEAM" \
+                --key-id "$KEY_ID" --count "$COUNT" --connections "$CONNECTIONS" --in-flight "$IN_FLIGHT" \
+                --warmup 1000 | tee -a "$RESULTS"
         done
         if [ "$RECOVERY" = 1 ] && [ "$server" = nghttpd ]; then
             echo "## $store crash recovery (load $(cut -d' ' -f1 /proc/loadavg))" >&2
@@ -208,4 +213,35 @@ for r in rows:
     elif p == "recovery":
         v = r.get("recovery_s")
         print(f"| {s} | {srv} | crash recovery (lease {r['lease_s']} s) | {v} s for {r['killed_instance_held']} held rows; one outcome each {r['all_delivered_one_outcome']} | <= 15 s ({'met' if v is not None and v <= 15 else 'NOT met'}) | {load} |")
+
+# Issue 29's figures, one line per store (read from here): durable delivered pushes/s against the in-memory router
+# on the same sink (nghttpd when it ran), the database server's CPU per push against the router's own CPU per push,
+# and the router process's store work (claim + complete) per 10,000.
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+memory = {}
+for r in rows:
+    if r.get("client") == "norq-router" and "error" not in r:
+        memory.setdefault(r["label"], []).append(r)
+print()
+for s in ["sqlite", "postgres"]:
+    mine = [r for r in rows if r.get("client") == "norq-durable" and r.get("store") == s and "error" not in r]
+    if not mine:
+        continue
+    sink = "nghttpd" if any(r.get("label") == "nghttpd" for r in mine) else mine[0].get("label")
+    deliver = [r for r in mine if r["phase"] == "deliver" and r.get("label") == sink]
+    store = [r for r in mine if r["phase"] == "store" and r.get("label") == sink]
+    peer = memory.get(sink, [])
+    rate = median([r["pushes_per_s"] for r in deliver]); base = median([r["notifications_per_s"] for r in peer])
+    router_cpu = median([r["cpu_s_per_10k"] for r in peer])
+    ratio = f"{rate / base:.2f}" if rate and base else "n/a"
+    server = "n/a"
+    if s != "sqlite" and deliver and router_cpu:
+        db = median([r["db_cpu_s"] / r["count"] * 10_000 for r in deliver if r.get("db_cpu_s") is not None and r.get("count")])
+        if db is not None:
+            server = f"{db / router_cpu:.2f}"
+    store_cpu = median([r["cpu_s"] / r["count"] * 10_000 for r in store if r.get("count")])
+    store_text = f"{store_cpu:.3f}" if store_cpu is not None else "n/a"
+    print(f"- {s}: delivered {ratio} x in-memory; server CPU {server} x router; store CPU {store_text} s/10k")
 PY

@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "Norq", targets: ["Norq"]),
         .library(name: "NorqCore", targets: ["NorqCore"]),
+        .library(name: "NorqStore", targets: ["NorqStore"]),
         .library(name: "NorqConfig", targets: ["NorqConfig"]),
         .library(name: "NorqTemplates", targets: ["NorqTemplates"]),
         .library(name: "NorqAPNs", targets: ["NorqAPNs"]),
@@ -63,9 +64,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // NorqStore (issue 29): the durable kit: the DeliveryStore protocol, its rules (leases, retries, pruning),
+        // group commit, the in-memory store and the PostgreSQL connection settings (a value type, so that the
+        // configuration loader validates `store.postgres` without linking PostgresNIO). No I/O of its own.
+        .target(
+            name: "NorqStore",
+            dependencies: [
+                "NorqCore",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "NorqConfig",
-            dependencies: ["NorqCore", .product(name: "Yams", package: "Yams")],
+            dependencies: ["NorqCore", "NorqStore", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
         .target(
@@ -145,7 +157,7 @@ let package = Package(
         ),
         .target(
             name: "Norq",
-            dependencies: [
+            dependencies: ["NorqStore", 
                 "NorqCore", "NorqConfig", "NorqTemplates",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
@@ -174,7 +186,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "norq",
-            dependencies: [
+            dependencies: ["NorqStore", 
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting", "NorqFCM",
                 "NorqConsole",
                 "NorqWebPush",
@@ -244,7 +256,7 @@ let package = Package(
         // database is its own target so a user who does not need PostgreSQL does not link it.
         .target(
             name: "NorqStoreSQLite",
-            dependencies: [
+            dependencies: ["NorqStore", 
                 "NorqCore",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -255,7 +267,7 @@ let package = Package(
         ),
         .target(
             name: "NorqStorePostgres",
-            dependencies: [
+            dependencies: ["NorqStore", 
                 "NorqCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -267,7 +279,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NorqStoreTests",
-            dependencies: [
+            dependencies: ["NorqStore", 
                 "norq", "NorqCore", "NorqConfig", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
                 "NorqProviderTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -283,7 +295,7 @@ let package = Package(
         // `norq serve` (issue 19): the router as an authenticated HTTP service on Hummingbird 2.
         .target(
             name: "NorqServer",
-            dependencies: [
+            dependencies: ["NorqStore", 
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -304,7 +316,7 @@ let package = Package(
         .testTarget(
             name: "NorqServerTests",
             dependencies: [
-                "NorqServer", "NorqCore", "NorqConfig", "norq", "NorqTesting",
+                "NorqServer", "NorqCore", "NorqStore", "NorqConfig", "norq", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

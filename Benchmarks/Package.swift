@@ -47,6 +47,7 @@ let package = Package(
                 .product(name: "Norq", package: "norq-swift"),
                 .product(name: "NorqAPNs", package: "norq-swift"),
                 .product(name: "NorqCore", package: "norq-swift"),
+                .product(name: "NorqStore", package: "norq-swift"),
                 .product(name: "NorqStoreSQLite", package: "norq-swift"),
                 .product(name: "NorqStorePostgres", package: "norq-swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,6 @@
 import Foundation
 import NorqCore
+import NorqStore
 import OrderedCollections
 
 /// The dry run as JSON: rendered content and the exact prepared requests (authorization shown redacted by the

@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 import OrderedCollections
 
 /// How durable delivery writes a send's content, options and targets into the store, and reads them back: JSON,
@@ -31,7 +32,11 @@ enum DurableCodec {
 
     static func encode(content: PushContent?, templateName: String?, options: RouterSendOptions) throws(NorqError) -> String {
         let plan = StoredPlan(content: content, templateName: templateName, options: options)
-        return String(decoding: try JSONValueEncoder().encode(plan).serialized(), as: UTF8.self)
+        do {
+            return String(decoding: try JSONValueEncoder().encode(plan).serialized(), as: UTF8.self)
+        } catch {
+            throw NorqError(.storeFailed, "a send could not be stored: \(error.message)")
+        }
     }
 
     static func decodePlan(_ text: String) throws(NorqError) -> StoredPlan {
@@ -40,7 +45,11 @@ enum DurableCodec {
             throw NorqError(.storeSchemaTooNew, "a stored send was written by a newer norq (content version \(json["v"]?.compactDescription ?? "?"))")
         }
         if v < 2 { return Version1.decodePlan(json) }
-        return try JSONValueDecoder().decode(StoredPlan.self, from: json)
+        do {
+            return try JSONValueDecoder().decode(StoredPlan.self, from: json)
+        } catch {
+            throw NorqError(.storeFailed, "a stored send could not be read: \(error.message)")
+        }
     }
 
     /// The bytes a send's content and options add to its idempotency fingerprint (the same encoding as stored).

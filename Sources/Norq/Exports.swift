@@ -1,1 +1,2 @@
 @_exported public import NorqCore
+@_exported public import NorqStore

@@ -1,4 +1,5 @@
 public import NorqCore
+public import NorqStore
 
 /// The `store:` block of `norq.yaml`: where durable delivery keeps its outbox, idempotency keys and token
 /// registry, and how it behaves. Without it nothing is stored (sends are delivered in process, as before).

@@ -15,7 +15,7 @@ package struct JSONValueEncoder: Sendable {
         do {
             try node.store(value, codingPath: [])
         } catch {
-            throw NorqError(.storeFailed, "a value could not be encoded: \(error)")
+            throw NorqError(.invalidJSON, "a value could not be encoded as JSON: \(error)")
         }
         return node.resolved()
     }
@@ -29,7 +29,7 @@ package struct JSONValueDecoder: Sendable {
         do {
             return try ValueDecoder.decode(T.self, from: value, codingPath: [])
         } catch {
-            throw NorqError(.storeFailed, "a stored value could not be read: \(Self.describe(error))")
+            throw NorqError(.invalidJSON, "a JSON value does not have the expected shape: \(Self.describe(error))")
         }
     }
 

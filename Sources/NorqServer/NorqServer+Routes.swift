@@ -3,6 +3,7 @@ import Metrics
 import Norq
 import NorqConfig
 import NorqCore
+import NorqStore
 import NorqTemplates
 import NIOCore
 

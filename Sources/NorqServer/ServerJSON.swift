@@ -1,6 +1,7 @@
 import Hummingbird
 import Norq
 import NorqCore
+import NorqStore
 import NIOCore
 import OrderedCollections
 

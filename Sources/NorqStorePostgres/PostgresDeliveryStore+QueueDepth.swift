@@ -1,4 +1,5 @@
 public import NorqCore
+public import NorqStore
 import PostgresNIO
 
 extension PostgresDeliveryStore {

@@ -1,3 +1,4 @@
+import NorqStore
 extension PostgresDeliveryStore {
     /// Runs the store's connection pool (`run()`) while the schema migrations are applied and `body` runs; the pool
     /// stops when `body` returns or throws. For a store that is not a `Service` of a service group.

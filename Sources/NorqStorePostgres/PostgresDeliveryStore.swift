@@ -1,4 +1,5 @@
 public import NorqCore
+public import NorqStore
 public import Logging
 public import ServiceLifecycle
 import NIOCore

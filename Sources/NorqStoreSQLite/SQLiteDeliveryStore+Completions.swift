@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 import SQLiteNIO
 
 /// The completing UPDATEs: compare-and-sets on (row id, lease token) of rows still leased.

@@ -1,5 +1,6 @@
 import NIOCore
 import NorqCore
+import NorqStore
 
 extension SQLiteDeliveryStore {
     /// `withStoreDeadline` with the deadline as a timer of the connection's event loop instead of a sleeping task:

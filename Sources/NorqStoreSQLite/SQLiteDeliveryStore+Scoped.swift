@@ -1,5 +1,6 @@
 public import Logging
 public import NorqCore
+public import NorqStore
 
 extension SQLiteDeliveryStore {
     /// Opens the database at `path`, applies the schema migrations, runs `body` with the store and closes it,

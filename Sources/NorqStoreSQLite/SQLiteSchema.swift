@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 import SQLiteNIO
 
 /// The SQLite schema, versioned: `migrations[n - 1]` takes the database from version n - 1 to n. Never edit a

@@ -4,6 +4,7 @@ import Logging
 import Norq
 import NorqConfig
 import NorqCore
+import NorqStore
 import NorqStorePostgres
 import NorqStoreSQLite
 import NorqTemplates

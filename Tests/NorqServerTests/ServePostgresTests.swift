@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NorqCore
+import NorqStore
 import PostgresNIO
 import Testing
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import Foundation
 import Norq
 import NorqAPNs
 import NorqCore
+import NorqStore
 import NorqStorePostgres
 import NorqStoreSQLite
 import NorqTesting

@@ -1,5 +1,6 @@
 import Foundation
 import NorqCore
+import NorqStore
 @testable import NorqStoreSQLite
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Norq
 import NorqCore
+import NorqStore
 import NorqStoreSQLite
 import NorqTesting
 import Testing

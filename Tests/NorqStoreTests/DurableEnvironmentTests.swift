@@ -3,6 +3,7 @@ import Foundation
 import Norq
 import NorqAPNs
 import NorqCore
+import NorqStore
 import NorqStoreSQLite
 import NorqTesting
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import NorqAPNs
 import NorqCore
+import NorqStore
 import NorqStoreSQLite
 import NorqTesting
 import Testing

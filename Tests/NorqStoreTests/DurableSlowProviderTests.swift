@@ -1,5 +1,6 @@
 import Foundation
 import NorqCore
+import NorqStore
 import NorqStoreSQLite
 import NorqTesting
 import Testing

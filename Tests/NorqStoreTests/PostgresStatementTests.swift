@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 @testable import NorqStorePostgres
 import Testing
 

@@ -1,5 +1,6 @@
 @testable import Norq
 import NorqCore
+import NorqStore
 import NorqProviderTesting
 import Synchronization
 import Testing

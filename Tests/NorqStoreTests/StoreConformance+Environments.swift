@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 import Testing
 
 /// The token registry per (token, provider instance, environment) (issue 29), for every store.

@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 import Testing
 
 extension StoreConformance {

@@ -1,4 +1,5 @@
 import NorqCore
+import NorqStore
 import Testing
 
 /// The behaviour every `DeliveryStore` must have, run against the in-memory, SQLite and PostgreSQL stores.

@@ -7,6 +7,7 @@ import Logging
 import Norq
 import NorqAPNs
 import NorqCore
+import NorqStore
 import NorqStorePostgres
 import NorqStoreSQLite
 import Synchronization

@@ -1,3 +1,4 @@
+public import NorqCore
 /// Durable delivery: the outbox, idempotency and token registry that survive restarts (issue 18).
 ///
 /// A `DeliveryStore` holds three facts:

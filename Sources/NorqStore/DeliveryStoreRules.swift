@@ -1,3 +1,4 @@
+public import NorqCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,3 +1,4 @@
+public import NorqCore
 import Synchronization
 
 /// Runs `operation` with a deadline: when `timeout` passes first, `store/deadline-exceeded` is thrown naming `what`

@@ -1,3 +1,4 @@
+public import NorqCore
 import Synchronization
 
 /// A `DeliveryStore` in this process's memory: for tests, and for code that wants the durable API without a

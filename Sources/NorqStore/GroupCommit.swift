@@ -1,3 +1,4 @@
+public import NorqCore
 import DequeModule
 import Synchronization
 

@@ -1,6 +1,7 @@
-@testable import NorqCore
+import NorqCore
 import Synchronization
 import Testing
+@testable import NorqStore
 
 @Suite struct GroupCommitStateTests {
     typealias State = GroupCommitState<Int, String>

@@ -320,9 +320,11 @@ final class HostileConnectionHandler: ChannelInboundHandler {
             firstGoAwaySent = true
             write(context, HostileFrames.goAwayFrame(lastStream: 0x7fff_ffff, code: 0))
             context.flush()
+            // The median of the streams held before the first GOAWAY: those that arrive after it are never processed.
+            let heldBefore = held.count
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) { [self] in
                 guard !closing else { return }
-                let ids = held.map(\.stream).sorted()
+                let ids = held.prefix(heldBefore).map(\.stream).sorted()
                 let median = ids.isEmpty ? highestStream : ids[(ids.count - 1) / 2]
                 goAwayAndClose(context, last: min(median, Self.below(lowestUnfinished(sparing: median))))
             }

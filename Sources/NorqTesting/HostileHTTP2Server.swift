@@ -155,8 +155,9 @@ public final class HostileHTTP2Server: Sendable {
         }
         /// Issue 30, the double GOAWAY of RFC 9113 §6.8: answers the first `answered` requests of a connection, holds
         /// the next ones until `held` wait (or 50 ms passed), sends GOAWAY with last-stream-id 2^31-1, and 20 ms later
-        /// processes (answers) the held streams up to the median held stream id, sends the real GOAWAY with that id
-        /// and closes the connection. Held streams above it are never processed.
+        /// processes (answers) the held streams up to the median id of those held before the first GOAWAY, sends the
+        /// real GOAWAY with that id and closes the connection. Streams above it (held, or arriving after the first
+        /// GOAWAY) are never processed.
         public static func doubleGoAway(answered: Int, held: Int) -> Fault {
             Fault(.doubleGoAway(answered: max(0, answered), held: max(1, held)),
                   "GOAWAY 2^31-1, then the real last id, after \(answered) answers")

@@ -30,7 +30,7 @@ struct HostileDrainEndToEndTests {
 
     @Test("(a) GOAWAY with a last-stream-id below streams already sent, then close, on every connection")
     func goAwayBelowSent() async throws {
-        let run = try await HostileRun.send(.goAwayBelowSent(answered: 300, held: 200), tokens: Self.tokens,
+        let run = try await HostileRun.send(.goAwayBelowSent(answered: 100, held: 300), tokens: Self.tokens,
                                             deadline: Self.deadline, maxConcurrentStreams: 1_000)
         checkDrained(run)
         #expect(run.statistics.connections > 1, "\(run)")
@@ -39,7 +39,7 @@ struct HostileDrainEndToEndTests {
 
     @Test("(b) double GOAWAY: 2^31-1 first, then the real last stream id, then close, on every connection")
     func doubleGoAway() async throws {
-        let run = try await HostileRun.send(.doubleGoAway(answered: 300, held: 200), tokens: Self.tokens,
+        let run = try await HostileRun.send(.doubleGoAway(answered: 100, held: 300), tokens: Self.tokens,
                                             deadline: Self.deadline, maxConcurrentStreams: 1_000)
         checkDrained(run)
         #expect(run.statistics.connections > 1, "\(run)")

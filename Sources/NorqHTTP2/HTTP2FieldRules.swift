@@ -16,30 +16,54 @@ package enum HTTP2FieldRules {
 
     /// Whether `value` may be written as a field value.
     package static func isValidValue(_ value: String) -> Bool {
+        if let valid = value.utf8.withContiguousStorageIfAvailable({ isValidValue($0) }) { return valid }
         var value = value
         return value.withUTF8 { isValidValue($0) }
     }
 
-    /// Whether `bytes` may be written as a field value.
+    /// Whether `bytes` may be written as a field value. Eight bytes at a time (the last word overlapping the one
+    /// before it, a short value padded): a word without a byte below 0x0E passes at once; the bytes of a value with
+    /// one (HTAB, or a forbidden byte) are then looked at one by one.
     package static func isValidValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let count = bytes.count
         guard count > 0, let base = bytes.baseAddress else { return true }
         if isEdgeWhitespace(base[0]) || isEdgeWhitespace(base[count - 1]) { return false }
+        if count < 8 { return !hasByteBelow0E(shortWord(base, count)) || noForbiddenByte(bytes) }
         var index = 0
-        let raw = UnsafeRawPointer(base)
         while index + 8 <= count {
-            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            // A byte below 0x0E somewhere in the word (exact as a whole: `(x - n) & ~x & 0x80` per byte, for
-            // n <= 0x80, is non-zero iff some byte is below n); then the bytes decide (HTAB and other controls pass).
-            if (word &- ones &* 0x0E) & ~word & highBits != 0 {
-                for offset in index..<(index + 8) where isForbidden(base[offset]) { return false }
-            }
+            if hasByteBelow0E(word(base, at: index)) { return noForbiddenByte(bytes) }
             index += 8
         }
-        while index < count {
-            if isForbidden(base[index]) { return false }
-            index += 1
+        if index < count, hasByteBelow0E(word(base, at: count - 8)) { return noForbiddenByte(bytes) }
+        return true
+    }
+
+    /// Whether some byte of `word` is below 0x0E (exact as a whole: `(x - n) & ~x & 0x80` per byte, for n <= 0x80,
+    /// is non-zero iff some byte is below n, whatever the bytes at or above 0x80).
+    @inline(__always)
+    private static func hasByteBelow0E(_ word: UInt64) -> Bool {
+        (word &- ones &* 0x0E) & ~word & highBits != 0
+    }
+
+    /// The 8 bytes at `index`, little-endian.
+    @inline(__always)
+    private static func word(_ base: UnsafePointer<UInt8>, at index: Int) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(base).loadUnaligned(fromByteOffset: index, as: UInt64.self))
+    }
+
+    /// The `count` (< 8) bytes at `base`, padded with `a` (a byte every check passes).
+    @inline(__always)
+    private static func shortWord(_ base: UnsafePointer<UInt8>, _ count: Int) -> UInt64 {
+        var word = ones &* UInt64(UInt8(ascii: "a"))
+        for index in 0..<count {
+            let shift = UInt64(index * 8)
+            word = (word & ~(0xFF << shift)) | UInt64(base[index]) << shift
         }
+        return word
+    }
+
+    private static func noForbiddenByte(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        for byte in bytes where isForbidden(byte) { return false }
         return true
     }
 
@@ -57,12 +81,41 @@ package enum HTTP2FieldRules {
 
     /// Whether `name` may be written as a field name: a non-empty lowercase token.
     package static func isValidName(_ name: String) -> Bool {
+        if let valid = name.utf8.withContiguousStorageIfAvailable({ isValidName($0) }) { return valid }
         var name = name
-        return name.withUTF8 { bytes in
-            guard !bytes.isEmpty else { return false }
-            for byte in bytes where !isLowercaseTokenByte(byte) { return false }
-            return true
+        return name.withUTF8 { isValidName($0) }
+    }
+
+    /// Whether `bytes` are a non-empty lowercase token. Names made of `a-z` and `-` (all of the providers') pass
+    /// eight bytes at a time; any other byte sends the name to the byte-by-byte check.
+    package static func isValidName(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = bytes.count
+        guard count > 0, let base = bytes.baseAddress else { return false }
+        if count < 8 { return isLettersAndHyphens(shortWord(base, count)) || allLowercaseTokenBytes(bytes) }
+        var index = 0
+        while index + 8 <= count {
+            if !isLettersAndHyphens(word(base, at: index)) { return allLowercaseTokenBytes(bytes) }
+            index += 8
         }
+        if index < count, !isLettersAndHyphens(word(base, at: count - 8)) { return allLowercaseTokenBytes(bytes) }
+        return true
+    }
+
+    /// Whether every byte of `word` is `a`-`z` or `-`.
+    @inline(__always)
+    private static func isLettersAndHyphens(_ word: UInt64) -> Bool {
+        guard word & highBits == 0 else { return false }
+        // Per byte x < 0x80: x + (0x80 - lower) has its high bit set iff x >= lower, and x + (0x7F - upper) iff
+        // x > upper; neither sum carries out of its byte.
+        func inRange(_ lower: UInt8, _ upper: UInt8) -> UInt64 {
+            (word &+ ones &* UInt64(0x80 - lower)) & ~(word &+ ones &* UInt64(0x7F - upper)) & highBits
+        }
+        return inRange(0x61, 0x7A) | inRange(0x2D, 0x2D) == highBits
+    }
+
+    private static func allLowercaseTokenBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        for byte in bytes where !isLowercaseTokenByte(byte) { return false }
+        return true
     }
 
     /// `tchar` of RFC 9110 §5.6.2 without the uppercase letters.

@@ -32,6 +32,24 @@ struct HTTP2FieldRulesTests {
         }
     }
 
+    @Test("names: every byte value at every position of two words and a tail agrees with the per-byte rule")
+    func namesAgreeWithTheDefinition() {
+        for length in [1, 7, 8, 9, 16, 19] {
+            for position in 0..<length {
+                for byte in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[position] = byte
+                    let scanned = bytes.withUnsafeBufferPointer { HTTP2FieldRules.isValidName($0) }
+                    if scanned != HTTP2FieldRules.isLowercaseTokenByte(byte) {
+                        Issue.record("byte \(byte) at \(position) of \(length): scan says \(scanned)")
+                        return
+                    }
+                }
+            }
+        }
+        #expect(!([] as [UInt8]).withUnsafeBufferPointer { HTTP2FieldRules.isValidName($0) })
+    }
+
     @Test("values: the cases of the issue")
     func values() {
         #expect(HTTP2FieldRules.isValidValue(""))

@@ -311,13 +311,14 @@ final class DeliveryPump: Sendable {
 
     /// One attempt; its answer comes back through the provider's completion.
     /// `possiblyProcessed`: an earlier attempt may have been processed by the server.
+    /// `requeues`: earlier attempts that were re-queued (not processed by the server: no retry budget spent).
     /// `now`: the router clock's time when the caller has just read it (one clock read per push less).
     private func send(_ attempt: PreparedJob, previousAttempts: Int, possiblyProcessed: Bool = false,
-                      now: ContinuousClock.Instant? = nil) {
+                      requeues: Int = 0, now: ContinuousClock.Instant? = nil) {
         if previousAttempts > 0, router.isStopped {
             finished(attempt, .failed(NorqError(.providerShutDown, "the router shut down before a retry",
                                                 possiblyProcessed: possiblyProcessed)),
-                     attempts: previousAttempts, lastResponse: nil)
+                     attempts: previousAttempts, lastResponse: nil, requeues: requeues)
             return
         }
         let attempts = previousAttempts + 1
@@ -327,52 +328,61 @@ final class DeliveryPump: Sendable {
         provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
             router.metrics.inFlightChanged(by: -1)
             switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
-                                       earlierPossiblyProcessed: possiblyProcessed, instruments: instruments) {
+                                       earlierPossiblyProcessed: possiblyProcessed, instruments: instruments,
+                                       requeues: requeues) {
             case .done(let result, let lastResponse):
-                finished(attempt, result, attempts: attempts, lastResponse: lastResponse)
+                finished(attempt, result, attempts: attempts, lastResponse: lastResponse, requeues: requeues)
             case .retry(let delay, let lastResponse, let lastError, let possiblyProcessed):
+                let requeued = NotificationRouter.isRequeue(lastError)
                 retry(attempt, after: delay, attempts: attempts, lastResponse: lastResponse, lastError: lastError,
-                      possiblyProcessed: possiblyProcessed)
+                      possiblyProcessed: possiblyProcessed, requeues: requeues + (requeued ? 1 : 0))
             }
         }
     }
 
     /// Waits `delay` (the router's clock) in a child task of `run()`, then sends again. A cancelled send ends
-    /// the wait (the child is cancelled with `run()`) and reports the last answer.
+    /// the wait (the child is cancelled with `run()`) and reports the last answer. A re-queue without delay (the
+    /// first after a refusal) does not sleep, and does not read the clock.
     private func retry(_ attempt: PreparedJob, after delay: Duration, attempts: Int,
-                       lastResponse: DeliveryResponse?, lastError: NorqError?, possiblyProcessed: Bool) {
+                       lastResponse: DeliveryResponse?, lastError: NorqError?, possiblyProcessed: Bool,
+                       requeues: Int) {
         let clock = router.clock
+        let sleeps = delay > .zero || !NotificationRouter.isRequeue(lastError)
         if !cancelled.load(ordering: .relaxed) {
             runWaiting {
                 var slept = true
-                do { try await clock.sleep(delay) } catch { slept = false }
+                if sleeps || Task.isCancelled {
+                    do { try await clock.sleep(delay) } catch { slept = false }
+                }
                 if slept {
-                    self.send(attempt, previousAttempts: attempts, possiblyProcessed: possiblyProcessed)
+                    self.send(attempt, previousAttempts: attempts, possiblyProcessed: possiblyProcessed,
+                              requeues: requeues)
                 } else {
                     self.finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
                                                                           job: attempt.job,
                                                                           possiblyProcessed: possiblyProcessed),
-                                  attempts: attempts, lastResponse: lastResponse)
+                                  attempts: attempts, lastResponse: lastResponse, requeues: requeues)
                 }
             }
         } else {
             finished(attempt, NotificationRouter.finalResult(lastResponse, lastError, request: attempt.request,
                                                              job: attempt.job, possiblyProcessed: possiblyProcessed),
-                     attempts: attempts, lastResponse: lastResponse)
+                     attempts: attempts, lastResponse: lastResponse, requeues: requeues)
         }
     }
 
     /// Records or releases the idempotency key, then emits the outcome.
     private func finished(_ attempt: PreparedJob, _ result: PushOutcome.Result, attempts: Int,
-                          lastResponse: DeliveryResponse?) {
+                          lastResponse: DeliveryResponse?, requeues: Int = 0) {
         guard attempt.job.dedupKey != nil else {
             // The common case, without the closure `endReservation` needs (an allocation per notification).
             emit(attempt.job.position, router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse,
-                                                     instruments: instruments))
+                                                     instruments: instruments, requeues: requeues))
             return
         }
         endReservation(of: attempt.job, result: result) { [router, instruments] in
-            router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse, instruments: instruments)
+            router.finish(attempt, result: result, attempts: attempts, lastResponse: lastResponse, instruments: instruments,
+                          requeues: requeues)
         }
     }
 }
@@ -401,9 +411,9 @@ struct DeliveryJob: Sendable {
         self.dedupKey = plan.callerKey ? DeduplicationKey(idempotencyKey: plan.key, target: target.identity) : nil
     }
 
-    func outcome(_ result: PushOutcome.Result, attempts: Int) -> PushOutcome {
+    func outcome(_ result: PushOutcome.Result, attempts: Int, requeues: Int = 0) -> PushOutcome {
         PushOutcome(target: target, recipientID: recipientID, provider: provider.name, attempts: attempts,
-                    result: result)
+                    requeues: requeues, result: result)
     }
 }
 

@@ -3,8 +3,10 @@ import NorqCore
 
 extension NotificationRouter {
     /// Metrics, the invalid-token event and the outcome of a finished delivery.
+    /// `requeues`: how many of `attempts` were re-queues (free of the retry budget), for the outcome.
     func finish(_ prepared: PreparedJob, result: PushOutcome.Result, attempts: Int,
-                lastResponse: DeliveryResponse?, instruments: RouterMetrics.ProviderInstruments? = nil) -> PushOutcome {
+                lastResponse: DeliveryResponse?, instruments: RouterMetrics.ProviderInstruments? = nil,
+                requeues: Int = 0) -> PushOutcome {
         // `prepared.job` is read in place, not copied (a copy retains each of its references).
         if case .delivered = result, let instruments {
             instruments.delivered.increment()
@@ -19,7 +21,7 @@ extension NotificationRouter {
             requestLogger(prepared.job).info("device token is invalid", metadata: ["norq.reason": "\(event.reason)"])
             publish(event)
         }
-        return prepared.job.outcome(result, attempts: attempts)
+        return prepared.job.outcome(result, attempts: attempts, requeues: requeues)
     }
 
     /// The per-request logger (metadata: provider, redacted token, request id, template), built only on the paths
@@ -43,9 +45,14 @@ extension NotificationRouter {
 
     /// Classifies one attempt's answer and asks the retry policy what comes next. `earlierPossiblyProcessed`: an
     /// earlier attempt of this target may have been processed (it was re-sent under `retry.ambiguous`).
+    ///
+    /// `requeues`: how many of `attempts` were re-queues, when the caller counts them. Then an attempt known not to
+    /// have been processed (`NorqError.notProcessed`) is re-queued without spending the retry budget, bounded by
+    /// the deadline (`AttemptStep.retry` whose `lastError.notProcessed` is true: the caller counts it as a
+    /// re-queue, see ``isRequeue(_:)``); nil keeps the rule without re-queues (every attempt spends the budget).
     func afterAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob, attempts: Int,
                       started: ContinuousClock.Instant, earlierPossiblyProcessed: Bool = false,
-                      instruments: RouterMetrics.ProviderInstruments? = nil) -> AttemptStep {
+                      instruments: RouterMetrics.ProviderInstruments? = nil, requeues: Int? = nil) -> AttemptStep {
         // The delivered path reads `prepared` in place: a copy of its request or of the provider retained each
         // of their references once more per push.
         if case .success(let response) = answer {
@@ -66,12 +73,20 @@ extension NotificationRouter {
             }
         }
         return afterUndeliveredAttempt(answer, attempt: prepared, attempts: attempts,
-                                       earlierPossiblyProcessed: earlierPossiblyProcessed)
+                                       earlierPossiblyProcessed: earlierPossiblyProcessed, requeues: requeues)
+    }
+
+    /// Whether a `.retry` step after `lastError` is a re-queue (the attempt was not processed: it spends no budget),
+    /// under `afterAttempt(..., requeues:)` with a count.
+    static func isRequeue(_ lastError: NorqError?) -> Bool {
+        guard let lastError else { return false }
+        return DeliveryFailure.transport(lastError).isUnprocessed
     }
 
     /// `afterAttempt` for an answer that is not a delivery, or a failure: the retry policy's decision.
     private func afterUndeliveredAttempt(_ answer: Result<DeliveryResponse, NorqError>, attempt prepared: PreparedJob,
-                                         attempts: Int, earlierPossiblyProcessed: Bool) -> AttemptStep {
+                                         attempts: Int, earlierPossiblyProcessed: Bool,
+                                         requeues: Int?) -> AttemptStep {
         let request = prepared.request
         let deadline = prepared.deadline
         let provider = prepared.job.provider
@@ -91,16 +106,25 @@ extension NotificationRouter {
         // The collapse id is asked for only when it matters (a possibly processed failure under `collapsible`).
         let collapsible = lastError?.possiblyProcessed == true && provider.policy.retry.ambiguous == .collapsible
             && provider.collapseID(of: request) != nil
-        let decision = provider.policy.retry.decision(afterAttempt: attempts, failure: failure, remaining: remaining,
-                                                      randomUnit: clock.random(), collapsible: collapsible)
+        // Re-queues do not spend the budget: the decision sees the attempts that did.
+        let spent = attempts - (requeues ?? 0)
+        let decision = provider.policy.retry.decision(afterAttempt: spent, failure: failure, remaining: remaining,
+                                                      randomUnit: clock.random(), collapsible: collapsible,
+                                                      requeues: requeues)
         var failureLog = requestLogger(prepared.job)
         if let reason = lastResponse?.reason { failureLog[metadataKey: "norq.reason"] = "\(reason)" }
         if let status = lastResponse?.status { failureLog[metadataKey: "norq.status"] = "\(status)" }
         if let lastError { failureLog[metadataKey: "norq.error"] = "\(lastError.code)" }
         switch decision {
         case .retry(let delay):
-            metrics.count("retried", provider: provider.name)
-            failureLog.debug("retrying", metadata: ["norq.attempt": "\(attempts)", "norq.delay": "\(delay)"])
+            if requeues != nil, failure.isUnprocessed {
+                metrics.count("requeued", provider: provider.name)
+                failureLog.debug("re-queued (not processed by the server)",
+                                 metadata: ["norq.attempt": "\(attempts)", "norq.delay": "\(delay)"])
+            } else {
+                metrics.count("retried", provider: provider.name)
+                failureLog.debug("retrying", metadata: ["norq.attempt": "\(attempts)", "norq.delay": "\(delay)"])
+            }
             return .retry(after: delay, lastResponse: lastResponse, lastError: lastError,
                           possiblyProcessed: possiblyProcessed)
         case .giveUp(let reason):
@@ -126,7 +150,10 @@ extension NotificationRouter {
                 messageID: response.messageID ?? request.requestID ?? job?.requestID))
         }
         var failure = error ?? NorqError(.transportFailed, "no answer from the provider")
-        if possiblyProcessed { failure.possiblyProcessed = true }
+        if possiblyProcessed {
+            failure.possiblyProcessed = true
+            failure.notProcessed = false
+        }
         return .failed(failure)
     }
 

@@ -125,6 +125,7 @@ public final class APNsProvider: PushProvider {
             expiration = 0
         }
         let collapseID = options.collapseID ?? content.headers.collapseID
+        try Self.checkHeaderValue("apns-collapse-id", collapseID, of: content)
         if let collapseID, collapseID.utf8.count > 64 {
             throw NorqError(.apnsBadCollapseID, "apns-collapse-id is \(collapseID.utf8.count) bytes; at most 64 are allowed")
         }
@@ -169,6 +170,14 @@ public final class APNsProvider: PushProvider {
                                headers: headers, body: body, provider: name, target: .token(token),
                                environment: environment, requestID: requestID, payloadLimit: pushType.payloadLimit,
                                redactions: redactions)
+    }
+
+    /// Throws `template/invalid-header-value` when `value` (made from the template's data or the send's options)
+    /// cannot be written as the value of `header` on HTTP/2 (RFC 9113 §8.2.1, ``HTTP2FieldRules``): nothing is sent.
+    /// `prepare` and `norq validate`'s payload pass (`payloadSizes`) call it alike.
+    static func checkHeaderValue(_ header: String, _ value: String?, of content: PushContent) throws(NorqError) {
+        guard let value, let problem = HTTP2FieldRules.valueProblem(value) else { return }
+        throw NorqError.invalidHeaderValue(header, template: content.templateName, problem: problem)
     }
 
     /// The payload bytes, reusing the last encoding when the content, push type and send time (seconds) are

@@ -12,10 +12,14 @@ extension APNsPayload {
 }
 
 extension APNsProviderType {
-    /// The device payload for iOS tokens (`APNsPayload.size(of:sendTime:)`); nothing for other platforms.
+    /// The device payload for iOS tokens (`APNsPayload.size(of:sendTime:)`); nothing for other platforms. Throws
+    /// `template/invalid-header-value` as `prepare` does for a collapse id that cannot be a header value.
     public func payloadSizes(for content: PushContent, platforms: Set<Platform>,
                              options: SendOptions) throws(NorqError) -> [PayloadSize] {
         guard platforms.contains(.ios) else { return [] }
+        // The header values `prepare` checks too, so that `norq validate` reports what a send would.
+        try APNsProvider.checkHeaderValue("apns-collapse-id", options.collapseID ?? content.headers.collapseID,
+                                          of: content)
         return [try APNsPayload.size(of: content, sendTime: options.sendTime ?? APNsClock.system.epochSeconds())]
     }
 }

@@ -162,7 +162,7 @@ final class APNsTransport: Sendable {
         return try result.get()
     }
 
-    /// A transport failure as the router sees it, `possiblyProcessed` copied.
+    /// A transport failure as the router sees it, `possiblyProcessed` and `notProcessed` (``HTTP2ClientError/isUnprocessed``) copied.
     static func norqError(_ error: HTTP2ClientError, logID: String) -> NorqError {
         switch error.kind {
         case .shutDown:
@@ -170,12 +170,14 @@ final class APNsTransport: Sendable {
         case .deadlineExceeded:
             return NorqError(.deadlineExceeded, "APNs did not answer before the deadline (token \(logID))",
                              possiblyProcessed: error.possiblyProcessed)
+        case .invalidRequest:
+            return NorqError(.invalidHeaderValue, "APNs request not sent (token \(logID)): \(error.message)")
         case .connectFailed, .addressNotAllowed:
             return NorqError(.transportFailed, "cannot connect to APNs: \(error.message)",
                              possiblyProcessed: error.possiblyProcessed)
         default:
             return NorqError(.transportFailed, "APNs: \(error.message) (token \(logID))",
-                             possiblyProcessed: error.possiblyProcessed)
+                             possiblyProcessed: error.possiblyProcessed, notProcessed: error.isUnprocessed)
         }
     }
 

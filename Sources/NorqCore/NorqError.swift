@@ -50,14 +50,23 @@ public struct NorqError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `false` when it is known not to have been processed (never written, REFUSED_STREAM, a stream above a
     /// GOAWAY's last-stream-id) and for every error that is not a delivery attempt.
     public var possiblyProcessed: Bool
+    /// For a failed delivery attempt: `true` when the attempt is known not to have been processed by the server
+    /// because the server said so or the request never left (RST_STREAM REFUSED_STREAM, a stream above a GOAWAY's
+    /// last-stream-id, a connection that closed or went away before the request was written). Such an attempt is
+    /// re-queued without spending the retry budget, bounded by the deadline (`RetryPolicy.decision(afterAttempt:
+    /// failure:remaining:randomUnit:collapsible:requeues:)`). `false` otherwise, including for failures that were
+    /// not processed for another reason (no connection could be made): those spend the budget. Never true together
+    /// with `possiblyProcessed`.
+    public var notProcessed: Bool
 
     public init(_ code: Code, _ message: String, at location: SourceLocation? = nil, hint: String? = nil,
-                possiblyProcessed: Bool = false) {
+                possiblyProcessed: Bool = false, notProcessed: Bool = false) {
         self.code = code
         self.message = message
         self.location = location
         self.hint = hint
         self.possiblyProcessed = possiblyProcessed
+        self.notProcessed = notProcessed && !possiblyProcessed
     }
 
     /// `path:line:col: error[code]: message` (the location part only when known).
@@ -84,4 +93,17 @@ extension NorqError.Code {
     public static let providerShutDown: Self = "provider/shut-down"
     // json
     public static let invalidJSON: Self = "push/invalid-json"
+    // template: a header value that cannot be written (checked by each provider's `prepare`)
+    public static let invalidHeaderValue: Self = "template/invalid-header-value"
+}
+
+extension NorqError {
+    /// `template/invalid-header-value`: the value of request header `header`, made from the template `template`
+    /// (or from the send's options), cannot be written on HTTP/2 (RFC 9113 §8.2.1: a CR, LF or NUL, or whitespace
+    /// at either end). `problem` says which (the value itself is not quoted: it comes from data). Nothing is sent.
+    public static func invalidHeaderValue(_ header: String, template: String?, problem: String) -> NorqError {
+        let source = template.map { "of template \"\($0)\"" } ?? "of the push"
+        return NorqError(.invalidHeaderValue, "header \(header) \(source) cannot be sent: \(problem)",
+                         hint: "HTTP/2 header values may not contain CR, LF or NUL nor start or end with whitespace")
+    }
 }

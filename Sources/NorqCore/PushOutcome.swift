@@ -78,19 +78,24 @@ public struct PushOutcome: Sendable, Hashable {
     public var recipientID: String?
     /// The provider instance chosen by routing, if any.
     public var provider: String?
-    /// How many requests were sent for this token (0 when none).
+    /// How many requests were sent for this token (0 when none), re-queues included.
     public var attempts: Int
+    /// How many of those `attempts` were re-queues: sent again after an attempt known not to have been processed
+    /// by the server (a refused stream, above a GOAWAY's last-stream-id, never written), which do not spend the
+    /// provider's `retry.retries`.
+    public var requeues: Int
     public var result: Result
 
     /// True when the outcome is `failed` but the push may have been delivered (see `Result.mayHaveBeenDelivered`).
     public var mayHaveBeenDelivered: Bool { result.mayHaveBeenDelivered }
 
     public init(target: DeliveryTarget, recipientID: String? = nil, provider: String? = nil, attempts: Int = 0,
-                result: Result) {
+                requeues: Int = 0, result: Result) {
         self.target = target
         self.recipientID = recipientID
         self.provider = provider
         self.attempts = attempts
+        self.requeues = requeues
         self.result = result
     }
 }
@@ -106,6 +111,8 @@ public struct SendReport: Sendable, Hashable {
     public var failed: Int { count("failed") }
     public var skipped: Int { count("skipped") }
     public var duplicates: Int { count("duplicate") }
+    /// Re-queues of all outcomes (attempts known not to have been processed, sent again free of the retry budget).
+    public var requeues: Int { outcomes.reduce(0) { $0 + $1.requeues } }
     /// How many `failed` outcomes may have been delivered all the same.
     public var mayHaveBeenDelivered: Int { outcomes.count { $0.result.mayHaveBeenDelivered } }
     /// True when every outcome is `delivered` (or a duplicate of a delivery).

@@ -34,8 +34,8 @@ public struct RetryPolicy: Sendable, Hashable {
 /// A request that was written and then got no definitive answer (the connection was lost, the stream was reset
 /// with a code other than REFUSED_STREAM, the deadline passed after the write) may have been delivered: sending it
 /// again may show the user the notification twice, since APNs does not deduplicate. An attempt known not to have
-/// been processed (never written, REFUSED_STREAM, above a GOAWAY's last stream id) is always retried within
-/// `retries`, with backoff.
+/// been processed (`NorqError.notProcessed`: never written, REFUSED_STREAM, above a GOAWAY's last stream id) is
+/// always sent again: the router re-queues it without spending `retries`, until the deadline.
 public struct AmbiguousRetry: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }

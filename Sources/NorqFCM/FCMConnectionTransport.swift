@@ -114,15 +114,18 @@ final class FCMConnectionTransport: FCMTransport {
         return headers
     }
 
-    /// `HTTP2ClientError` -> `NorqError`: deadline, shut-down or transport failure, keeping `possiblyProcessed`.
+    /// `HTTP2ClientError` -> `NorqError`: deadline, shut-down or transport failure, keeping `possiblyProcessed` and
+    /// `notProcessed` (``HTTP2ClientError/isUnprocessed``).
     static func norqError(_ error: HTTP2ClientError) -> NorqError {
         let code: NorqError.Code
         switch error.kind {
         case .deadlineExceeded: code = .deadlineExceeded
         case .shutDown: code = .providerShutDown
+        case .invalidRequest: code = .invalidHeaderValue
         default: code = .transportFailed
         }
-        return NorqError(code, "FCM: \(error.message)", possiblyProcessed: error.possiblyProcessed)
+        return NorqError(code, "FCM: \(error.message)", possiblyProcessed: error.possiblyProcessed,
+                         notProcessed: error.isUnprocessed)
     }
 
     var connectFailure: String? { pool.health.lastConnectFailure }

@@ -1,5 +1,6 @@
 public import NorqCore
 public import Logging
+import NorqHTTP2
 import Synchronization
 
 /// The built-in FCM HTTP v1 provider: builds `POST /v1/projects/<id>/messages:send` requests for registration
@@ -98,9 +99,21 @@ public final class FCMProvider: PushProvider {
         try prepare(content, target: try FCMTarget.channel(channel), deliveryTarget: .channel(channel), options: options)
     }
 
+    /// Throws `template/invalid-header-value` when the collapse id (the template's or the send's) cannot be written
+    /// as a header value on HTTP/2 (RFC 9113 §8.2.1, ``HTTP2FieldRules``): FCM passes it on as `apns-collapse-id`.
+    /// `prepare` and `norq validate`'s payload pass (`payloadSizes`) call it alike.
+    static func checkHeaderValues(of content: PushContent, options: SendOptions) throws(NorqError) {
+        guard let collapseID = options.collapseID ?? content.headers.collapseID,
+              let problem = HTTP2FieldRules.valueProblem(collapseID) else { return }
+        throw NorqError.invalidHeaderValue("apns-collapse-id", template: content.templateName, problem: problem)
+    }
+
     /// The request for `content` to `target` (pure, apart from reading the cached access token for display).
     public func prepare(_ content: PushContent, target: FCMTarget, deliveryTarget: DeliveryTarget,
                         options: SendOptions) throws(NorqError) -> PreparedRequest {
+        // FCM passes the collapse id on as a header (APNs `apns-collapse-id`, Web Push `Topic`): refused here as
+        // APNs and Web Push providers refuse it, before anything is sent.
+        try Self.checkHeaderValues(of: content, options: options)
         let blocks = FCMMessage.Blocks.for(target)
         let messageOptions = FCMMessage.Options(priority: options.priority, expiration: options.expiration,
                                                 collapseID: options.collapseID,

@@ -20,6 +20,7 @@ extension FCMProviderType {
     /// template does not say whether it goes to topics; `prepare` checks them before sending.
     public func payloadSizes(for content: PushContent, platforms: Set<Platform>,
                              options: SendOptions) throws(NorqError) -> [PayloadSize] {
+        if !platforms.isDisjoint(with: self.platforms) { try FCMProvider.checkHeaderValues(of: content, options: options) }
         let messageOptions = FCMMessage.Options(priority: options.priority, expiration: options.expiration,
                                                 collapseID: options.collapseID,
                                                 sendTime: options.sendTime ?? FCMClock.system.epochSeconds())

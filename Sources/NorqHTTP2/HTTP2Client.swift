@@ -17,9 +17,14 @@ package import NIOHPACK
 // - `true`: it was written and no final answer came (connection lost, another RST_STREAM code, the deadline
 //   passed after the write, a malformed or oversized answer). Sending it again may deliver it twice.
 //
-// Requests the server refused (REFUSED_STREAM, above GOAWAY) are sent again by the pool at most once (requests only
-// queued on a connection that closed: at most 3 times), then handed back as such a failure: the caller's retry
-// policy (with its backoff and budget) decides what happens next.
+// A request whose header fields break RFC 9113 §8.2.1 (``HTTP2FieldRules``: a CR, LF or NUL in a value, whitespace at
+// either end, a name that is not a lowercase token) fails with ``HTTP2ClientError/Kind/invalidRequest`` before any
+// connection is touched.
+//
+// Requests above a GOAWAY's last-stream-id are sent again by the pool at most once (requests only queued on a
+// connection that closed: at most 3 times; a REFUSED_STREAM never), then handed back as such a failure, marked
+// ``HTTP2ClientError/isUnprocessed``: the caller re-queues it (the router: without spending the retry budget, with
+// backoff when the same request keeps being refused, until its deadline).
 
 /// How a request header field enters the HPACK dynamic table (RFC 7541 6.2).
 package enum HTTP2HeaderIndexing: Sendable, Hashable {
@@ -134,6 +139,9 @@ package struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
         package static let responseTooLarge = Kind("response-too-large")
         /// ``HTTP2ClientConfiguration/addressFilter`` refused the resolved address.
         package static let addressNotAllowed = Kind("address-not-allowed")
+        /// A header field of the request breaks RFC 9113 §8.2.1 (``HTTP2FieldRules``): failed before any connection
+        /// was touched; sending it again cannot help.
+        package static let invalidRequest = Kind("invalid-request")
     }
 
     package var kind: Kind
@@ -150,6 +158,15 @@ package struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
     }
 
     package var description: String { "\(kind): \(message)" }
+
+    /// True when the server refused the request or it never left on a connection that was made: RST_STREAM
+    /// REFUSED_STREAM, a stream above a GOAWAY's last-stream-id, a request queued on a connection that closed or
+    /// went away before writing it. The caller may send it again without spending a retry budget (a re-queue,
+    /// bounded by its deadline). Not a connect failure, a deadline, a shutdown or an invalid request: those were
+    /// not processed either, but sending them again at once would not help.
+    package var isUnprocessed: Bool {
+        !possiblyProcessed && (kind == .goAway || kind == .streamReset || kind == .connectionLost)
+    }
 }
 
 /// An HTTP CONNECT proxy (RFC 9110 9.3.6), with optional basic authentication.

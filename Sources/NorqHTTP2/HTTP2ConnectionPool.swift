@@ -83,11 +83,16 @@ package final class HTTP2ConnectionPool: Sendable {
         start(head, body: .bytes(bytes), deadline: deadline, completion: completion)
     }
 
-    /// `start` with any body (a spliced one is written part by part).
+    /// `start` with any body (a spliced one is written part by part). A head whose fields break RFC 9113 §8.2.1
+    /// (``HTTP2FieldRules``) fails at once with ``HTTP2ClientError/Kind/invalidRequest``: no connection is touched.
     package func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
                        completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
+            return
+        }
+        if let problem = HTTP2FieldRules.problem(in: head) {
+            completion(.failure(HTTP2ClientError(.invalidRequest, possiblyProcessed: false, problem)))
             return
         }
         outstanding.add(1, ordering: .relaxed)

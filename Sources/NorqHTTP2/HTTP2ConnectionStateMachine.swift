@@ -480,7 +480,8 @@ package struct HTTP2ConnectionStateMachine {
         lastStreamActivity = now
         if errorCode == HTTP2Wire.ErrorCode.refusedStream {
             // Not processed, and not re-sent here: a server refusing every stream would be answered with a storm.
-            // The caller retries it with backoff, within its budget.
+            // The caller re-queues it (`HTTP2ClientError.isUnprocessed`; the router: without spending the retry
+            // budget, backing off when the same request is refused again, until its deadline).
             actions.append(.fail(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)")))
         } else {
             actions.append(.fail(stream.request, Self.possiblyProcessed(.streamReset,

@@ -60,8 +60,9 @@ package final class HTTP2RequestContext: Sendable {
     }
     private let state: Mutex<State>
 
-    /// A request the server refused is sent again once by the pool; the next time it fails, not processed, and
-    /// the caller's retry policy (backoff, budget) decides.
+    /// A request above a GOAWAY's last-stream-id is sent again once by the pool; the next time it fails, not
+    /// processed (``HTTP2ClientError/isUnprocessed``), and the caller re-queues it (the router: without spending the
+    /// retry budget, until the deadline).
     package static let maxRequeues = 1
     /// A request handed back without having been written (queued on a connection that closed or went away) is
     /// sent again up to this many times in all.

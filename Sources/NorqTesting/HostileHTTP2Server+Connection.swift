@@ -49,6 +49,8 @@ final class HostileConnectionHandler: ChannelInboundHandler {
     private var requestsOnConnection = 0
     private var held: [Request] = []
     private var holdTimer: Scheduled<Void>?
+    /// `doubleGoAway`: the first GOAWAY (last-stream-id 2^31-1) is sent; held requests wait for the second.
+    private var firstGoAwaySent = false
     private var clientInitialWindow = 65_535
     private var clientMaxFrameSize = 16_384
     /// The server's send window on the connection (the client's grants).
@@ -208,6 +210,21 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         case .none, .goAwayAfterSettings, .closeAfterSettings, .firstFrameNotSettings, .delayedSettings,
              .delayedHandshake:
             answer(context, request)
+        case .goAwayBelowSent(let answered, let holding), .doubleGoAway(let answered, let holding):
+            if requestsOnConnection <= answered { return answer(context, request) }
+            held.append(request)
+            if held.count >= holding { return drain(context) }
+            if holdTimer == nil {
+                holdTimer = context.eventLoop.assumeIsolated().scheduleTask(in: Self.holdTime) { [self] in
+                    holdTimer = nil
+                    drain(context)
+                    context.flush()
+                }
+            }
+        case .refuseEvery(let nth):
+            guard requestsOnConnection % nth == 0 else { return answer(context, request) }
+            streams[stream] = nil
+            write(context, HostileFrames.rstStreamFrame(stream: stream, code: 0x7))
         case .resetConnection(let holding):
             if first { return answer(context, request) }
             held.append(request)
@@ -294,6 +311,51 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// The drains of `goAwayBelowSent` and `doubleGoAway` (see those faults), once the held requests are there.
+    private func drain(_ context: ChannelHandlerContext) {
+        holdTimer?.cancel()
+        holdTimer = nil
+        guard !closing, !firstGoAwaySent else { return }
+        if case .doubleGoAway = fault.kind {
+            firstGoAwaySent = true
+            write(context, HostileFrames.goAwayFrame(lastStream: 0x7fff_ffff, code: 0))
+            context.flush()
+            // The median of the streams held before the first GOAWAY: those that arrive after it are never processed.
+            let heldBefore = held.count
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) { [self] in
+                guard !closing else { return }
+                let ids = held.prefix(heldBefore).map(\.stream).sorted()
+                let median = ids.isEmpty ? highestStream : ids[(ids.count - 1) / 2]
+                goAwayAndClose(context, last: min(median, Self.below(lowestUnfinished(sparing: median))))
+            }
+            return
+        }
+        goAwayAndClose(context, last: Self.below(lowestUnfinished(sparing: 0)))
+    }
+
+    /// The lowest stream id that is open and not answered, held ones with an id up to `sparing` aside (they are
+    /// answered before the GOAWAY); the next stream id when there is none.
+    private func lowestUnfinished(sparing: UInt32) -> UInt32 {
+        let spared = Set(held.filter { $0.stream <= sparing }.map(\.stream))
+        let open = streams.keys.filter { !spared.contains($0) }.min()
+        return open ?? (pendingBlock?.stream ?? highestStream + 2)
+    }
+
+    /// The client stream id before `id` (0 when none).
+    static func below(_ id: UInt32) -> UInt32 { id > 2 ? id - 2 : 0 }
+
+    /// Processes (answers) the held requests up to `last`, sends GOAWAY(`last`, NO_ERROR) and closes the connection
+    /// (TLS close_notify, then FIN). The held requests above `last` are left unprocessed.
+    private func goAwayAndClose(_ context: ChannelHandlerContext, last: UInt32) {
+        let last = min(last, highestStream)
+        for request in held where request.stream <= last { answer(context, request) }
+        held = []
+        write(context, HostileFrames.goAwayFrame(lastStream: last, code: 0))
+        context.flush()
+        closing = true
+        context.close(promise: nil)
+    }
+
     /// A `200` with the request's `apns-id` (and a `x-padding` field of `padding` bytes), counted as a 200.
     private func answer(_ context: ChannelHandlerContext, _ request: Request, padding: Int = 0) {
         streams[request.stream] = nil
@@ -309,6 +371,7 @@ final class HostileConnectionHandler: ChannelInboundHandler {
         let violated = self.violated
         shared.update { state in
             state.statistics.okByToken[request.token, default: 0] += 1
+            state.statistics.processedByToken[request.token, default: 0] += 1
             if violated { state.statistics.answeredAfterViolation.insert(request.token) }
         }
     }

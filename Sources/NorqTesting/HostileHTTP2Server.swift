@@ -49,6 +49,9 @@ public final class HostileHTTP2Server: Sendable {
             case badPriorityFrameSize
             case missingStatus
             case overrunReceiveWindow
+            case goAwayBelowSent(answered: Int, held: Int)
+            case doubleGoAway(answered: Int, held: Int)
+            case refuseEvery(nth: Int)
         }
         let kind: Kind
         public let description: String
@@ -142,6 +145,28 @@ public final class HostileHTTP2Server: Sendable {
         /// server knows the window when it writes: a client that grants window while it reads may rightly see no
         /// overrun.
         public static let overrunReceiveWindow = Fault(.overrunReceiveWindow, "DATA past the client's receive window")
+        /// Issue 30, a graceful drain as on a rolling restart: answers the first `answered` requests of a connection,
+        /// then holds the next ones (received, not processed) until `held` of them wait (or 50 ms passed since the
+        /// first), then sends GOAWAY (NO_ERROR) with a last-stream-id below every held or incomplete stream (so lower
+        /// than streams the client already sent), and closes the connection. Held streams are never processed.
+        public static func goAwayBelowSent(answered: Int, held: Int) -> Fault {
+            Fault(.goAwayBelowSent(answered: max(0, answered), held: max(1, held)),
+                  "GOAWAY below the streams sent after \(answered) answers, then close")
+        }
+        /// Issue 30, the double GOAWAY of RFC 9113 §6.8: answers the first `answered` requests of a connection, holds
+        /// the next ones until `held` wait (or 50 ms passed), sends GOAWAY with last-stream-id 2^31-1, and 20 ms later
+        /// processes (answers) the held streams up to the median id of those held before the first GOAWAY, sends the
+        /// real GOAWAY with that id and closes the connection. Streams above it (held, or arriving after the first
+        /// GOAWAY) are never processed.
+        public static func doubleGoAway(answered: Int, held: Int) -> Fault {
+            Fault(.doubleGoAway(answered: max(0, answered), held: max(1, held)),
+                  "GOAWAY 2^31-1, then the real last id, after \(answered) answers")
+        }
+        /// Issue 30: every `nth` request of a connection is refused with RST_STREAM REFUSED_STREAM (not processed);
+        /// every other one is answered.
+        public static func refuseEvery(nth: Int) -> Fault {
+            Fault(.refuseEvery(nth: max(1, nth)), "REFUSED_STREAM on every \(nth)th stream")
+        }
     }
 
     public struct Configuration: Sendable {
@@ -171,6 +196,10 @@ public final class HostileHTTP2Server: Sendable {
         public var requestsByToken: [String: Int] = [:]
         /// `200` answers written (whole, before any reset), by device token.
         public var okByToken: [String: Int] = [:]
+        /// Requests the server processed (acted on and answered, whatever the status), by device token. A request
+        /// refused (REFUSED_STREAM) or left above a GOAWAY's last-stream-id is received (``requestsByToken``) but not
+        /// processed.
+        public var processedByToken: [String: Int] = [:]
         /// Tokens answered `200` on a connection after the server broke the protocol on it (or with a broken
         /// answer): a client may rightly discard those answers.
         public var answeredAfterViolation: Set<String> = []
@@ -195,6 +224,10 @@ public final class HostileHTTP2Server: Sendable {
         public var oks: Int { okByToken.values.reduce(0, +) }
         /// Tokens answered `200` more than once (a duplicate delivery).
         public var answeredTwice: [String] { okByToken.filter { $0.value > 1 }.map(\.key).sorted() }
+        /// Tokens processed more than once.
+        public var processedTwice: [String] { processedByToken.filter { $0.value > 1 }.map(\.key).sorted() }
+        /// All requests processed.
+        public var processed: Int { processedByToken.values.reduce(0, +) }
     }
 
     let shared: HostileShared

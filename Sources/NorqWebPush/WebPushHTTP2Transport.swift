@@ -136,12 +136,13 @@ package final class WebPushHTTP2Transport: WebPushTransport {
         case .deadlineExceeded: code = .deadlineExceeded
         case .shutDown: code = .providerShutDown
         case .addressNotAllowed: code = .webPushEndpointNotAllowed
+        case .invalidRequest: code = .invalidHeaderValue
         default: code = .transportFailed
         }
         let message = error.kind == .addressNotAllowed
             ? "web push endpoint host \(host.prefix(80)) resolved to an address the SSRF guard refuses (loopback, private, link-local, multicast or reserved)"
             : "web push to \(host.prefix(80)): \(error.message)"
-        return NorqError(code, message, possiblyProcessed: error.possiblyProcessed)
+        return NorqError(code, message, possiblyProcessed: error.possiblyProcessed, notProcessed: error.isUnprocessed)
     }
 
     package func shutdown() async {

@@ -1,5 +1,6 @@
 public import NorqCore
 public import Logging
+import NorqHTTP2
 import Synchronization
 
 /// The built-in Web Push provider (RFC 8030 delivery, RFC 8291 encryption, RFC 8292 VAPID): encrypts the
@@ -55,6 +56,15 @@ public final class WebPushProvider: PushProvider {
     /// (`provider/missing-vapid-keys`), an absolute https endpoint (`webpush/invalid-endpoint`) the guard allows
     /// (`webpush/endpoint-not-allowed`), valid keys (`webpush/invalid-p256dh`, `webpush/invalid-auth-secret`), the
     /// TTL (`webpush/invalid-ttl`) and the size (`webpush/payload-too-large`).
+    /// Throws `template/invalid-header-value` when the collapse id (the template's or the send's) cannot be written
+    /// as a header value on HTTP/2 (RFC 9113 §8.2.1, ``HTTP2FieldRules``). `prepare` and `norq validate`'s payload
+    /// pass (`payloadSizes`) call it alike.
+    static func checkHeaderValues(of content: PushContent, options: SendOptions) throws(NorqError) {
+        guard let collapseID = options.collapseID ?? content.headers.collapseID,
+              let problem = HTTP2FieldRules.valueProblem(collapseID) else { return }
+        throw NorqError.invalidHeaderValue("apns-collapse-id", template: content.templateName, problem: problem)
+    }
+
     public func prepare(_ content: PushContent, for token: PushToken, options: SendOptions) throws(NorqError) -> PreparedRequest {
         guard let keys = token.keys else {
             throw NorqError(.missingVAPIDKeys, "web push subscription \(token.redacted) needs keys.p256dh and keys.auth")
@@ -82,6 +92,9 @@ public final class WebPushProvider: PushProvider {
             headers.append(HTTPHeader("urgency", urgency))
         }
         if let collapseID = options.collapseID ?? content.headers.collapseID {
+            // The Topic made from it is always a valid value; the collapse id is still refused as the APNs and FCM
+            // providers refuse it, so that a template fails the same way whichever provider a token goes to.
+            try Self.checkHeaderValues(of: content, options: options)
             headers.append(HTTPHeader("topic", WebPushHeaders.topic(collapseID: collapseID)))
         }
         headers.append(HTTPHeader("content-encoding", "aes128gcm"))

@@ -14,6 +14,8 @@ extension WebPushProviderType {
     /// The plaintext for web tokens (`WebPushPayload.size(of:)`); nothing for other platforms.
     public func payloadSizes(for content: PushContent, platforms: Set<Platform>,
                              options: SendOptions) throws(NorqError) -> [PayloadSize] {
-        platforms.contains(.web) ? [WebPushPayload.size(of: content)] : []
+        guard platforms.contains(.web) else { return [] }
+        try WebPushProvider.checkHeaderValues(of: content, options: options)
+        return [WebPushPayload.size(of: content)]
     }
 }

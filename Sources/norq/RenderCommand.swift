@@ -99,6 +99,10 @@ struct RenderCommand: AsyncParsableCommand {
                 return 0
             }
             let content = try compiled.render(data: data, options: RenderOptions(strict: options.strict))
+            // What every provider refuses before sending (a header value that cannot be written on HTTP/2:
+            // `template/invalid-header-value`), as `norq validate` and a send's `prepare` do; payload limits are
+            // `norq validate`'s.
+            _ = try library.rules.payloadSizes(of: content, options: SendOptions(collapseID: options.collapseID))
             if json {
                 Console.out(DryRunJSON.contentJSON(content, template: template).prettyPrinted() + "\n")
             } else {

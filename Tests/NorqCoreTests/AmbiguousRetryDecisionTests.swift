@@ -15,6 +15,8 @@ struct AmbiguousRetryDecisionTests {
     static let timedOutAfterWrite = DeliveryFailure.transport(NorqError(.deadlineExceeded, "no answer before the deadline",
                                                                         possiblyProcessed: true))
 
+    // The decisions below are the rule without re-queue counting (`requeues: nil`); `RequeueDecisionTests` has the
+    // re-queue rule of issue 30.
     @Test("not processed: retried with backoff under every setting, counted against retries",
           arguments: AmbiguousRetry.allValues)
     func notProcessedIsRetriedWithBackoff(ambiguous: AmbiguousRetry) {

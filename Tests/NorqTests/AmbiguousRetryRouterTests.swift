@@ -84,7 +84,9 @@ struct AmbiguousRetryRouterTests {
         #expect(report.outcomes.first?.mayHaveBeenDelivered == true)
     }
 
-    @Test("not processed (REFUSED_STREAM): retried with backoff, bounded by retries, not marked as possibly delivered")
+    /// `refused` is not possibly processed but not marked `notProcessed` either (as a failure to connect is not):
+    /// such a failure spends the budget. One marked `notProcessed` is re-queued free (`RequeueRouterTests`).
+    @Test("not possibly processed, not marked unprocessed: retried with backoff, bounded by retries, not possibly delivered")
     func notProcessedRetriedWithBackoff() async throws {
         let sleeper = SleepRecorder()
         let apns = FakeProvider(name: "apns", retry: retry(.never)) { _, _ throws(NorqError) in throw Self.refused }

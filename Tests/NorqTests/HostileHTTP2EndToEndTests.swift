@@ -133,15 +133,21 @@ struct HostileHTTP2EndToEndTests {
 
     // MARK: Defect 7
 
-    @Test("7: every stream refused: retried with backoff within retries, then failed, not possibly delivered")
+    @Test("7: every stream refused: re-queued with backoff until the deadline, bounded, then failed, not possibly delivered")
     func refusedStreamStorm() async throws {
-        let tokens = 20
+        // Issue 30: a refused stream does not spend `retries`; the deadline and the backoff of a target refused again
+        // bound the requests: at most 1,000 for 50 tokens over a 3 s deadline.
+        let tokens = 50
         let run = try await HostileRun.send(.refuseEveryStream, tokens: tokens, deadline: .seconds(3))
         run.checkInvariants()
         #expect(run.report?.failed == tokens, "\(run)")
         #expect(run.report?.mayHaveBeenDelivered == 0, "\(run)")
-        let bound = tokens * (HostileRun.retry.retries + 1)
+        #expect(run.statistics.processed == 0, "a refused stream is not processed")
+        let bound = 1_000
         #expect(run.statistics.requests <= bound, "\(run.statistics.requests) requests for \(tokens) tokens (bound \(bound))")
+        // More than the budget alone allows: the refusals were re-queued, not counted against `retries`.
+        #expect(run.statistics.requests > tokens * (HostileRun.retry.retries + 1), "\(run)")
+        #expect((run.report?.requeues ?? 0) > 0, "\(run)")
     }
 
     // MARK: Defect 8
@@ -274,8 +280,9 @@ struct HostileRun: CustomStringConvertible {
     /// (bounded too) and, unless `keepServer`, stops the server.
     static func send(_ fault: HostileHTTP2Server.Fault, faultyConnections: Int? = nil, tokens count: Int,
                      deadline: Duration = .seconds(2), collapseID: String? = nil, keepServer: Bool = false,
-                     ambiguous: AmbiguousRetry = .collapsible) async throws -> HostileRun {
-        let server = try HostileHTTP2Server(configuration: .init(fault: fault, faultyConnections: faultyConnections))
+                     ambiguous: AmbiguousRetry = .collapsible, maxConcurrentStreams: Int = 100) async throws -> HostileRun {
+        let server = try HostileHTTP2Server(configuration: .init(fault: fault, faultyConnections: faultyConnections,
+                                                                 maxConcurrentStreams: maxConcurrentStreams))
         try await server.start()
         let router = try makeRouter(server, ambiguous: ambiguous)
         let tokens = (0..<count).map(token)
@@ -305,11 +312,12 @@ struct HostileRun: CustomStringConvertible {
             kinds["\(outcome.result.kind) \(outcome.failureCode ?? "")\(maybe)", default: 0] += 1
         }
         let outcomes = kinds.sorted { $0.key < $1.key }.map { "\($0.value)x \($0.key)" }.joined(separator: ", ")
+            + "; \(report.requeues) re-queues"
         let firstFailure = report.outcomes.lazy.compactMap { outcome -> String? in
             if case .failed(let error) = outcome.result { return error.message }
             return nil
         }.first.map { "; first failure: \($0)" } ?? ""
-        return "[\(outcomes)] in \(elapsed); server: \(statistics.requests) requests, \(statistics.oks) 200s, "
+        return "[\(outcomes)] in \(elapsed); server: \(statistics.requests) requests, \(statistics.processed) processed, \(statistics.oks) 200s, "
             + "\(statistics.connections) connections, GOAWAY \(statistics.goAwayCodesReceived), "
             + "RST_STREAM \(statistics.resetCodesReceived.prefix(10))\(firstFailure)"
     }

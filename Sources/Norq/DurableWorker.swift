@@ -327,16 +327,33 @@ public final class DurableWorker: Service {
         // (`timeout:` in its configuration); never by the lease, which the heartbeat renews for as long as the row
         // is held. (Capping it at half the lease re-sent every push to a service slower than that.)
         let attemptDeadline = prepared.deadline
-        router.metrics.count("sent", provider: provider.name)
-        router.metrics.inFlightChanged(by: 1)
-        let answer = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
-            provider.startDelivery(request, deadline: attemptDeadline) { continuation.resume(returning: $0) }
-        }
-        router.metrics.inFlightChanged(by: -1)
+        // An attempt the server provably did not process (refused stream, above a GOAWAY's last stream id, a
+        // connection closed before the request was written) is re-sent within this claim at once (backing off when
+        // refused again), bounded by the send's deadline, without spending the retry budget: the lease is held by
+        // the heartbeat meanwhile, and nothing reaches the store for it (issue 30's rule, as the in-memory router).
+        var requeues = 0
+        var answer: Result<DeliveryResponse, NorqError>
+        var step: NotificationRouter.AttemptStep
         var ambiguous = false
-        if case .failure(let error) = answer { ambiguous = error.possiblyProcessed }
+        while true {
+            router.metrics.count("sent", provider: provider.name)
+            router.metrics.inFlightChanged(by: 1)
+            answer = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
+                provider.startDelivery(request, deadline: attemptDeadline) { continuation.resume(returning: $0) }
+            }
+            router.metrics.inFlightChanged(by: -1)
+            if case .failure(let error) = answer, error.possiblyProcessed { ambiguous = true }
+            step = router.afterAttempt(answer, attempt: prepared, attempts: row.attempts + requeues, started: started,
+                                       earlierPossiblyProcessed: ambiguous, requeues: requeues)
+            guard case .retry(let delay, _, let lastError, _) = step, NotificationRouter.isRequeue(lastError),
+                  !isStopping, router.clock.now() < prepared.deadline else { break }
+            requeues += 1
+            if delay > .zero {
+                do { try await Task.sleep(for: delay) } catch { break }
+            }
+        }
         let mayHaveBeenDelivered = row.mayHaveBeenDelivered || ambiguous
-        switch router.afterAttempt(answer, attempt: prepared, attempts: row.attempts, started: started) {
+        switch step {
         case .done(let result, let lastResponse):
             let outcome = router.finish(prepared, result: result, attempts: row.attempts, lastResponse: lastResponse)
             // The environment the attempt went to: a token-invalid answer is recorded for it only (issue 29).

@@ -323,7 +323,8 @@ struct HostileRun: CustomStringConvertible {
     }
 
     /// A router with one APNs provider (one connection) whose sandbox endpoint is `server`, trusting its CA.
-    static func makeRouter(_ server: HostileHTTP2Server, ambiguous: AmbiguousRetry = .collapsible) throws -> NotificationRouter {
+    static func makeRouter(_ server: HostileHTTP2Server, ambiguous: AmbiguousRetry = .collapsible,
+                           retry: RetryPolicy = HostileRun.retry) throws -> NotificationRouter {
         var configuration = APNsConfiguration(authentication: credentials.authentication, bundleID: "com.example.app")
         configuration.sandboxEndpoint = APNsEndpoint(host: "localhost", port: server.port)
         configuration.additionalTrustRootsPEM = server.caCertificatePEM   // what `caPath:` loads

@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "NorqWebPush", targets: ["NorqWebPush"]),
         .executable(name: "norq", targets: ["norq"]),
         .library(name: "NorqServer", targets: ["NorqServer"]),
+        .library(name: "NorqBuiltIns", targets: ["NorqBuiltIns"]),
+        .library(name: "NorqLocalEmulators", targets: ["NorqLocalEmulators"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -188,9 +190,7 @@ let package = Package(
             name: "norq",
             dependencies: ["NorqStore", 
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqTesting", "NorqFCM",
-                "NorqConsole",
-                "NorqWebPush",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "NorqWebPush", "NorqBuiltIns", "NorqLocalEmulators",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 "NorqStoreSQLite", "NorqStorePostgres",
@@ -198,6 +198,41 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NorqServer",
             ],
+            swiftSettings: strict
+        ),
+        // Every built-in provider type in one registry (`ProviderTypeRegistry.builtIn`, issue 34): the CLI's, and the
+        // one-call registry for library users. NorqConfig and Norq know no provider, so it lives here.
+        .target(
+            name: "NorqBuiltIns",
+            dependencies: ["NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush", "NorqConsole"],
+            swiftSettings: strict
+        ),
+        // The in-process emulators (NorqTesting) started for a configuration, its providers pointed at them: what
+        // `norq send --emulator` and the library example use (issue 34). Not for production.
+        .target(
+            name: "NorqLocalEmulators",
+            dependencies: [
+                "NorqCore", "NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush", "NorqTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // README.md's "Library use", runnable (issue 34): `swift run norq-example-library --emulator`.
+        .executableTarget(
+            name: "norq-example-library",
+            dependencies: [
+                "Norq", "NorqBuiltIns", "NorqConfig", "NorqLocalEmulators", "NorqTemplates",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "examples/library",
+            swiftSettings: strict
+        ),
+        // Every example in README.md and docs/ runs as written (issue 34): the runnable shell blocks against the
+        // emulators or a local `norq serve`, and the library example; both executables are run, not linked.
+        .testTarget(
+            name: "NorqExamplesTests",
+            dependencies: ["norq", "norq-example-library"],
             swiftSettings: strict
         ),
         // The `console` provider (Norq's): prints each prepared request instead of sending it (issue 17).

@@ -1,10 +1,7 @@
 import ArgumentParser
 import Foundation
-import NorqAPNs
-import NorqFCM
-import NorqWebPush
+import NorqBuiltIns
 import NorqConfig
-import NorqConsole
 import NorqCore
 import NorqTemplates
 
@@ -95,7 +92,8 @@ struct ConfigOptions: ParsableArguments {
     @Option(name: .long, help: "Templates directory (default: `templates:` or `notifications:` of the config, else ./templates).")
     var templates: String?
 
-    /// The provider types the CLI knows: APNs, FCM, Web Push and Norq's `console`: the one registry every command uses.
+    /// The provider types the CLI knows: `ProviderTypeRegistry.builtIn` (APNs, FCM, Web Push and Norq's `console`),
+    /// the one registry every command uses.
     static var registry: ProviderTypeRegistry { registry(consoleToStandardError: false) }
 
     /// The registry, with the `console` provider printing on stderr when stdout must stay one JSON document.
@@ -118,8 +116,7 @@ struct ConfigOptions: ParsableArguments {
         } else {
             output = { text in Console.out(text) }
         }
-        let types: [any ProviderType] = [APNsProviderType(), FCMProviderType(), WebPushProviderType(), ConsoleProviderType(output: output)]
-        return ProviderTypeRegistry(types)
+        return ProviderTypeRegistry.builtIn(consoleOutput: output)
     }
 
     /// Loads the configuration (explicit path or discovery).

@@ -1,5 +1,6 @@
 import Foundation
 import NorqCore
+import NorqLocalEmulators
 import NorqTesting
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NorqCore
 import NorqFCM
+import NorqLocalEmulators
 import NorqTesting
 
 #if canImport(Glibc)

@@ -7,12 +7,8 @@ extension NorqError.Code {
     static let cliUnknownSample: Self = "cli/unknown-sample"
     /// `norq send` without `--to`, or a recipient list with no tokens.
     static let cliMissingRecipients: Self = "cli/missing-recipients"
-    /// `--emulator` (or `norq emulator --config`) with a configuration that has no APNs provider.
-    static let cliNoAPNsProvider: Self = "cli/no-apns-provider"
-    /// The APNs emulator could not start (port in use, bad key).
-    static let cliEmulatorFailed: Self = "cli/emulator-failed"
-    /// An option value the command cannot use (a bad key file, an out-of-range fault option).
-    static let cliInvalidOption: Self = "cli/invalid-option"
+    // cli/no-apns-provider, cli/emulator-failed and cli/invalid-option are declared in NorqLocalEmulators (which
+    // throws them too).
 }
 
 extension NorqError.Code {

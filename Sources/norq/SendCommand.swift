@@ -5,9 +5,7 @@ import Norq
 import NorqConfig
 import NorqCore
 import NorqTemplates
-import NorqTesting
-import NorqAPNs
-import NorqWebPush
+import NorqLocalEmulators
 
 #if canImport(Glibc)
 import Glibc
@@ -92,29 +90,13 @@ struct SendCommand: AsyncParsableCommand {
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))
 
-        var running: EmulatorSetup.Attached?
-        var runningWeb: WebPushEmulator?
+        var running: LocalEmulators?
         if emulator {
-            let (webRewritten, webStarted) = try await WebPushEmulatorSetup.attach(to: configuration, recipients: recipients)
-            configuration = webRewritten
-            runningWeb = webStarted
-            if let webStarted, !json {
-                Console.out(Style.stdout.dim("Web Push emulator (in-process) at \(webStarted.origin); it decrypts what it receives") + "\n")
-            }
-        }
-        // The APNs and FCM emulators, unless the only providers are Web Push ones.
-        if emulator, runningWeb == nil
-            || configuration.providers.contains(where: { $0.configuration is APNsConfiguration || $0.typeName == "fcm" }) {
-            let attached = try await EmulatorSetup.attach(to: configuration)
-            configuration = attached.configuration
-            running = attached
+            let started = try await LocalEmulators.start(for: configuration, recipients: recipients)
+            configuration = started.configuration
+            running = started
             if !json {
-                if let apns = attached.apns {
-                    Console.out(Style.stdout.dim("APNs emulator (in-process) at https://localhost:\(apns.port); nothing leaves this machine") + "\n")
-                }
-                if let fcm = attached.fcm {
-                    Console.out(Style.stdout.dim("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine") + "\n")
-                }
+                for line in started.descriptions { Console.out(Style.stdout.dim(line) + "\n") }
             }
         }
         var logger = Logger(label: "norq")
@@ -155,7 +137,6 @@ struct SendCommand: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - started
         await router.shutdown(gracePeriod: .seconds(5))
         if let running { await running.shutdown() }
-        if let runningWeb { try? await runningWeb.shutdown() }
 
         let report = SendReport(outcomes: outcomes)
         if json {

@@ -6,6 +6,7 @@ import NorqConfig
 import NorqCore
 import NorqServer
 import NorqTemplates
+import NorqLocalEmulators
 import NorqTesting
 import ServiceLifecycle
 import UnixSignals

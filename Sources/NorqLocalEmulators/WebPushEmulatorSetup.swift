@@ -1,20 +1,21 @@
 import Crypto
-import NorqConfig
-import NorqCore
-import NorqTesting
+import Foundation
+package import NorqConfig
+package import NorqCore
+package import NorqTesting
 import NorqWebPush
 
 /// `norq send --emulator` for web tokens: starts the in-process push-service emulator and points the configuration's
 /// Web Push providers at it (every endpoint's origin moved there, its CA trusted, private addresses allowed). The
 /// recipients' web tokens are left as they are: the emulator adopts each under its own path, so a repeated durable
 /// send with the same idempotency key is the same send (its fingerprint does not depend on the emulator's port).
-enum WebPushEmulatorSetup {
+package enum WebPushEmulatorSetup {
     /// The browser side of the demo subscription in examples/quickstart/recipients.json (published in
     /// examples/keys/README.md; **demo only**): the emulator decrypts messages to it with this key.
-    static let demoUserAgentPrivateKey = "T_d-EIcwYdjjZI9r_L-0k4fREM7ERCSvWukOh_ZDNac"
-    static let demoAuthSecret = "SCcgLAlycoK6hUuYKyV4MQ"
+    package static let demoUserAgentPrivateKey = "T_d-EIcwYdjjZI9r_L-0k4fREM7ERCSvWukOh_ZDNac"
+    package static let demoAuthSecret = "SCcgLAlycoK6hUuYKyV4MQ"
 
-    static func hasWebPush(_ configuration: NorqConfiguration) -> Bool {
+    package static func hasWebPush(_ configuration: NorqConfiguration) -> Bool {
         configuration.providers.contains { $0.configuration is WebPushConfiguration }
     }
 
@@ -22,7 +23,7 @@ enum WebPushEmulatorSetup {
     /// the rewritten configuration. Every web token is adopted under its endpoint's path (and the last path segment
     /// of it as its id): the demo subscription with its published key (decrypted), others without keys (checked,
     /// not decrypted).
-    static func attach(to configuration: NorqConfiguration,
+    package static func attach(to configuration: NorqConfiguration,
                        recipients: [Recipient]) async throws(NorqError) -> (NorqConfiguration, WebPushEmulator?) {
         guard hasWebPush(configuration), recipients.contains(where: { $0.tokens.contains { $0.platform == .web } }) else {
             return (configuration, nil)
@@ -69,19 +70,19 @@ enum WebPushEmulatorSetup {
     }
 
     /// The last path segment of an endpoint (URL-safe characters only), or `web-<index>`.
-    static func subscriptionID(of endpoint: String, index: Int) -> String {
+    package static func subscriptionID(of endpoint: String, index: Int) -> String {
         let last = endpoint.split(separator: "?").first?.split(separator: "/").last.map(String.init) ?? ""
         let safe = last.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
         return safe.isEmpty ? "web-\(index)" : String(safe.prefix(64))
     }
 
-    static func decode(_ text: String) -> [UInt8] {
+    package static func decode(_ text: String) -> [UInt8] {
         var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while b64.count % 4 != 0 { b64.append("=") }
         return Data(base64Encoded: b64).map(Array.init) ?? []
     }
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

@@ -1,30 +1,30 @@
 import Crypto
 import Foundation
 import NorqAPNs
-import NorqConfig
-import NorqCore
-import NorqFCM
-import NorqTesting
+package import NorqConfig
+package import NorqCore
+package import NorqFCM
+package import NorqTesting
 
 /// Starts the in-process emulators for a configuration (APNs for its APNs providers, FCM for its FCM providers)
 /// and points those providers at them.
-enum EmulatorSetup {
+package enum EmulatorSetup {
     /// The accepted JWT keys and team of the configuration's APNs providers (token auth only).
-    struct Credentials {
-        var keys: [String: String] = [:]
-        var teams: Set<String> = []
-        var apnsProviders = 0
+    package struct Credentials {
+        package var keys: [String: String] = [:]
+        package var teams: Set<String> = []
+        package var apnsProviders = 0
     }
 
     /// The emulators started for a configuration, and the configuration pointed at them.
-    struct Attached {
-        var configuration: NorqConfiguration
-        var apns: APNsEmulator?
-        var fcm: FCMEmulator?
+    package struct Attached: Sendable {
+        package var configuration: NorqConfiguration
+        package var apns: APNsEmulator?
+        package var fcm: FCMEmulator?
 
         /// `configuration` with every APNs and FCM provider pointed at these emulators (at start, and again for a
         /// configuration reloaded while they run).
-        func pointed(_ configuration: NorqConfiguration) -> NorqConfiguration {
+        package func pointed(_ configuration: NorqConfiguration) -> NorqConfiguration {
             var configuration = configuration
             for index in configuration.providers.indices {
                 if let apns, var settings = configuration.providers[index].configuration as? APNsConfiguration {
@@ -48,13 +48,13 @@ enum EmulatorSetup {
             return configuration
         }
 
-        func shutdown() async {
+        package func shutdown() async {
             try? await apns?.shutdown()
             try? await fcm?.shutdown()
         }
     }
 
-    static func credentials(of configuration: NorqConfiguration, requireAPNs: Bool = true) throws(NorqError) -> Credentials {
+    package static func credentials(of configuration: NorqConfiguration, requireAPNs: Bool = true) throws(NorqError) -> Credentials {
         var credentials = Credentials()
         for instance in configuration.providers {
             guard let apns = instance.configuration as? APNsConfiguration else { continue }
@@ -72,19 +72,19 @@ enum EmulatorSetup {
     }
 
     /// The service-account JSON keys of the configuration's FCM providers.
-    static func fcmServiceAccounts(of configuration: NorqConfiguration) -> [FCMServiceAccount] {
+    package static func fcmServiceAccounts(of configuration: NorqConfiguration) -> [FCMServiceAccount] {
         configuration.providers.compactMap { ($0.configuration as? FCMConfiguration)?.serviceAccount }
     }
 
     /// The P-256 public key (PEM) of a private key PEM (PKCS#8 `.p8` or SEC1), or the public key PEM itself.
-    static func publicKeyPEM(fromPEM pem: String, source: String) throws(NorqError) -> String {
+    package static func publicKeyPEM(fromPEM pem: String, source: String) throws(NorqError) -> String {
         if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) { return key.publicKey.pemRepresentation }
         if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) { return key.pemRepresentation }
         throw NorqError(.cliInvalidOption, "\(source): not a P-256 private or public key in PEM form")
     }
 
     /// An FCM emulator trusting `accounts` (any project id), started on `host:port`.
-    static func startFCM(accounts: [FCMServiceAccount], host: String = "127.0.0.1", port: Int = 0,
+    package static func startFCM(accounts: [FCMServiceAccount], host: String = "127.0.0.1", port: Int = 0,
                          recordRequests: Bool = true, faults: FCMEmulator.Faults = .init()) async throws(NorqError) -> FCMEmulator {
         do {
             var configuration = FCMEmulator.Configuration(host: host, port: port, recordRequests: recordRequests,
@@ -104,7 +104,7 @@ enum EmulatorSetup {
 
     /// Starts an APNs emulator when the configuration has APNs providers and an FCM emulator when it has FCM
     /// providers, and rewrites those providers' endpoints and trust roots to them. At least one is required.
-    static func attach(to configuration: NorqConfiguration) async throws(NorqError) -> Attached {
+    package static func attach(to configuration: NorqConfiguration) async throws(NorqError) -> Attached {
         let credentials = try credentials(of: configuration, requireAPNs: false)
         let accounts = fcmServiceAccounts(of: configuration)
         guard credentials.apnsProviders > 0 || !accounts.isEmpty else {

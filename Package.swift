@@ -186,6 +186,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The misbehaving raw-frame HTTP/2 server of the hardening tests: test-only (no product, so the shipped `norq`
+        // binary does not link it).
+        .target(
+            name: "NorqHostileTesting",
+            dependencies: [
+                "NorqTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "norq",
             dependencies: ["NorqStore", 
@@ -198,6 +211,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NorqServer",
             ],
+            // Not `Sources/norq`: it would differ from `Sources/Norq` only by case (macOS file systems).
+            path: "Sources/NorqCLI",
             swiftSettings: strict
         ),
         // Every built-in provider type in one registry (`ProviderTypeRegistry.builtIn`, issue 34): the CLI's, and the
@@ -255,7 +270,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NorqTests",
-            dependencies: [
+            dependencies: ["NorqHostileTesting", 
                 "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting", "NorqProviderTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -266,7 +281,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NorqTestingTests",
-            dependencies: [
+            dependencies: ["NorqHostileTesting", 
                 "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -281,7 +296,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NorqCLITests",
-            dependencies: [
+            dependencies: ["NorqHostileTesting", 
                 "norq", "NorqCore", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

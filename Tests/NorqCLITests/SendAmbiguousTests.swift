@@ -1,4 +1,5 @@
 import Foundation
+import NorqHostileTesting
 import NorqTesting
 import Testing
 

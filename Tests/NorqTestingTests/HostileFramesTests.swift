@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+@testable import NorqHostileTesting
 @testable import NorqTesting
 import Testing
 

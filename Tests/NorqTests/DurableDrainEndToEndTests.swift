@@ -1,6 +1,7 @@
 import Foundation
 import Norq
 import NorqCore
+import NorqHostileTesting
 import NorqTesting
 import Testing
 

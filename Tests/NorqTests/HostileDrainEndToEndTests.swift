@@ -3,6 +3,7 @@ import Norq
 import NorqAPNs
 import NorqCore
 import NorqTemplates
+import NorqHostileTesting
 import NorqTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Norq
 import NorqAPNs
 import NorqCore
+import NorqHostileTesting
 import NorqTesting
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import NIOSSL
+import NorqTesting
 import Synchronization
 
 /// An HTTP/2 server over TLS (ALPN `h2`, 127.0.0.1, port 0 by default) that misbehaves on purpose, as an attacker or

@@ -80,13 +80,16 @@ public final class DurableDelivery: Sendable {
 
     /// Renders `template` once with `data` and commits the send and one outbox row per target.
     /// Throws template errors, `idempotency/key-reused`, and store errors (`store/...`).
+    /// - Parameter scope: the send's idempotency scope, stored with the send (`StoredSend.scope`); nil: ``scope``.
+    ///   `norq serve` gives each API key its own, so a key's idempotency keys and sends are its own.
     public func enqueue(template: String, data: JSONValue, to recipients: [Recipient],
-                        options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> Receipt {
+                        options: RouterSendOptions = RouterSendOptions(),
+                        scope: String? = nil) async throws(NorqError) -> Receipt {
         let content = try router.render(template: template, data: data, strict: options.strict)
         var fingerprint: [UInt8] = Array("template\u{0}\(template)\u{0}".utf8)
         data.write(into: &fingerprint)
         return try await enqueue(content: content, templateName: template, fingerprint: fingerprint,
-                                 recipients: recipients, options: options)
+                                 recipients: recipients, options: options, scope: scope)
     }
 
     /// Commits pre-built content for every target of `recipients`.
@@ -99,7 +102,7 @@ public final class DurableDelivery: Sendable {
     }
 
     func enqueue(content: PushContent?, templateName: String?, fingerprint prefix: [UInt8], recipients: [Recipient],
-                 options: RouterSendOptions) async throws(NorqError) -> Receipt {
+                 options: RouterSendOptions, scope sendScope: String? = nil) async throws(NorqError) -> Receipt {
         let now = clock.nowMillis()
         var options = options
         let callerKey = options.idempotencyKey
@@ -144,7 +147,7 @@ public final class DurableDelivery: Sendable {
         optionsForFingerprint.sendTime = callerSendTime
         try DurableCodec.fingerprint(optionsForFingerprint, into: &fingerprint)
         // Time-ordered: the stores' indexes of send ids then grow at their right edge.
-        let send = NewSend(id: RequestID.timeOrdered(unixMillis: now), scope: scope, idempotencyKey: callerKey,
+        let send = NewSend(id: RequestID.timeOrdered(unixMillis: now), scope: sendScope ?? scope, idempotencyKey: callerKey,
                            fingerprint: RequestID.uuidV5(namespace: RequestID.namespace, name: fingerprint),
                            content: try DurableCodec.encode(content: content, templateName: templateName, options: options),
                            targets: targets)

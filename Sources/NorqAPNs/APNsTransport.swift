@@ -141,11 +141,12 @@ final class APNsTransport: Sendable {
         }
     }
 
-    /// The first endpoint whose pool cannot connect (no connection ready, the last attempt failed), and why; nil
-    /// when every pool that has tried has a connection or has not tried yet.
+    /// The first device-push endpoint (sandbox, production, broadcast) whose last connection attempt failed with no
+    /// connection open, and why; nil when every such pool that has tried has a connection or has not tried yet. Channel
+    /// management hosts (made on first use, outside the configured pools) do not count: a failed `createChannel`
+    /// says nothing about delivering to devices.
     func unhealthyEndpoint() -> (endpoint: APNsEndpoint, reason: String)? {
-        let all = configuredPools + pools.withLock { $0.map { (endpoint: $0.key, pool: $0.value) } }
-        for entry in all {
+        for entry in configuredPools {
             if let failure = entry.pool.health.lastConnectFailure { return (entry.endpoint, failure) }
         }
         return nil

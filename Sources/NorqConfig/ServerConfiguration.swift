@@ -4,6 +4,9 @@ extension NorqError.Code {
     /// The `server:` block of `norq.yaml` is invalid (bad port, an API key without a name or key, a duplicate
     /// key name, a limit below its minimum). The message never contains a key.
     public static let configInvalidServer: Self = "config/invalid-server"
+    /// Two entries of `server.apiKeys` have the same secret: a presented key would match both, so one's scopes
+    /// would never apply. The message names both entries, never the secret.
+    public static let configDuplicateAPIKey: Self = "config/duplicate-api-key"
 }
 
 /// The `server:` block of `norq.yaml`: how `norq serve` listens and whom it lets in.
@@ -14,7 +17,7 @@ extension NorqError.Code {
 ///   port: 8080
 ///   apiKeys:
 ///     - { name: billing, key: "${NORQ_KEY_BILLING}", templates: [order-shipped], providers: [apns] }
-///     - { name: ops, key: "${NORQ_KEY_OPS}" }
+///     - { name: ops, key: "${NORQ_KEY_OPS}", scopes: [metrics, register-tokens, read-all] }
 ///   limits:
 ///     bodyBytes: 1048576          # largest request body (bytes)
 ///     recipients: 10000           # most targets in one send
@@ -38,12 +41,21 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
         public var templates: [String]?
         /// Provider instances this key may send through; nil: all.
         public var providers: [String]?
+        /// What this key may do beyond sending, rendering, validating and reading its own sends: a subset of
+        /// ``ServerConfiguration/APIKey/knownScopes``. Empty: nothing more.
+        public var scopes: Set<String>
 
-        public init(name: String, secret: String, templates: [String]? = nil, providers: [String]? = nil) {
+        /// `admin`: every scope. `read-all`: the status of any send (not only the key's own). `register-tokens`:
+        /// `POST /v1/tokens/invalid` with `register`. `metrics`: `GET /metrics`.
+        public static let knownScopes: [String] = ["admin", "read-all", "register-tokens", "metrics"]
+
+        public init(name: String, secret: String, templates: [String]? = nil, providers: [String]? = nil,
+                    scopes: Set<String> = []) {
             self.name = name
             self.secret = secret
             self.templates = templates
             self.providers = providers
+            self.scopes = scopes
         }
 
         public var description: String { "api key \(name) (key redacted)" }
@@ -102,7 +114,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
 
     static let keys = ["host", "port", "apiKeys", "limits", "tls"]
     static let tlsKeys = ["certPath", "keyPath"]
-    static let apiKeyKeys = ["name", "key", "templates", "providers"]
+    static let apiKeyKeys = ["name", "key", "templates", "providers", "scopes"]
     static let limitKeys = ["bodyBytes", "recipients", "ratePerSecond", "burst", "waitTimeout", "idleTimeout",
                             "bodyTimeout"]
 
@@ -124,6 +136,7 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
                 throw NorqError(.configInvalidServer, "server.apiKeys must be a list of {name, key}", at: list.location)
             }
             var names = Set<String>()
+            var secrets: [String: String] = [:]  // secret -> the name of the entry that has it (kept in memory only)
             for (index, item) in items.enumerated() {
                 let path = "server.apiKeys[\(index)]"
                 let entry = try item.mapping(allowedKeys: apiKeyKeys, path: path)
@@ -142,9 +155,22 @@ public struct ServerConfiguration: Sendable, CustomStringConvertible {
                 guard names.insert(name).inserted else {
                     throw NorqError(.configInvalidServer, "\(path): the name \"\(name)\" is used twice", at: nameNode.location)
                 }
+                if let first = secrets[secret] {
+                    throw NorqError(.configDuplicateAPIKey,
+                                    "\(path) (\(name)) has the same key as \(first): each API key needs its own secret",
+                                    at: keyNode.location, hint: "generate one per key: openssl rand -hex 32")
+                }
+                secrets[secret] = name
+                let scopes = try stringList(entry["scopes"], "\(path).scopes") ?? []
+                if let unknown = scopes.first(where: { !APIKey.knownScopes.contains($0) }) {
+                    throw NorqError(.configInvalidServer,
+                                    "\(path).scopes: unknown scope \"\(unknown.prefix(64))\" (known: \(APIKey.knownScopes.joined(separator: ", ")))",
+                                    at: entry["scopes"]?.location ?? item.location)
+                }
                 server.apiKeys.append(APIKey(name: name, secret: secret,
                                              templates: try stringList(entry["templates"], "\(path).templates"),
-                                             providers: try stringList(entry["providers"], "\(path).providers")))
+                                             providers: try stringList(entry["providers"], "\(path).providers"),
+                                             scopes: Set(scopes)))
             }
         }
         if let limitsNode = map["limits"] {

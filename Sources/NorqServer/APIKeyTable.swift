@@ -12,6 +12,11 @@ package struct APIKeyTable: Sendable {
         package var templates: Set<String>?
         /// Providers this key may send through; nil: all.
         package var providers: Set<String>?
+        /// `server.apiKeys[].scopes` (`admin`, `read-all`, `register-tokens`, `metrics`).
+        package var scopes: Set<String> = []
+
+        /// Whether the key holds `scope` (`admin` holds every scope).
+        package func has(_ scope: String) -> Bool { scopes.contains(scope) || scopes.contains("admin") }
     }
 
     package let entries: [Entry]
@@ -19,7 +24,7 @@ package struct APIKeyTable: Sendable {
     package init(_ keys: [ServerConfiguration.APIKey]) {
         entries = keys.map { key in
             Entry(name: key.name, digest: Array(SHA256.hash(data: Array(key.secret.utf8))),
-                  templates: key.templates.map(Set.init), providers: key.providers.map(Set.init))
+                  templates: key.templates.map(Set.init), providers: key.providers.map(Set.init), scopes: key.scopes)
         }
     }
 

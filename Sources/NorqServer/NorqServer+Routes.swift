@@ -15,11 +15,12 @@ extension NorqServer {
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/healthz") { _, _ in ServerJSON.response(200, ["status": "ok"]) }
-        router.get("/readyz") { _, _ in try await self.readiness() }
+        router.get("/readyz") { _, _ in try self.readiness() }
         router.get("/metrics") { request, context in
             var context = context
-            try self.authorize(request, &context)
-            return await self.metricsText()
+            let key = try self.authorize(request, &context)
+            try self.require("metrics", key: key)
+            return self.metricsText()
         }
         router.post("/v1/sends") { request, context in
             var context = context
@@ -28,9 +29,9 @@ extension NorqServer {
         }
         router.get("/v1/sends/:id") { request, context in
             var context = context
-            try self.authorize(request, &context)
+            let key = try self.authorize(request, &context)
             let id = context.parameters.get("id") ?? ""
-            return try await self.status(id: id, request: request)
+            return try await self.status(id: id, request: request, key: key)
         }
         router.post("/v1/render") { request, context in
             var context = context
@@ -44,8 +45,8 @@ extension NorqServer {
         }
         router.post("/v1/tokens/invalid") { request, context in
             var context = context
-            try self.authorize(request, &context)
-            return try await self.tokens(request)
+            let key = try self.authorize(request, &context)
+            return try await self.tokens(request, key: key)
         }
         addChannelRoutes(to: router)
     }
@@ -79,25 +80,57 @@ extension NorqServer {
         }
     }
 
+    /// `server/forbidden` unless `key` holds `scope` (see `ServerConfiguration.APIKey.knownScopes`); every key may
+    /// everything with `--no-auth` (no key).
+    func require(_ scope: String, key: APIKeyTable.Entry?) throws(NorqError) {
+        guard let key, !key.has(scope) else { return }
+        throw NorqError(.serverForbidden, "API key \(key.name) needs the scope \"\(scope)\" for this route",
+                        hint: "add it to the key's scopes: in server.apiKeys (or admin)")
+    }
+
+    /// `server/forbidden` unless `key` may send through the provider each target routes to.
+    func checkProviders(_ recipients: [Recipient], key: APIKeyTable.Entry?) throws(NorqError) {
+        guard let allowed = key?.providers else { return }
+        let router = dependencies.delivery.router
+        for recipient in recipients {
+            let targets = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
+            for target in targets {
+                if let provider = router.routedProviderName(for: target), !allowed.contains(provider) {
+                    throw NorqError(.serverForbidden,
+                                    "API key \(key?.name ?? "") may not send through provider \"\(provider)\" (target \(target.redacted))")
+                }
+            }
+        }
+    }
+
+    /// The idempotency scope a key's sends are stored with (`StoredSend.scope`): the status of a send is readable
+    /// by the key that made it (or a key with `read-all`), on any instance sharing the store. Nil with `--no-auth`.
+    static func sendScope(of key: APIKeyTable.Entry?) -> String? {
+        key.map { "api-key:" + $0.name }
+    }
+
+    /// `error` as a caller may see it: no server path (the templates directory), and for `template/not-found` no
+    /// other template's name (the library's hint lists them).
+    func publicError(_ error: NorqError) -> NorqError {
+        var error = error
+        if error.code == .templateNotFound {
+            error.hint = nil
+        }
+        if let directory = dependencies.templates?.library.directory, !directory.isEmpty {
+            error.message = error.message.replacingOccurrences(of: directory, with: "the templates directory")
+            error.hint = error.hint?.replacingOccurrences(of: directory, with: "the templates directory")
+        }
+        return error
+    }
+
     // MARK: POST /v1/sends
 
     func send(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let limits = settings.limits
         let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes)
-        let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: limits.recipients)
-        try checkTemplate(parsed.template, key: key)
-        let router = dependencies.delivery.router
-        if let allowed = key?.providers {
-            for recipient in parsed.recipients {
-                let targets = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
-                for target in targets {
-                    if let provider = router.routedProviderName(for: target), !allowed.contains(provider) {
-                        throw NorqError(.serverForbidden,
-                                        "API key \(key?.name ?? "") may not send through provider \"\(provider)\" (target \(target.redacted))")
-                    }
-                }
-            }
-        }
+        let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: limits.recipients,
+                                     allowedTemplates: key?.templates)
+        try checkProviders(parsed.recipients, key: key)
         var options = parsed.options
         var gateKey: String?
         if let idempotencyKey = request.headers[Self.idempotencyHeader] {
@@ -116,7 +149,8 @@ extension NorqServer {
         let receipt: DurableDelivery.Receipt
         do {
             receipt = try await dependencies.delivery.enqueue(template: parsed.template, data: parsed.data,
-                                                              to: parsed.recipients, options: options)
+                                                              to: parsed.recipients, options: options,
+                                                              scope: Self.sendScope(of: key))
         } catch {
             if let gateKey { gate.release(gateKey) }
             throw error
@@ -176,9 +210,16 @@ extension NorqServer {
 
     // MARK: GET /v1/sends/{id}
 
-    func status(id: String, request: Request) async throws -> Response {
+    func status(id: String, request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }) else {
             throw NorqError(.storeSendNotFound, "no send with id \(id.prefix(64))")
+        }
+        // Another key's send answers as an unknown one (its existence says nothing to this key).
+        if let key, !key.has("read-all") {
+            guard let stored = try await dependencies.delivery.store.send(id: id),
+                  stored.scope == Self.sendScope(of: key) else {
+                throw NorqError(.storeSendNotFound, "no send with id \(id.prefix(64))")
+            }
         }
         let offset = max(0, Int(request.uri.queryParameters.get("offset") ?? "") ?? 0)
         let limit = min(1000, max(1, Int(request.uri.queryParameters.get("limit") ?? "") ?? 100))
@@ -204,8 +245,8 @@ extension NorqServer {
     func render(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
         let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: settings.limits.recipients,
-                                     recipientsRequired: false)
-        try checkTemplate(parsed.template, key: key)
+                                     recipientsRequired: false, allowedTemplates: key?.templates)
+        try checkProviders(parsed.recipients, key: key)
         let router = dependencies.delivery.router
         guard !parsed.recipients.isEmpty else {
             guard let library = dependencies.templates?.library else {
@@ -246,6 +287,7 @@ extension NorqServer {
         }
         if let name = try ServerJSON.string(body, "template", in: "the body") {
             try checkTemplate(name, key: key)
+            try SendRequest.checkExists(name, in: library, allowed: key?.templates)
             _ = try library.template(named: name)  // an unknown template is an error, not a result
             let result = check(name)
             return ServerJSON.response(200, ["valid": result["valid"] ?? false, "templates": [result]])
@@ -253,7 +295,8 @@ extension NorqServer {
         let names = library.templateNames.filter { key?.templates?.contains($0) ?? true }
         let results = names.map(check)
         let valid = results.allSatisfy { $0["valid"] == .bool(true) }
-        let providers: [JSONValue] = configuration.providers.map {
+        // A provider-scoped key sees its providers only.
+        let providers: [JSONValue] = configuration.providers.filter { key?.providers?.contains($0.name) ?? true }.map {
             ["name": .string($0.name), "type": .string($0.typeName)]
         }
         return ServerJSON.response(200, ["valid": .bool(valid), "templates": .array(results),
@@ -266,11 +309,20 @@ extension NorqServer {
     /// `{}` or `{"limit": n}`: the newest entries of the registry (tokens shortened). The registry is kept per
     /// (token, provider instance, environment): `"provider"` and `"environment"` limit a query or a registration to
     /// one (default: every one).
-    func tokens(_ request: Request) async throws -> Response {
+    func tokens(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
         try ServerJSON.checkFields(body, allowed: ["tokens", "register", "limit", "provider", "environment"],
                                    in: "the body")
         let provider = try ServerJSON.string(body, "provider", in: "the body")
+        // A provider-scoped key reads and registers in its providers only.
+        let allowedProviders = key?.providers
+        if let provider, let allowedProviders, !allowedProviders.contains(provider) {
+            throw NorqError(.serverForbidden, "API key \(key?.name ?? "") may not use provider \"\(provider.prefix(100))\"")
+        }
+        func inScope(_ record: InvalidTokenRecord) -> Bool {
+            guard let allowedProviders, let entryProvider = record.provider else { return true }
+            return allowedProviders.contains(entryProvider)
+        }
         var environment: PushEnvironment?
         if let text = try ServerJSON.string(body, "environment", in: "the body") {
             guard let parsed = try? PushEnvironment.parse(text) else {
@@ -294,8 +346,13 @@ extension NorqServer {
         }
         let store = dependencies.delivery.store
         if let register = try list("register") {
+            // Re-registering unblocks a token: its own scope, not every key's.
+            try require("register-tokens", key: key)
+            let providers: [String?] = provider.map { [$0] } ?? allowedProviders.map { $0.sorted().map(Optional.some) } ?? [nil]
             for token in register {
-                try await dependencies.delivery.registerToken(token, provider: provider, environment: environment)
+                for name in providers {
+                    try await dependencies.delivery.registerToken(token, provider: name, environment: environment)
+                }
             }
             return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
         }
@@ -305,7 +362,7 @@ extension NorqServer {
             // Per token, the newest entry that applies to the provider and environment asked (any when not
             // asked), an entry that still skips sends before one registered again.
             var byToken: [String: InvalidTokenRecord] = [:]
-            for record in records where DeliveryStoreRules.registryEntryMatches(
+            for record in records where inScope(record) && DeliveryStoreRules.registryEntryMatches(
                 entryProvider: record.provider, entryEnvironment: record.environment,
                 provider: provider ?? record.provider, environment: environment?.rawValue ?? record.environment) {
                 if let found = byToken[record.token], found.isInvalid || !record.isInvalid { continue }
@@ -320,7 +377,7 @@ extension NorqServer {
             return ServerJSON.response(200, ["tokens": .array(results)])
         }
         let records = try await store.invalidTokens(limit: limit)
-        return ServerJSON.response(200, ["tokens": .array(records.map(Self.tokenJSON))])
+        return ServerJSON.response(200, ["tokens": .array(records.filter(inScope).map(Self.tokenJSON))])
     }
 
     static func tokenJSON(_ record: InvalidTokenRecord) -> JSONValue {
@@ -332,21 +389,18 @@ extension NorqServer {
 
     // MARK: health, readiness, metrics
 
-    /// A send id that never exists (ids are random UUIDs, never the nil UUID).
-    static let readinessProbeID = "00000000-0000-0000-0000-000000000000"
-
-    func readiness() async throws -> Response {
+    /// Ready when the store answered its last background check (none stalled) and every provider says it can
+    /// deliver to devices. Answers from memory: no store call, no provider I/O.
+    func readiness() throws -> Response {
         let router = dependencies.delivery.router
         guard !router.providers.isEmpty else {
             throw NorqError(.serverNotReady, "no provider is loaded")
         }
-        do {
-            // A primary-key probe: cheap at any size (counting rows by state would scan the history table).
-            _ = try await dependencies.delivery.store.send(id: Self.readinessProbeID)
-        } catch {
-            throw NorqError(.serverNotReady, "the store does not answer: \(error.code)")
+        if let reason = storeHealth.unavailable() {
+            throw NorqError(.serverNotReady, reason)
         }
-        // Every provider's own word: credentials loaded, last connection attempt not failed (no I/O here).
+        // Every provider's own word on device delivery: credentials loaded, the device endpoints' last connection
+        // attempt not failed (no I/O here; channel management and a single subscriber's host do not count).
         for name in router.providers.keys.sorted() {
             guard let health = router.providers[name]?.health(), !health.isReady else { continue }
             throw NorqError(.serverNotReady, health.detail ?? "provider \(name) is not ready")
@@ -354,18 +408,12 @@ extension NorqServer {
         return ServerJSON.response(200, ["status": "ready", "providers": .int(Int64(router.providers.count))])
     }
 
-    func metricsText() async -> Response {
-        // Queue depth, read at scrape time: one statement over the hot outbox (never the history), with the
-        // store's call deadline. When the store does not answer, the gauges keep their last values and
-        // norq_outbox_depth_read_failures_total counts the miss.
-        do {
-            let depth = try await dependencies.delivery.store.queueDepth(now: StoreClock.system.nowMillis())
-            for (state, rows) in depth.byLabel {
-                Gauge(label: "norq_outbox_rows", dimensions: [("state", state)]).record(rows)
-            }
-        } catch {
-            Counter(label: "norq_outbox_depth_read_failures_total").increment()
-            logger.debug("queue depth not read", metadata: ["norq.error": "\(error.code)"])
+    func metricsText() -> Response {
+        // The queue depth gauges are set by the background store check (never read here, so a slow database
+        // cannot slow a scrape); their age says how old they are.
+        if let (_, age) = storeHealth.lastDepth() {
+            let seconds: Double = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+            Gauge(label: "norq_outbox_depth_age_seconds").record(seconds)
         }
         let text = dependencies.metrics?.emitToBuffer() ?? []
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

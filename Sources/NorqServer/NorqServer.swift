@@ -63,6 +63,10 @@ public final class NorqServer: Service {
     var keys: APIKeyTable { live.withLock { $0.keys } }
     var rateLimiter: RateLimiter { live.withLock { $0.rateLimiter } }
     let gate = IdempotencyGate()
+    /// The store's health and queue depth, kept by a background check that `run()` owns (see ``StoreHealth``).
+    let storeHealth = StoreHealth()
+    /// How often the background check reads the store.
+    static let storeCheckInterval = Duration.seconds(1)
     /// The listener's TLS context when it speaks HTTPS (set by `run()`); a reload swaps the context inside.
     let listenerTLS = Mutex<ServerTLSContext?>(nil)
     /// Requests without a valid key, per client address: 10 a second, 20 at once, 10,000 addresses at most.
@@ -117,8 +121,23 @@ public final class NorqServer: Service {
         }
     }
 
+    /// Whether `host` certainly means this machine, without any name lookup: `localhost`, an IPv4 literal in
+    /// 127.0.0.0/8 (four decimal parts), or the IPv6 loopback `::1` (also bracketed or written out in full).
+    /// Anything else (`127.example.invalid`, another name) is refused.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        let host = host.lowercased()
+        if host == "localhost" { return true }
+        let unbracketed = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if unbracketed == "::1" || unbracketed == "0:0:0:0:0:0:0:1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return false }
+        var octets: [Int] = []
+        for part in parts {
+            guard (1...3).contains(part.count), part.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let value = Int(part), value <= 255 else { return false }
+            octets.append(value)
+        }
+        return octets[0] == 127
     }
 
     /// Makes a Prometheus registry the process's swift-metrics backend (once per process) and returns it.
@@ -131,7 +150,8 @@ public final class NorqServer: Service {
     /// Listens until graceful shutdown (stops accepting, lets requests in flight finish) or cancellation.
     public func run() async throws {
         let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorAndAccessMiddleware(logger: logger, metrics: requestMetrics))
+        router.add(middleware: ErrorAndAccessMiddleware(logger: logger, metrics: requestMetrics,
+                                                        redact: { [weak self] in self?.publicError($0) ?? $0 }))
         addRoutes(to: router)
         let onListening = self.onListening
         let host = listenHost
@@ -143,8 +163,13 @@ public final class NorqServer: Service {
             configuration: .init(address: .hostname(host, port: listenPort), serverName: "norq"),
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
+        // The store's health is read in the background (a task of this group, ended with it), so that /readyz
+        // and /metrics answer from memory whatever the database does. The first check is made before listening.
+        let store = dependencies.delivery.store
+        await storeHealth.check(store)
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await self.storeHealth.run(store: store, interval: Self.storeCheckInterval) }
                 if reloader != nil {
                     group.addTask {
                         // SIGHUP: reload keys, limits, templates, TLS and providers; the listener and requests in flight go on.
@@ -169,6 +194,8 @@ struct ErrorAndAccessMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let logger: Logger
     let metrics: RequestMetrics
+    /// Rewrites an error for the caller: no server path, no name outside the caller's scope.
+    let redact: @Sendable (NorqError) -> NorqError
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -177,7 +204,7 @@ struct ErrorAndAccessMiddleware: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch let error as NorqError {
-            response = ServerJSON.error(error)
+            response = ServerJSON.error(redact(error))
         } catch let limited as RateLimited {
             response = ServerJSON.error(limited.error, headers: [.retryAfter: "\(limited.seconds)"])
         } catch let error as any HTTPResponseError {

@@ -12,18 +12,34 @@ struct SendRequest: Sendable {
     var recipients: [Recipient]
     var options: RouterSendOptions
 
+    /// `template/not-found` naming only `name` (never the templates directory), with a suggestion taken from the
+    /// templates `allowed` (nil: all) when one is close.
+    static func checkExists(_ name: String, in library: TemplateLibrary, allowed: Set<String>?) throws(NorqError) {
+        guard !library.templateNames.contains(name) else { return }
+        let candidates = library.templateNames.filter { allowed?.contains($0) ?? true }
+        let suggestion = ConfigNode.suggestion(for: name, among: candidates)
+        throw NorqError(.templateNotFound, "no template \"\(name.prefix(100))\" on this server",
+                        hint: suggestion.map { "did you mean \"\($0)\"?" })
+    }
+
     static let fields: Set<String> = ["template", "data", "sample", "to", "options"]
     static let optionFields: Set<String> = ["environment", "topic", "priority", "collapseId", "collapse", "strict",
                                             "sendTime", "deadlineSeconds"]
 
+    /// - Parameter allowedTemplates: the templates the caller's key may use (nil: all); another one is
+    ///   `server/forbidden` before anything is looked up, so the answer names nothing outside the key's scope.
     init(_ body: [String: JSONValue], library: TemplateLibrary?, maximumTargets: Int,
-         recipientsRequired: Bool = true) throws(NorqError) {
+         recipientsRequired: Bool = true, allowedTemplates: Set<String>? = nil) throws(NorqError) {
         try ServerJSON.checkFields(body, allowed: Self.fields, in: "the body")
         guard let template = try ServerJSON.string(body, "template", in: "the body") else {
             throw NorqError(.serverInvalidRequest, "the body needs \"template\": the template id")
         }
+        if let allowedTemplates, !allowedTemplates.contains(template) {
+            throw NorqError(.serverForbidden, "this API key may not use template \"\(template.prefix(100))\"")
+        }
         self.template = template
         guard let library else { throw NorqError(.noTemplates, "this server has no templates directory") }
+        try Self.checkExists(template, in: library, allowed: allowedTemplates)
         let compiled = try library.template(named: template)
         // The data: the named sample (or the first one when no data is given), with `data` merged on top.
         var base: JSONValue?

@@ -49,9 +49,11 @@ package struct WebPushOriginHealth: Sendable {
     /// Whether recording an answer from `origin` would change nothing (the hot path skips it).
     package func isReachable(_ origin: String) -> Bool { entries[origin]?.reachable == true }
 
-    /// Set when every remembered origin was unreachable at its last attempt; nil when any answered or none was tried.
+    /// Set when every remembered origin was unreachable at its last attempt and there are at least two of them;
+    /// nil when any answered, or when only one was tried (one subscription naming a push service that is gone, or a
+    /// host that does not resolve, says nothing about this instance's egress).
     package var allUnreachable: Unreachable? {
-        guard !entries.isEmpty, unreachableCount == entries.count, let last else { return nil }
+        guard entries.count >= 2, unreachableCount == entries.count, let last else { return nil }
         return Unreachable(origins: entries.count, lastOrigin: last.origin, reason: last.reason)
     }
 

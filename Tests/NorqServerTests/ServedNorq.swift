@@ -53,7 +53,8 @@ final class ServedNorq: Sendable {
     /// Starts the emulator and `norq serve` (with `limits` as the `server.limits` YAML flow mapping).
     static func start(faults: APNsEmulator.Faults = .init(), limits: String = "{ ratePerSecond: 100000, burst: 100000, recipients: 100, bodyBytes: 65536, waitTimeout: 20s }",
                       store: String = "sqlite: ./norq.db", serverExtra: String = "", fcm: FCMEmulator? = nil,
-                      emulator existing: APNsEmulator? = nil, directory existingDirectory: URL? = nil) async throws -> ServedNorq {
+                      emulator existing: APNsEmulator? = nil, directory existingDirectory: URL? = nil,
+                      managementEndpoint: String? = nil, extraKeys: String = "") async throws -> ServedNorq {
         let key = P256.Signing.PrivateKey()
         let emulator: APNsEmulator
         if let existing {
@@ -96,7 +97,7 @@ final class ServedNorq: Sendable {
                       bundleId: com.example.app
                       keyPath: ./key.p8
                       endpoint: https://localhost:\(emulator.port)
-                      managementEndpoint: https://localhost:\(emulator.port)
+                      managementEndpoint: \(managementEndpoint ?? "https://localhost:\(emulator.port)")
                       caPath: ./ca.pem
                     retry: { retries: 2, backoff: 20ms }
                 \(fcmProvider)
@@ -113,9 +114,10 @@ final class ServedNorq: Sendable {
                   host: 127.0.0.1
                   port: 0
                   apiKeys:
-                    - { name: full, key: "${NORQ_TEST_FULL_KEY}" }
+                    - { name: full, key: "${NORQ_TEST_FULL_KEY}", scopes: [admin] }
                     - { name: limited, key: "${NORQ_TEST_LIMITED_KEY}", templates: [background-refresh] }
                     - { name: console-only, key: \(consoleOnlyKey), providers: [console] }
+                \(extraKeys)
                   limits: \(limits)
                 \(serverExtra)
                 """

@@ -141,7 +141,10 @@ final class TestClock: Sendable {
         ("server: { tls: { certPath: ./a.pem } }", "config/invalid-server"),
         ("server: { tls: { certPath: ./a.pem, keyPath: ./a.key, password: x } }", "config/unknown-key"),
         ("server: { portt: 1 }", "config/unknown-key"),
-        ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef, scopes: [] }] }", "config/unknown-key"),
+        ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef, scopes: [everything] }] }", "config/invalid-server"),
+        ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef, scope: [admin] }] }", "config/unknown-key"),
+        // The same secret twice: the second key's scopes would never apply.
+        ("server: { apiKeys: [{ name: a, key: abcdefabcdefabcdef }, { name: b, key: abcdefabcdefabcdef, templates: [x] }] }", "config/duplicate-api-key"),
     ])
     func refusesInvalidBlocks(yaml: String, code: String) {
         #expect {
@@ -149,6 +152,53 @@ final class TestClock: Sendable {
         } throws: { error in
             guard let error = error as? NorqError else { return false }
             return error.code.rawValue == code && !error.message.contains("abcdefabcdef")
+        }
+    }
+
+    @Test func parsesScopes() throws {
+        let configuration = try load("""
+            server:
+              apiKeys:
+                - { name: ops, key: abcdefabcdefabcdef, scopes: [metrics, register-tokens] }
+                - { name: root, key: bcdefabcdefabcdefa, scopes: [admin] }
+                - { name: app, key: cdefabcdefabcdefab }
+            """)
+        let keys = try #require(configuration.server?.apiKeys)
+        #expect(keys[0].scopes == ["metrics", "register-tokens"])
+        let table = APIKeyTable(keys)
+        #expect(table.entries[0].has("metrics") && !table.entries[0].has("read-all"))
+        #expect(table.entries[1].has("read-all") && table.entries[1].has("metrics"), "admin holds every scope")
+        #expect(!table.entries[2].has("metrics"), "no scope unless given")
+    }
+
+    @Test func aDuplicateSecretNamesBothKeysAndNotTheSecret() {
+        do {
+            _ = try load("server: { apiKeys: [{ name: first, key: abcdefabcdefabcdef }, { name: second, key: abcdefabcdefabcdef }] }")
+            Issue.record("a duplicate secret was accepted")
+        } catch {
+            #expect(error.code == .configDuplicateAPIKey)
+            #expect(error.message.contains("first") && error.message.contains("second"))
+            #expect(!error.message.contains("abcdef"))
+        }
+    }
+
+    /// `--no-auth` needs an address that is loopback without a name lookup: a name that merely starts with
+    /// `127.` is refused.
+    @Test(arguments: [
+        ("127.0.0.1", true), ("127.1.2.3", true), ("localhost", true), ("LOCALHOST", true), ("::1", true),
+        ("[::1]", true), ("0:0:0:0:0:0:0:1", true),
+        ("127.example.invalid", false), ("127.0.0.1.example.com", false), ("127.0.0.256", false), ("127.0.0", false),
+        ("127.0.0.1.", false), ("localhost.example.com", false), ("0.0.0.0", false), ("::", false), ("10.0.0.1", false),
+        ("128.0.0.1", false), ("", false),
+    ])
+    func noAuthOnlyOnLiteralLoopback(host: String, allowed: Bool) {
+        #expect(NorqServer.isLoopback(host) == allowed, "\(host)")
+        do {
+            try NorqServer.checkSecurity(ServerConfiguration(host: host), noAuth: true)
+            #expect(allowed, "\(host) was allowed")
+        } catch {
+            #expect(!allowed, "\(host) was refused")
+            #expect(error.code == .serverInsecure)
         }
     }
 

@@ -10,11 +10,13 @@ import Testing
         var health = WebPushOriginHealth(capacity: 3)
         #expect(health.allUnreachable == nil, "nothing tried yet: ready")
         health.unreachable("https://a.example", reason: "connection refused")
-        #expect(health.allUnreachable == .init(origins: 1, lastOrigin: "https://a.example", reason: "connection refused"))
+        #expect(health.allUnreachable == nil, "one subscriber's origin says nothing about this instance")
+        health.unreachable("https://z.example", reason: "connection refused")
+        #expect(health.allUnreachable == .init(origins: 2, lastOrigin: "https://z.example", reason: "connection refused"))
         health.answered("https://b.example")
         #expect(health.allUnreachable == nil, "one origin answers: ready")
         health.unreachable("https://b.example", reason: "timed out")
-        #expect(health.allUnreachable == .init(origins: 2, lastOrigin: "https://b.example", reason: "timed out"))
+        #expect(health.allUnreachable == .init(origins: 3, lastOrigin: "https://b.example", reason: "timed out"))
         health.answered("https://a.example")
         #expect(health.allUnreachable == nil, "an origin that answers again")
         #expect(health.isReachable("https://a.example") && !health.isReachable("https://b.example"))
@@ -35,8 +37,8 @@ import Testing
     }
 }
 
-/// The provider against the push-service emulator over real TLS: a push service that is gone makes it not ready
-/// while it is the only one tried, a live one makes it ready, and a dead origin among live ones does not count.
+/// The provider against the push-service emulator over real TLS: push services that are gone make it not ready
+/// while they are all it tried (two or more; one alone is a subscriber's problem), a live one makes it ready, and a dead origin among live ones does not count.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct WebPushHealthTests {
     @Test func readinessFollowsWhetherAnyPushServiceCanBeReached() async throws {
         // A push service that has gone away: its subscriptions point at a port nothing listens on.
@@ -68,9 +70,17 @@ import Testing
                 return
             }
             #expect(error.code == .transportFailed && !error.possiblyProcessed, "\(error)")
+            #expect(provider.health().isReady, "one subscriber's dead push service does not make it unready")
+            // A second push service that is gone too: every origin tried is unreachable.
+            let gone2 = try WebPushEmulator(configuration: .init())
+            try await gone2.start()
+            let goneSubscription2 = gone2.subscribe()
+            try await gone2.shutdown()
+            _ = await send(goneSubscription2)
+            _ = await send(goneSubscription)
             let down = provider.health()
             #expect(!down.isReady)
-            #expect(down.detail?.contains("cannot connect to the only push service tried") == true, "\(down.detail ?? "")")
+            #expect(down.detail?.contains("cannot connect to all 2 push services tried") == true, "\(down.detail ?? "")")
             #expect(down.detail?.contains(goneOrigin) == true, "names the origin: \(down.detail ?? "")")
             #expect(down.detail?.contains(goneSubscription.endpoint) == false, "never the subscription's endpoint")
 

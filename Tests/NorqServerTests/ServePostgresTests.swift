@@ -91,7 +91,16 @@ struct ServePostgresTests {
         // Readiness follows the database: 503 server/not-ready while it is down, ready again after.
         #expect(try await first.request("GET", "/readyz", key: nil).status == 200)
         Self.controlServer("stop")
-        let down = try await first.request("GET", "/readyz", key: nil)
+        // Readiness comes from a background check (every second): it turns within a few seconds, and every answer
+        // comes at once meanwhile.
+        var down = try await first.request("GET", "/readyz", key: nil)
+        let turnBy = ContinuousClock.now.advanced(by: .seconds(10))
+        while down.status == 200, ContinuousClock.now < turnBy {
+            try await Task.sleep(for: .milliseconds(100))
+            let asked = ContinuousClock.now
+            down = try await first.request("GET", "/readyz", key: nil)
+            #expect(asked.duration(to: .now) < .seconds(1), "/readyz answers promptly with the database down")
+        }
         #expect(down.status == 503)
         #expect(down.errorCode == "server/not-ready")
         #expect(try await first.request("GET", "/healthz", key: nil).status == 200, "alive while not ready")

@@ -68,7 +68,7 @@ struct ClaimStatement: PostgresPreparedStatement {
 /// of the `unnest` join deadlocked the renew and the finish under load; each lost its transaction, and the leases
 /// of live workers expired.) Claims never wait (`SKIP LOCKED`).
 struct RenewStatement: PostgresPreparedStatement {
-    static let name = "norq_renew_2"
+    static let name = "norq_renew_3"
     static let sql = """
         WITH i AS (SELECT * FROM unnest($1::bigint[], $2::text[]) AS i(id, token)),
         \(LockedRows.sql)
@@ -92,12 +92,14 @@ struct RenewStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
 
-/// The CTE `locked`: the rows of `i` (id, token) still leased with that token, locked in id order (see
-/// `RenewStatement`).
+/// The CTE `locked`: the inputs `i` (id, token, ...) whose row is still leased with that token, with every column
+/// of `i`, their rows locked in id order (see `RenewStatement`). The change then joins `locked` alone with the table
+/// by id: joining `locked` and `i` again let a generic plan (prepared statements) rescan `i` once per row
+/// (estimated at 10 rows), 60 ms for a batch of 500 instead of 3.
 enum LockedRows {
     static let sql = """
         locked AS (
-            SELECT o.id FROM norq_outbox o JOIN i ON o.id = i.id AND o.lease_token = i.token
+            SELECT i.* FROM norq_outbox o JOIN i ON o.id = i.id AND o.lease_token = i.token
             ORDER BY o.id FOR UPDATE OF o)
         """
 }
@@ -125,8 +127,8 @@ struct FinishSQL {
                 AS i(id, token, state, l_status, l_reason, l_code, l_class, l_since, l_message, maybe)),
         \(LockedRows.sql),
         moved AS (
-            DELETE FROM norq_outbox o USING i, locked
-            WHERE o.id = locked.id AND o.id = i.id AND o.lease_token = i.token
+            DELETE FROM norq_outbox o USING locked i
+            WHERE o.id = i.id AND o.lease_token = i.token
             RETURNING o.id, o.send_id, o.position, o.target, o.identity, o.provider, o.recipient_id,
                 i.state, o.attempts, o.next_attempt_at, o.message_id,
                 o.may_have_been_delivered OR i.maybe AS maybe, NULLIF(i.l_status, -1)::int AS l_status,
@@ -168,7 +170,7 @@ struct FinishSQL {
 
 /// `FinishSQL` returning each moved row's id, token and provider (a batch with a `token-invalid` outcome).
 struct FinishStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_4"
+    static let name = "norq_finish_5"
     static let sql = FinishSQL.sql(withIdentity: true)
     static let bindingDataTypes = FinishSQL.bindingDataTypes
     typealias Row = (Int64, String, String?)
@@ -184,7 +186,7 @@ struct FinishStatement: PostgresPreparedStatement {
 
 /// `FinishSQL` returning the moved rows' ids as one array (the usual batch: nothing for the registry).
 struct FinishIDsStatement: PostgresPreparedStatement {
-    static let name = "norq_finish_ids_4"
+    static let name = "norq_finish_ids_5"
     static let sql = FinishSQL.sql(withIdentity: false)
     static let bindingDataTypes = FinishSQL.bindingDataTypes
     typealias Row = [Int64]
@@ -199,7 +201,7 @@ struct FinishIDsStatement: PostgresPreparedStatement {
 /// Retries, releases and finishes to a state that is not final: the row goes back to pending (compare-and-set on
 /// row id and lease token); returns the changed ids.
 struct UpdateStatement: PostgresPreparedStatement {
-    static let name = "norq_update_2"
+    static let name = "norq_update_3"
     static let sql = """
         WITH i AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
             $7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::bool[])
@@ -218,8 +220,8 @@ struct UpdateStatement: PostgresPreparedStatement {
             last_classification = CASE WHEN i.kind = 'release' THEN o.last_classification ELSE NULLIF(i.l_class, '') END,
             last_invalid_since = CASE WHEN i.kind = 'release' THEN o.last_invalid_since ELSE NULLIF(i.l_since, -1) END,
             last_message_id = CASE WHEN i.kind = 'release' THEN o.last_message_id ELSE NULLIF(i.l_message, '') END
-        FROM i, locked
-        WHERE o.id = locked.id AND o.id = i.id AND o.lease_token = i.token
+        FROM locked i
+        WHERE o.id = i.id AND o.lease_token = i.token
         RETURNING o.id
         """
     static let bindingDataTypes: [PostgresDataType] = [

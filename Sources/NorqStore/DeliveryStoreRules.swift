@@ -174,6 +174,12 @@ extension NorqError.Code {
     public static let tokenInvalid: Self = "token/invalid"
     /// The database could not be reached (names the host or file).
     public static let storeUnreachable: Self = "store/unreachable"
+    /// The database refused the credentials (wrong password or user): the message names the user, never the password.
+    public static let storeAuthenticationFailed: Self = "store/authentication-failed"
+    /// The database named in the configuration does not exist on the server.
+    public static let storeDatabaseMissing: Self = "store/database-missing"
+    /// The server takes this connection only over TLS (or the configuration requires TLS the server does not offer).
+    public static let storeTLSRequired: Self = "store/tls-required"
     /// A database call did not finish before its deadline.
     public static let storeDeadlineExceeded: Self = "store/deadline-exceeded"
     /// The database schema is newer than this code.

@@ -176,6 +176,8 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
     public func migrate() async throws(NorqError) {
         let logger = self.logger
         let target = "\(configuration.host):\(configuration.port)"
+        // A wrong password, a missing database or a server requiring TLS: said as such, at once.
+        try await diagnoseConnection()
         do {
             try await transaction("migrating the schema") { connection in
                 // One migrator at a time, across every instance.

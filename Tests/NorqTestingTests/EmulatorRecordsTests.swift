@@ -24,9 +24,9 @@ struct EmulatorRecordsTests {
         #expect(records.dropped == 1)
     }
 
-    @Test func theEmulatorsDefaultToAHundredThousand() {
-        #expect(APNsEmulator.Configuration().recordLimit == 100_000)
-        #expect(FCMEmulator.Configuration().recordLimit == 100_000)
-        #expect(WebPushEmulator.Configuration().recordLimit == 100_000)
+    @Test func theEmulatorsDefaultToTenThousand() {
+        #expect(APNsEmulator.Configuration().recordLimit == 10_000)
+        #expect(FCMEmulator.Configuration().recordLimit == 10_000)
+        #expect(WebPushEmulator.Configuration().recordLimit == 10_000)
     }
 }

@@ -367,6 +367,7 @@ let package = Package(
             name: "NorqServerTests",
             dependencies: [
                 "NorqServer", "NorqCore", "NorqStore", "NorqConfig", "norq", "NorqTesting",
+                "NorqLocalEmulators", "NorqBuiltIns", "NorqAPNs", "NorqWebPush", "Norq",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -7,7 +7,6 @@ import NorqCore
 import NorqServer
 import NorqTemplates
 import NorqLocalEmulators
-import NorqTesting
 import ServiceLifecycle
 import UnixSignals
 
@@ -46,7 +45,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Serve without API keys (only on a loopback address).")
     var noAuth = false
 
-    @Flag(name: .long, help: "Start the APNs emulator in-process and deliver to it instead of Apple.")
+    @Flag(name: .long, help: ArgumentHelp(
+        "Start the in-process emulators of the configured providers (APNs, FCM, Web Push) and deliver to them.",
+        discussion: "APNs channel management goes to the APNs emulator too; nothing leaves this machine. Each emulator keeps its last 10,000 requests. With --verbose, one line per APNs emulator request."))
     var emulator = false
 
     @Option(name: .long, help: "Worker batches in flight at once.")
@@ -80,17 +81,14 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = configuredLogger
         let registry = NorqServer.bootstrapMetrics()
 
-        var running: EmulatorSetup.Attached?
+        var running: LocalEmulators?
         if emulator {
-            let attached = try await EmulatorSetup.attach(to: configuration)
-            configuration = attached.configuration
-            running = attached
-            if let apns = attached.apns {
-                Console.err("APNs emulator (in-process) at https://localhost:\(apns.port); nothing leaves this machine\n")
-            }
-            if let fcm = attached.fcm {
-                Console.err("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine\n")
-            }
+            var log: (@Sendable (String) -> Void)?
+            if verbose { log = { @Sendable line in Console.err(line + "\n") } }
+            let emulators = try await LocalEmulators.startForServing(configuration, requestLog: log)
+            configuration = emulators.configuration
+            running = emulators
+            for line in emulators.descriptions { Console.err(line + "\n") }
         }
         let templates = ReloadableTemplates(library)
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,

@@ -22,8 +22,8 @@ package enum EmulatorSetup {
         package var apns: APNsEmulator?
         package var fcm: FCMEmulator?
 
-        /// `configuration` with every APNs and FCM provider pointed at these emulators (at start, and again for a
-        /// configuration reloaded while they run).
+        /// `configuration` with every APNs provider (device pushes and channel management) and FCM provider pointed
+        /// at these emulators (at start, and again for a configuration reloaded while they run).
         package func pointed(_ configuration: NorqConfiguration) -> NorqConfiguration {
             var configuration = configuration
             for index in configuration.providers.indices {
@@ -31,6 +31,10 @@ package enum EmulatorSetup {
                     let endpoint = APNsEndpoint(host: "localhost", port: apns.port)
                     settings.sandboxEndpoint = endpoint
                     settings.productionEndpoint = endpoint
+                    // Channel management (broadcast channels) too: the emulator serves `/1/apps/.../channels`, so
+                    // no request (and no name lookup) goes to api-manage-broadcast.push.apple.com.
+                    settings.managementSandboxEndpoint = endpoint
+                    settings.managementProductionEndpoint = endpoint
                     settings.additionalTrustRootsPEM = apns.caCertificatePEM
                     settings.caPath = "(in-process emulator CA)"
                     settings.proxy = nil
@@ -104,7 +108,8 @@ package enum EmulatorSetup {
 
     /// Starts an APNs emulator when the configuration has APNs providers and an FCM emulator when it has FCM
     /// providers, and rewrites those providers' endpoints and trust roots to them. At least one is required.
-    package static func attach(to configuration: NorqConfiguration) async throws(NorqError) -> Attached {
+    package static func attach(to configuration: NorqConfiguration,
+                               onAPNsRequest: (@Sendable (RecordedRequest) -> Void)? = nil) async throws(NorqError) -> Attached {
         let credentials = try credentials(of: configuration, requireAPNs: false)
         let accounts = fcmServiceAccounts(of: configuration)
         guard credentials.apnsProviders > 0 || !accounts.isEmpty else {
@@ -115,9 +120,11 @@ package enum EmulatorSetup {
         if credentials.apnsProviders > 0 {
             let emulator: APNsEmulator
             do {
-                emulator = try APNsEmulator(configuration: .init(
+                var settings = APNsEmulator.Configuration(
                     teamID: credentials.teams.count == 1 ? credentials.teams.first : nil,
-                    signingKeys: credentials.keys))
+                    signingKeys: credentials.keys)
+                settings.onRequest = onAPNsRequest
+                emulator = try APNsEmulator(configuration: settings)
                 try await emulator.start()
             } catch {
                 throw NorqError(.cliEmulatorFailed, "the APNs emulator could not start: \(error)")

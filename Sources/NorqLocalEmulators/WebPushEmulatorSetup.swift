@@ -28,23 +28,8 @@ package enum WebPushEmulatorSetup {
         guard hasWebPush(configuration), recipients.contains(where: { $0.tokens.contains { $0.platform == .web } }) else {
             return (configuration, nil)
         }
-        let emulator: WebPushEmulator
-        do {
-            emulator = try WebPushEmulator(configuration: .init())
-            try await emulator.start()
-        } catch {
-            throw NorqError(.cliEmulatorFailed, "the Web Push emulator could not start: \(error)")
-        }
-        var rewritten = configuration
-        for index in rewritten.providers.indices {
-            guard var web = rewritten.providers[index].configuration as? WebPushConfiguration else { continue }
-            web.allowPrivateEndpoints = true
-            web.allowedHosts = nil
-            web.additionalTrustRootsPEM = emulator.caCertificatePEM
-            web.caPath = "(in-process emulator CA)"
-            web.originOverride = WebPushOriginOverride(host: "127.0.0.1", port: emulator.port)
-            rewritten.providers[index].configuration = web
-        }
+        let emulator = try await start(WebPushEmulator.Configuration())
+        let rewritten = point(configuration, at: emulator)
         let demoKey = try? P256.KeyAgreement.PrivateKey(rawRepresentation: decode(demoUserAgentPrivateKey))
         let demoPublic = demoKey.map { encode(Array($0.publicKey.x963Representation)) }
         var adoptedPaths = Set<String>(), ids = Set<String>()
@@ -67,6 +52,51 @@ package enum WebPushEmulatorSetup {
             }
         }
         return (rewritten, emulator)
+    }
+
+    /// `norq serve --emulator`: the subscriptions arrive later, through the API, so the emulator accepts messages to
+    /// any path (checked, not decrypted: `acceptUnknownSubscriptions`) and decrypts those to the quick start's demo
+    /// subscription (`https://push.example.net/push/demo-web-1` with the published keys). Nil when the
+    /// configuration has no Web Push provider.
+    package static func startForServing(_ configuration: NorqConfiguration) async throws(NorqError) -> WebPushEmulator? {
+        guard hasWebPush(configuration) else { return nil }
+        var settings = WebPushEmulator.Configuration()
+        settings.acceptUnknownSubscriptions = true
+        let emulator = try await start(settings)
+        if let demoKey = try? P256.KeyAgreement.PrivateKey(rawRepresentation: decode(demoUserAgentPrivateKey)) {
+            _ = emulator.adopt(id: subscriptionID(of: demoSubscriptionPath, index: 0), userAgentPrivateKey: demoKey,
+                               authSecret: decode(demoAuthSecret), path: demoSubscriptionPath)
+        }
+        return emulator
+    }
+
+    /// The path of the demo subscription's endpoint in examples/quickstart/recipients.json.
+    package static let demoSubscriptionPath = "/push/demo-web-1"
+
+    private static func start(_ settings: WebPushEmulator.Configuration) async throws(NorqError) -> WebPushEmulator {
+        do {
+            let emulator = try WebPushEmulator(configuration: settings)
+            try await emulator.start()
+            return emulator
+        } catch {
+            throw NorqError(.cliEmulatorFailed, "the Web Push emulator could not start: \(error)")
+        }
+    }
+
+    /// `configuration` with every Web Push provider pointed at `emulator` (every endpoint's origin moved there, its
+    /// CA trusted, private addresses allowed): at start, and again for a configuration reloaded while it runs.
+    package static func point(_ configuration: NorqConfiguration, at emulator: WebPushEmulator) -> NorqConfiguration {
+        var rewritten = configuration
+        for index in rewritten.providers.indices {
+            guard var web = rewritten.providers[index].configuration as? WebPushConfiguration else { continue }
+            web.allowPrivateEndpoints = true
+            web.allowedHosts = nil
+            web.additionalTrustRootsPEM = emulator.caCertificatePEM
+            web.caPath = "(in-process emulator CA)"
+            web.originOverride = WebPushOriginOverride(host: "127.0.0.1", port: emulator.port)
+            rewritten.providers[index].configuration = web
+        }
+        return rewritten
     }
 
     /// The last path segment of an endpoint (URL-safe characters only), or `web-<index>`.

@@ -35,9 +35,9 @@ extension APNsEmulator {
         /// Keep requests in ``APNsEmulator/requests`` (turn off for long benchmarks to save memory): at most
         /// ``recordLimit`` of them, the newest.
         public var recordRequests: Bool
-        /// The most requests ``APNsEmulator/requests`` holds (default 100,000). When full, the oldest tenth is
-        /// dropped; ``APNsEmulator/droppedRequestCount`` counts them.
-        public var recordLimit = 100_000
+        /// The most requests ``APNsEmulator/requests`` holds (default 10,000: a few MB, whatever the run's length).
+        /// When full, the oldest tenth is dropped; ``APNsEmulator/droppedRequestCount`` counts them.
+        public var recordLimit = 10_000
         /// Called with every request recorded, on the connection's event loop (it must not block): how
         /// `norq emulator` prints them as they come.
         public var onRequest: (@Sendable (RecordedRequest) -> Void)?

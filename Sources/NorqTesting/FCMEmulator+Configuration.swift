@@ -23,9 +23,9 @@ extension FCMEmulator {
         /// Keep requests in ``FCMEmulator/requests`` (turn off for long benchmarks to save memory): at most
         /// ``recordLimit`` of them, the newest.
         public var recordRequests: Bool
-        /// The most requests ``FCMEmulator/requests`` holds (default 100,000). When full, the oldest tenth is
+        /// The most requests ``FCMEmulator/requests`` holds (default 10,000). When full, the oldest tenth is
         /// dropped; ``FCMEmulator/droppedRequestCount`` counts them.
-        public var recordLimit = 100_000
+        public var recordLimit = 10_000
         /// Injected faults (change them at runtime with ``FCMEmulator/setFaults(_:)``).
         public var faults: Faults
 

@@ -69,9 +69,14 @@ extension WebPushEmulator {
         public var maxConcurrentStreams: Int
         /// Keep decrypted messages (and each request's answer) for inspection: at most ``recordLimit``, the newest.
         public var recordMessages: Bool
-        /// The most messages ``WebPushEmulator/messages`` holds (default 100,000). When full, the oldest tenth is
+        /// The most messages ``WebPushEmulator/messages`` holds (default 10,000). When full, the oldest tenth is
         /// dropped; ``WebPushEmulator/droppedMessageCount`` counts them.
-        public var recordLimit = 100_000
+        public var recordLimit = 10_000
+        /// Accept messages to a path no subscription claims (a subscription the emulator never saw, as one given to
+        /// `norq serve --emulator` through its API): each is checked like a subscription adopted without its keys
+        /// (VAPID, headers, size; not decrypted) and recorded under its path, and nothing is kept of it beyond the
+        /// bounded ``WebPushEmulator/messages``. Off by default: such a message gets 404.
+        public var acceptUnknownSubscriptions = false
         public var faults: Faults
 
         public init(host: String = "127.0.0.1", port: Int = 0, endpointHost: String = "127.0.0.1",

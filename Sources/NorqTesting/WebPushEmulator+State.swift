@@ -162,9 +162,22 @@ final class WebPushEmulatorShared: Sendable {
             return (Answer(status: status, headers: [("content-type", "application/json")], body: json, latency: latency), message)
         }
         guard method == "POST" else { return refuse(405, "method not allowed") }
-        guard let id = subscriptionID(path: path) else { return refuse(404, "no such push resource") }
+        let known = subscriptionID(path: path).flatMap { id in state.withLock { $0.subscriptions[id] }.map { (id, $0) } }
+        let id: String, held: Held
+        if let known {
+            (id, held) = known
+        } else if configuration.acceptUnknownSubscriptions {
+            // A subscription never seen: checked as one adopted without its keys, identified by its path.
+            id = Self.withoutQuery(path)
+            held = Held(subscription: WebPushEmulator.Subscription(id: id, endpoint: origin + path, p256dh: "", auth: "",
+                                                                   applicationServerKey: nil),
+                        privateKey: nil, authSecret: [], gone: false)
+        } else {
+            guard let named = subscriptionID(path: path) else { return refuse(404, "no such push resource") }
+            message.subscriptionID = named
+            return refuse(404, "subscription not found")
+        }
         message.subscriptionID = id
-        guard let held = state.withLock({ $0.subscriptions[id] }) else { return refuse(404, "subscription not found") }
         if held.gone { return refuse(410, "subscription is gone") }
         // VAPID
         if let authorization = fields["authorization"] {

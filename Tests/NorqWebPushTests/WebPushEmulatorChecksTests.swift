@@ -1,3 +1,5 @@
+import Crypto
+import Foundation
 import Logging
 import NorqCore
 import NorqTesting
@@ -73,5 +75,53 @@ import Testing
         #expect(emulator.messages.first?.plaintextString == #"{"title":"x"}"#)
         await provider.shutdown()
         try await emulator.shutdown()
+    }
+
+    /// `norq serve --emulator` learns web subscriptions only as sends name them: with `acceptUnknownSubscriptions`
+    /// a message to a path the emulator never saw is checked (VAPID included) and accepted, not decrypted; without
+    /// it the same message gets 404. Either way the records stay within `recordLimit`.
+    @Test func unknownSubscriptionsAreAcceptedOnlyWhenAskedAndRecordsStayBounded() async throws {
+        func run(accept: Bool) async throws -> WebPushEmulator {
+            var settings = WebPushEmulator.Configuration(httpVersion: .http1)
+            settings.acceptUnknownSubscriptions = accept
+            settings.recordLimit = 20
+            let emulator = try WebPushEmulator(configuration: settings)
+            try await emulator.start()
+            let configuration = WebPushConfiguration(vapidKeys: Self.keys, subject: "mailto:ops@example.com",
+                                                     allowPrivateEndpoints: true,
+                                                     additionalTrustRootsPEM: emulator.caCertificatePEM)
+            let transport = try WebPushHTTP1Transport(configuration: configuration,
+                                                      endpointGuard: WebPushEndpointGuard(allowPrivateEndpoints: true),
+                                                      logger: Logger(label: "test"))
+            let provider = WebPushProvider(name: "webpush", configuration: configuration, policy: DeliveryPolicy(),
+                                           logger: Logger(label: "test"), clock: .system, transport: transport)
+            // A browser's subscription the emulator never issued nor adopted.
+            let browser = P256.KeyAgreement.PrivateKey()
+            let p256dh = Data(browser.publicKey.x963Representation).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            let token = PushToken(token: emulator.origin + "/fcm/send/never-seen", platform: .web,
+                                  keys: WebPushKeys(p256dh: p256dh, auth: "SCcgLAlycoK6hUuYKyV4MQ"))
+            let prepared = try provider.prepare(PushContent(title: "x"), for: token, options: SendOptions())
+            let request = WebPushWireRequest(endpoint: try WebPushEndpoint(parsing: token.token), method: "POST",
+                                             headers: prepared.headers, body: prepared.body)
+            let first = await Self.send(request, via: transport)
+            #expect((try? first.get())?.status == (accept ? 201 : 404), "\(first)")
+            var unsigned = request
+            unsigned.headers.removeAll { $0.name == "authorization" }
+            let refused = await Self.send(unsigned, via: transport)
+            #expect((try? refused.get())?.status == (accept ? 401 : 404), "VAPID is still checked: \(refused)")
+            for _ in 0..<48 { _ = await Self.send(request, via: transport) }
+            #expect(emulator.messages.count <= 20, "\(emulator.messages.count) records kept")
+            #expect(emulator.messages.count + emulator.droppedMessageCount == 50)
+            await provider.shutdown()
+            try await emulator.shutdown()
+            return emulator
+        }
+        let accepting = try await run(accept: true)
+        #expect(accepting.messages.last?.subscriptionID == "/fcm/send/never-seen")
+        #expect(accepting.messages.last?.plaintext == nil)
+        let refusing = try await run(accept: false)
+        #expect(refusing.messages.allSatisfy { $0.status == 404 })
     }
 }

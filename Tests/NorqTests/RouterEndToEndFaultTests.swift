@@ -169,6 +169,8 @@ struct RouterEndToEndFaultTests {
         let emulator = try await EmulatorFixtures.emulator(
             [Self.teamA], faults: .init(errorRate: 0.1, seed: 42, goAwayAfterStreams: max(count * 3 / 10, 750))) {
                 $0.recordBodies = false
+                // Every request is checked below: more than the default bound of 10,000 records.
+                $0.recordLimit = count * 4
             }
         let provider = try EmulatorFixtures.provider(
             "apns", Self.teamA, sandbox: emulator,

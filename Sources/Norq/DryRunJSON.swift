@@ -144,7 +144,7 @@ package enum DryRunJSON {
     package static func outcomeEntryJSON(_ outcome: PushOutcome, redactTokens: Bool) -> JSONValue {
         ["target": targetJSON(outcome.target, redactTokens: redactTokens), "recipient": optional(outcome.recipientID),
          "provider": optional(outcome.provider), "attempts": .int(Int64(outcome.attempts)),
-         "result": outcomeJSON(outcome.result)]
+         "requeues": .int(Int64(outcome.requeues)), "result": outcomeJSON(outcome.result)]
     }
 
     /// The one JSON form of a durable target's row (`norq status --json`, `GET /v1/sends/{id}`); the token shortened.

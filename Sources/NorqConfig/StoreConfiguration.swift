@@ -42,7 +42,7 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
 
     /// The keys of `store:`.
     static let keys = ["sqlite", "postgres", "poolSize", "leaseDuration", "retention", "idempotencyWindow",
-                       "callTimeout", "pollInterval", "claimBatchSize"]
+                       "callTimeout", "pollInterval", "claimBatchSize", "segmentSize"]
     /// The keys of a `postgres:` mapping.
     static let postgresKeys = ["url", "host", "port", "user", "username", "password", "database", "sslmode", "listen"]
 
@@ -65,6 +65,13 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         var settings = DeliveryStoreSettings()
         if let value = map["poolSize"] {
             settings.poolSize = try positive(value.int(path: "store.poolSize"), "store.poolSize", value)
+        }
+        if let value = map["segmentSize"] {
+            let size = try positive(value.int(path: "store.segmentSize"), "store.segmentSize", value)
+            guard size <= 100_000 else {
+                throw NorqError(.configInvalidStore, "store.segmentSize must be at most 100000", at: value.location)
+            }
+            settings.segmentSize = size
         }
         if let value = map["claimBatchSize"] {
             settings.claimBatchSize = try positive(value.int(path: "store.claimBatchSize"), "store.claimBatchSize", value)

@@ -28,12 +28,13 @@ public struct QueueDepth: Sendable, Hashable {
     }
 
     /// Puts one hot row in its group (the rule every store applies; the in-memory store uses it directly).
-    public mutating func count(state: DeliveryState, nextAttemptAt: Int64, leaseExpiresAt: Int64?, now: Int64) {
+    public mutating func count(state: DeliveryState, nextAttemptAt: Int64, leaseExpiresAt: Int64?, now: Int64,
+                               rows: Int = 1) {
         switch state {
         case .pending:
-            if nextAttemptAt <= now { due += 1 } else { scheduled += 1 }
+            if nextAttemptAt <= now { due += rows } else { scheduled += rows }
         case .leased:
-            if (leaseExpiresAt ?? Int64.min) <= now { leaseExpired += 1 } else { leased += 1 }  // as `isClaimable`
+            if (leaseExpiresAt ?? Int64.min) <= now { leaseExpired += rows } else { leased += rows }  // as `isClaimable`
         default:
             break
         }

@@ -29,10 +29,20 @@ public struct DeliveryStoreSettings: Sendable, Hashable {
     public var pollInterval: Duration
     /// Connections in the pool (PostgreSQL).
     public var poolSize: Int
+    /// Targets per segment (the claim unit): a send is stored as segments of up to this many targets (1,000 by
+    /// default, at most 100,000). A worker claims whole segments, up to `claimBatchSize` targets at once (at least
+    /// one segment), and checkpoints each with one update; a crash re-sends at most what was in flight.
+    public var segmentSize: Int
+
+    /// The size segments are cut to: `segmentSize`, at most `claimBatchSize` (a claim then holds at most that many
+    /// targets of one send, and a crash re-sends at most what was in flight of them).
+    public var effectiveSegmentSize: Int { max(1, min(segmentSize, claimBatchSize)) }
 
     public init(leaseDuration: Duration = .seconds(10), idempotencyWindow: Duration = .seconds(24 * 3600),
                 retention: Duration = .seconds(7 * 24 * 3600), callTimeout: Duration = .seconds(10),
-                claimBatchSize: Int = 500, pollInterval: Duration = .milliseconds(250), poolSize: Int = 4) {
+                claimBatchSize: Int = 500, pollInterval: Duration = .milliseconds(250), poolSize: Int = 4,
+                segmentSize: Int = 1_000) {
+        self.segmentSize = segmentSize
         self.leaseDuration = leaseDuration
         self.idempotencyWindow = idempotencyWindow
         self.retention = retention
@@ -143,6 +153,16 @@ public enum DeliveryStoreRules {
     }
 
     /// The time of a retry `delay` after `now`.
+    /// The newest of `entries` (one token's registry entries) that skips a send routed to `provider` in
+    /// `environment`: matching (`registryEntryMatches`) and not registered again since; nil when none.
+    public static func newestInvalid(_ entries: [InvalidTokenRecord], provider: String?,
+                                     environment: String?) -> InvalidTokenRecord? {
+        entries.filter {
+            $0.isInvalid && registryEntryMatches(entryProvider: $0.provider, entryEnvironment: $0.environment,
+                                                 provider: provider, environment: environment)
+        }.max { $0.invalidSince < $1.invalidSince }
+    }
+
     public static func retryAt(now: Int64, delay: Duration) -> Int64 {
         now + max(0, delay.wholeMilliseconds)
     }

@@ -9,18 +9,25 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         var sends: [String: StoredSend] = [:]
         /// (scope, key) -> send id, for live keys.
         var keys: [String: String] = [:]
-        var rows: [Int64: OutboxRow] = [:]
-        var rowsBySend: [String: [Int64]] = [:]
+        /// Hot segments and their targets.
+        var segments: [Int64: SegmentRecord] = [:]
+        var targets: [Int64: [SegmentTarget]] = [:]
+        var history: [Int64: SegmentHistoryRecord] = [:]
+        var segmentsBySend: [String: [Int64]] = [:]
         /// The token registry by (token, provider, environment) (`registryKey`).
         var registry: [String: InvalidTokenRecord] = [:]
-        var nextRowID: Int64 = 1
+        var nextSegmentID: Int64 = 1
         var closed = false
     }
 
     private let state = Mutex(State())
     private let makeLeaseToken: @Sendable () -> String
+    /// Targets per segment (`DeliveryStoreSettings.segmentSize`).
+    public let segmentSize: Int
 
-    public init(makeLeaseToken: @escaping @Sendable () -> String = { RequestID.random() }) {
+    public init(segmentSize: Int = DeliveryStoreSettings().segmentSize,
+                makeLeaseToken: @escaping @Sendable () -> String = { RequestID.random() }) {
+        self.segmentSize = segmentSize
         self.makeLeaseToken = makeLeaseToken
     }
 
@@ -54,6 +61,7 @@ public final class InMemoryDeliveryStore: DeliveryStore {
 
     public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
         try checkOpen()
+        let segmentSize = self.segmentSize
         return try state.withLock { state throws(NorqError) -> EnqueueResult in
             if let key = send.idempotencyKey {
                 let holder = state.keys[Self.keyOf(scope: send.scope, key: key)].flatMap { state.sends[$0] }
@@ -70,47 +78,52 @@ public final class InMemoryDeliveryStore: DeliveryStore {
             state.sends[send.id] = StoredSend(id: send.id, scope: send.scope, idempotencyKey: send.idempotencyKey,
                                               fingerprint: send.fingerprint, content: send.content, createdAt: now,
                                               targetCount: send.targets.count)
-            var ids: [Int64] = []
-            ids.reserveCapacity(send.targets.count)
-            for target in send.targets {
-                let id = state.nextRowID
-                state.nextRowID += 1
-                var outcome = target.outcome
-                if outcome == nil, let record = Self.invalidEntry(state, token: target.identity, provider: target.provider,
-                                                                  environment: target.environment) {
-                    outcome = DeliveryStoreRules.invalidTokenOutcome(record)
-                }
-                state.rows[id] = OutboxRow(id: id, sendID: send.id, position: target.position, target: target.target,
-                                           identity: target.identity, provider: target.provider,
-                                           recipientID: target.recipientID, state: outcome?.state ?? .pending,
-                                           attempts: 0, nextAttemptAt: now, messageID: target.messageID,
-                                           last: outcome, finishedAt: outcome == nil ? nil : now)
-                ids.append(id)
+            let segments = SegmentLedger.segments(of: send, now: now, size: segmentSize) { delivery in
+                Self.invalidEntry(state, token: delivery.identity, provider: delivery.provider,
+                                  environment: delivery.environment)
             }
-            state.rowsBySend[send.id] = ids
+            state.segmentsBySend[send.id] = []
+            for segment in segments { Self.insert(segment, into: &state, now: now) }
             return .created(sendID: send.id)
+        }
+    }
+
+    private static func insert(_ segment: NewSegment, into state: inout State, now: Int64) {
+        let id = state.nextSegmentID
+        state.nextSegmentID += 1
+        state.segmentsBySend[segment.sendID, default: []].append(id)
+        let record = SegmentRecord(id: id, sendID: segment.sendID, count: segment.count, open: segment.open,
+                                   state: .pending, attempts: 0, nextAttemptAt: segment.nextAttemptAt,
+                                   counts: segment.counts, progress: segment.progress, positions: segment.positions,
+                                   createdAt: now)
+        if segment.isFinished {
+            state.history[id] = SegmentLedger.history(of: record, finishedAt: now)
+        } else {
+            state.segments[id] = record
+            state.targets[id] = segment.targets
         }
     }
 
     public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
         try checkOpen()
+        guard limit > 0 else { return [] }
         return state.withLock { state in
-            let due = state.rows.values
+            let due = state.segments.values
                 .filter { DeliveryStoreRules.isClaimable(state: $0.state, nextAttemptAt: $0.nextAttemptAt,
                                                           leaseExpiresAt: $0.leaseExpiresAt, now: now) }
                 .sorted { ($0.nextAttemptAt, $0.id) < ($1.nextAttemptAt, $1.id) }
-                .prefix(max(0, limit))
             var claimed: [OutboxRow] = []
-            for var row in due {
-                row.mayHaveBeenDelivered = DeliveryStoreRules.mayHaveBeenDelivered(afterClaimingFrom: row.state,
-                                                                                    previously: row.mayHaveBeenDelivered)
-                row.state = .leased
-                row.attempts += 1
-                row.leaseOwner = owner
-                row.leaseToken = makeLeaseToken()
-                row.leaseExpiresAt = leaseUntil
-                state.rows[row.id] = row
-                claimed.append(row)
+            for var record in due {
+                guard claimed.count < limit else { break }
+                record.mayHaveBeenDelivered = DeliveryStoreRules.mayHaveBeenDelivered(
+                    afterClaimingFrom: record.state, previously: record.mayHaveBeenDelivered)
+                record.state = .leased
+                record.attempts += 1
+                record.leaseOwner = owner
+                record.leaseToken = makeLeaseToken()
+                record.leaseExpiresAt = leaseUntil
+                state.segments[record.id] = record
+                claimed += SegmentLedger.claimedRows(record, targets: state.targets[record.id] ?? [])
             }
             return claimed
         }
@@ -120,11 +133,12 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         try checkOpen()
         return state.withLock { state in
             var renewed: Set<Int64> = []
-            for lease in leases {
-                guard var row = state.rows[lease.rowID], row.state == .leased, row.leaseToken == lease.token else { continue }
-                row.leaseExpiresAt = until
-                state.rows[lease.rowID] = row
-                renewed.insert(lease.rowID)
+            for group in SegmentLedger.bySegment(leases) {
+                guard var record = state.segments[group.segment], record.state == .leased,
+                      record.leaseToken == group.token else { continue }
+                record.leaseExpiresAt = until
+                state.segments[group.segment] = record
+                renewed.formUnion(group.rows)
             }
             return renewed
         }
@@ -134,39 +148,27 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         try checkOpen()
         return state.withLock { state in
             var report = CompletionReport()
-            for completion in completions {
-                let lease = completion.lease
-                guard var row = state.rows[lease.rowID], row.state == .leased, row.leaseToken == lease.token else {
-                    report.lost.insert(lease.rowID)
+            for group in SegmentLedger.bySegment(completions) {
+                guard var record = state.segments[group.segment] else {
+                    report.lost.formUnion(group.completions.map(\.lease.rowID))
                     continue
                 }
-                row.leaseOwner = nil
-                row.leaseToken = nil
-                row.leaseExpiresAt = nil
-                switch completion {
-                case .finish(_, var outcome):
-                    let environment = outcome.environment
-                    outcome.environment = nil  // the registry's, not the row's
-                    row.state = outcome.state
-                    row.last = outcome
-                    row.mayHaveBeenDelivered = row.mayHaveBeenDelivered || outcome.mayHaveBeenDelivered
-                    row.finishedAt = now
-                    if outcome.classification == "token-invalid" {
-                        Self.recordInvalid(&state, token: row.identity, provider: row.provider,
-                                           environment: environment, outcome: outcome, now: now)
-                    }
-                case .retry(_, let at, var last):
-                    last.environment = nil
-                    row.state = .pending
-                    row.nextAttemptAt = at
-                    row.last = last
-                    row.mayHaveBeenDelivered = row.mayHaveBeenDelivered || last.mayHaveBeenDelivered
-                case .release:
-                    row.state = .pending
-                    row.attempts = max(0, row.attempts - 1)
+                let application = SegmentLedger.apply(group.completions, to: &record, targets: state.targets[record.id],
+                                                      now: now)
+                report.applied.formUnion(application.applied)
+                report.lost.formUnion(application.lost)
+                guard application.changed else { continue }
+                for update in application.registry {
+                    Self.recordInvalid(&state, token: update.token, provider: update.provider,
+                                       environment: update.environment, outcome: update.outcome, now: now)
                 }
-                state.rows[lease.rowID] = row
-                report.applied.insert(lease.rowID)
+                for segment in application.newSegments { Self.insert(segment, into: &state, now: now) }
+                if application.finished {
+                    state.segments[record.id] = nil
+                    state.history[record.id] = SegmentLedger.history(of: record, finishedAt: now)
+                } else {
+                    state.segments[record.id] = record
+                }
             }
             return report
         }
@@ -204,9 +206,39 @@ public final class InMemoryDeliveryStore: DeliveryStore {
     }
 
     public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
+        try await deliveries(ofSend: id, positions: 0..<Int.max)
+    }
+
+    public func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
         try checkOpen()
         return state.withLock { state in
-            (state.rowsBySend[id] ?? []).compactMap { state.rows[$0] }.sorted { $0.position < $1.position }
+            var rows: [OutboxRow] = []
+            for segment in state.segmentsBySend[id] ?? [] {
+                if let record = state.segments[segment] {
+                    rows += SegmentLedger.rows(record, targets: state.targets[segment] ?? [], positions: positions)
+                } else if let history = state.history[segment] {
+                    rows += SegmentLedger.rows(history, targets: state.targets[segment], positions: positions)
+                }
+            }
+            return rows.sorted { $0.position < $1.position }
+        }
+    }
+
+    public func stateCounts(ofSend id: String) async throws(NorqError) -> [DeliveryState: Int] {
+        try checkOpen()
+        return state.withLock { state in
+            var counts: [DeliveryState: Int] = [:]
+            for segment in state.segmentsBySend[id] ?? [] { Self.count(segment, state, into: &counts) }
+            return counts
+        }
+    }
+
+    private static func count(_ segment: Int64, _ state: State, into counts: inout [DeliveryState: Int]) {
+        if let record = state.segments[segment] {
+            record.counts.add(into: &counts)
+            if record.open > 0 { counts[record.state, default: 0] += record.open }
+        } else if let history = state.history[segment] {
+            history.counts.add(into: &counts)
         }
     }
 
@@ -236,14 +268,16 @@ public final class InMemoryDeliveryStore: DeliveryStore {
     public func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
         try checkOpen()
         return state.withLock { state in
-            let old = state.rows.values.filter { ($0.finishedAt ?? Int64.max) < before }.prefix(max(0, limit))
-            for row in old {
-                state.rows[row.id] = nil
-                state.rowsBySend[row.sendID]?.removeAll { $0 == row.id }
+            let old = state.history.values.filter { $0.finishedAt < before }.sorted { $0.finishedAt < $1.finishedAt }
+                .prefix(max(0, limit))
+            for history in old {
+                state.history[history.id] = nil
+                state.targets[history.id] = nil
+                state.segmentsBySend[history.sendID]?.removeAll { $0 == history.id }
             }
-            for (sendID, ids) in state.rowsBySend where ids.isEmpty {
+            for (sendID, ids) in state.segmentsBySend where ids.isEmpty {
                 guard let send = state.sends[sendID], send.createdAt < before else { continue }
-                state.rowsBySend[sendID] = nil
+                state.segmentsBySend[sendID] = nil
                 state.sends[sendID] = nil
                 if let key = send.idempotencyKey, state.keys[Self.keyOf(scope: send.scope, key: key)] == sendID {
                     state.keys[Self.keyOf(scope: send.scope, key: key)] = nil
@@ -257,7 +291,9 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         try checkOpen()
         return state.withLock { state in
             var counts: [DeliveryState: Int] = [:]
-            for row in state.rows.values { counts[row.state, default: 0] += 1 }
+            for segment in Array(state.segments.keys) + Array(state.history.keys) {
+                Self.count(segment, state, into: &counts)
+            }
             return counts
         }
     }
@@ -266,8 +302,9 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         try checkOpen()
         return state.withLock { state in
             var depth = QueueDepth()
-            for row in state.rows.values where !row.state.isFinal {
-                depth.count(state: row.state, nextAttemptAt: row.nextAttemptAt, leaseExpiresAt: row.leaseExpiresAt, now: now)
+            for record in state.segments.values where record.open > 0 {
+                depth.count(state: record.state, nextAttemptAt: record.nextAttemptAt,
+                            leaseExpiresAt: record.leaseExpiresAt, now: now, rows: record.open)
             }
             return depth
         }

@@ -3,19 +3,19 @@ public import NorqStore
 import PostgresNIO
 
 extension PostgresDeliveryStore {
-    /// Two counts over each of the hot outbox's partial indexes (`norq_outbox_due` holds the pending rows,
-    /// `norq_outbox_leases` the leased ones), in one statement: its cost follows the rows waiting or in flight,
+    /// Two sums of open targets over each of the hot segments' partial indexes (`norq_segments_due` holds the
+    /// pending segments, `norq_segments_leases` the leased ones), in one statement: its cost follows the rows waiting or in flight,
     /// never the history. Within `settings.callTimeout` (and the server's `statement_timeout`), like every call.
     public func queueDepth(now: Int64) async throws(NorqError) -> QueueDepth {
         let logger = self.logger
         return try await call("reading the queue depth") { client in
             var depth = QueueDepth()
             for try await (state, ready, all) in try await client.query("""
-                SELECT 'pending', count(*) FILTER (WHERE next_attempt_at <= \(now))::bigint, count(*)::bigint
-                    FROM norq_outbox WHERE state = 'pending'
+                SELECT 'pending', coalesce(sum(open) FILTER (WHERE next_attempt_at <= \(now)), 0)::bigint, coalesce(sum(open), 0)::bigint
+                    FROM norq_segments WHERE state = 'pending'
                 UNION ALL
-                SELECT 'leased', count(*) FILTER (WHERE lease_expires_at > \(now))::bigint, count(*)::bigint
-                    FROM norq_outbox WHERE state = 'leased'
+                SELECT 'leased', coalesce(sum(open) FILTER (WHERE lease_expires_at > \(now)), 0)::bigint, coalesce(sum(open), 0)::bigint
+                    FROM norq_segments WHERE state = 'leased'
                 """, logger: logger).decode((String, Int64, Int64).self) {
                 if state == "pending" {
                     depth.due = Int(ready)

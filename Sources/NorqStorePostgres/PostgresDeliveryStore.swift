@@ -40,7 +40,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
     let client: PostgresClient
     let logger: Logger
     /// Concurrent small sends share a transaction (see `enqueueSmall`).
-    private let smallSends = GroupCommit<EnqueueSendStatement, EnqueueResult>(maxRequests: groupSends,
+    private let smallSends = GroupCommit<EnqueueRequest, EnqueueResult>(maxRequests: groupSends,
                                                                               maxWeight: groupRows)
     /// Hints from LISTEN/NOTIFY: at most one buffered (a burst of notifications is one wake-up).
     public let hints: AsyncStream<Void>
@@ -200,6 +200,12 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
                     for statement in PostgresSchema.migrations[version - 1] {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
+                    if version == PostgresSchema.segmentsVersion {
+                        if current > 0 { try await Self.convertLegacyRows(on: connection, logger: logger) }
+                        for statement in PostgresSchema.dropLegacy {
+                            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                        }
+                    }
                 }
                 try await connection.query(
                     "INSERT INTO norq_schema (id, version) VALUES (1, \(known)) ON CONFLICT (id) DO UPDATE SET version = excluded.version",
@@ -228,148 +234,72 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
 
     // MARK: - Enqueue
 
-    static let insertChunk = 5_000
-    /// Sends and rows one group-committed transaction of small sends takes at most.
+    /// Sends one group-committed transaction of small sends takes at most.
     static let groupSends = 256
     static let groupRows = 10_000
 
-    /// Small sends without an idempotency key, as one batch: alone, one statement in its own transaction (one
-    /// round trip); several, their statements in one transaction. When that transaction fails for a reason other
-    /// than the database being unreachable or the deadline, each send is tried alone, so one bad send fails no
-    /// other.
-    private func enqueueSmall(_ batch: [EnqueueSendStatement]) async -> [Result<EnqueueResult, NorqError>] {
+    /// A batch of sends in one transaction: each takes its idempotency key's advisory lock, checks it, and inserts
+    /// its send and segments. When that transaction fails for a reason other than the database being unreachable or
+    /// the deadline, each send is tried alone, so one bad send fails no other.
+    private func enqueueBatch(_ batch: [EnqueueRequest]) async -> [Result<EnqueueResult, NorqError>] {
         let logger = self.logger
+        let segmentSize = settings.effectiveSegmentSize
         do {
-            if batch.count == 1 {
-                let statement = batch[0]
-                try await call("enqueueing a send") { client in
-                    try await client.withConnection { connection in
-                        for try await _ in try await connection.execute(statement, logger: logger) {}
-                    }
+            return try await transaction(batch.count == 1 ? "enqueueing a send" : "enqueueing \(batch.count) sends") { connection in
+                var results: [Result<EnqueueResult, NorqError>] = []
+                for request in batch {
+                    results.append(try await Self.enqueue(request, segmentSize: segmentSize, on: connection,
+                                                          logger: logger))
                 }
-            } else {
-                try await transaction("enqueueing \(batch.count) sends") { connection in
-                    for statement in batch {
-                        for try await _ in try await connection.execute(statement, logger: logger) {}
-                    }
-                }
+                return results
             }
-            return batch.map { .success(.created(sendID: $0.send.id)) }
         } catch {
             let alone = batch.count > 1 && ![.storeUnreachable, .storeDeadlineExceeded].contains(error.code)
             guard alone else { return Array(repeating: .failure(error), count: batch.count) }
             var results: [Result<EnqueueResult, NorqError>] = []
-            for statement in batch { results += await enqueueSmall([statement]) }
+            for request in batch { results += await enqueueBatch([request]) }
             return results
         }
     }
 
-    public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
-        let logger = self.logger
-        if send.idempotencyKey == nil, send.targets.count <= Self.insertChunk {
-            // The common small send: one statement. Concurrent ones share a transaction (group commit): while
-            // one batch commits, the next gathers, so a burst of sends costs one commit (one fsync) per batch.
-            let statement = EnqueueSendStatement(send: send, now: now, arrays: EnqueueArrays(send.targets[...]))
-            return try await smallSends.submit(statement, weight: max(1, send.targets.count)) { [self] batch in
-                await enqueueSmall(batch)
+    struct EnqueueRequest: Sendable {
+        var send: NewSend
+        var now: Int64
+        var idempotencyWindow: Duration
+    }
+
+    private static func enqueue(_ request: EnqueueRequest, segmentSize: Int, on connection: PostgresConnection,
+                                logger: Logger) async throws -> Result<EnqueueResult, NorqError> {
+        let send = request.send
+        if let key = send.idempotencyKey {
+            let lockKey = send.scope + "\u{1}" + key
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))", logger: logger)
+            var holder: (String, String, Int64)?
+            for try await row in try await connection.query(
+                "SELECT id, fingerprint, created_at FROM norq_sends WHERE scope = \(send.scope) AND idempotency_key = \(key)",
+                logger: logger).decode((String, String, Int64).self) {
+                holder = row
+            }
+            switch DeliveryStoreRules.idempotency(existingSendID: holder?.0, existingFingerprint: holder?.1,
+                                                  existingCreatedAt: holder?.2, fingerprint: send.fingerprint,
+                                                  now: request.now, window: request.idempotencyWindow) {
+            case .existing(let id): return .success(.existing(sendID: id))
+            case .reused(let id): return .failure(DeliveryStoreRules.keyReusedError(key: key, sendID: id))
+            case .expired(let id):
+                try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = \(id)", logger: logger)
+            case .create: break
             }
         }
-        return try await transaction("enqueueing a send") { connection in
-            if let key = send.idempotencyKey {
-                let lockKey = send.scope + "\u{1}" + key
-                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))", logger: logger)
-                var holder: (String, String, Int64)?
-                for try await row in try await connection.query(
-                    "SELECT id, fingerprint, created_at FROM norq_sends WHERE scope = \(send.scope) AND idempotency_key = \(key)",
-                    logger: logger).decode((String, String, Int64).self) {
-                    holder = row
-                }
-                switch DeliveryStoreRules.idempotency(existingSendID: holder?.0, existingFingerprint: holder?.1,
-                                                      existingCreatedAt: holder?.2, fingerprint: send.fingerprint,
-                                                      now: now, window: idempotencyWindow) {
-                case .existing(let id): return EnqueueResult.existing(sendID: id)
-                case .reused(let id): throw DeliveryStoreRules.keyReusedError(key: key, sendID: id)
-                case .expired(let id):
-                    try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = \(id)", logger: logger)
-                case .create: break
-                }
-            }
-            if send.targets.count <= Self.insertChunk {
-                let statement = EnqueueSendStatement(send: send, now: now, arrays: EnqueueArrays(send.targets[...]))
-                for try await _ in try await connection.execute(statement, logger: logger) {}
-                return EnqueueResult.created(sendID: send.id)
-            }
-            // A bulk send: plain chunk inserts, then the registry check and the move of finished rows once, then
-            // the send with its rows' id range.
-            // Each chunk is encoded while the server inserts the one before (`async let`: a child task).
-            let targets = send.targets
-            let ranges = stride(from: 0, to: targets.count, by: Self.insertChunk).map {
-                $0..<min(targets.count, $0 + Self.insertChunk)
-            }
-            var anyFinal = false
-            var firstRow = Int64.max, lastRow = Int64.min
-            var next: BulkChunk? = BulkChunk(sendID: send.id, now: now, chunk: targets[ranges[0]])
-            var index = 1
-            while let chunk = next {
-                async let following = index < ranges.count
-                    ? BulkChunk(sendID: send.id, now: now, chunk: targets[ranges[index]]) : nil
-                if chunk.hasOutcomes { anyFinal = true }
-                let (first, last) = try await chunk.insert(on: connection, logger: logger)
-                firstRow = min(firstRow, first)
-                lastRow = max(lastRow, last)
-                next = await following
-                index += 1
-            }
-            // The registry: the rows whose token has an entry for their provider (the rows do not store their
-            // environment), then the environment matched here from the send's targets, the newest entry per row.
-            var environments: [Int: String]?
-            var skips: [Int64: (since: Int64, reason: String)] = [:]
-            for try await (id, position, environment, reason, since) in try await connection.query("""
-                SELECT o.id, o.position, t.environment, t.reason, t.invalid_since
-                FROM norq_outbox o JOIN norq_invalid_tokens t ON t.token = o.identity
-                    AND t.provider IN ('', coalesce(o.provider, ''))
-                    AND (t.registered_at IS NULL OR t.registered_at <= t.invalid_since)
-                WHERE o.id BETWEEN \(firstRow) AND \(lastRow) AND o.send_id = \(send.id) AND o.state = 'pending'
-                """, logger: logger).decode((Int64, Int, String, String, Int64).self) {
-                if environments == nil {
-                    environments = Dictionary(send.targets.map { ($0.position, $0.environment ?? "") },
-                                              uniquingKeysWith: { first, _ in first })
-                }
-                guard DeliveryStoreRules.registryEntryMatches(entryProvider: nil, entryEnvironment: environment,
-                                                              provider: nil, environment: environments?[position]),
-                      skips[id].map({ since > $0.since }) ?? true else { continue }
-                skips[id] = (since, reason)
-            }
-            let skipped = skips.count
-            if !skips.isEmpty {
-                let ids = Array(skips.keys), sinces = ids.map { skips[$0]!.since }, reasons = ids.map { skips[$0]!.reason }
-                try await connection.query("""
-                    UPDATE norq_outbox o SET state = 'skipped', last_state = 'skipped', last_code = 'token/invalid',
-                        last_classification = 'token-invalid', last_invalid_since = s.since,
-                        last_reason = 'the token was reported invalid (' || s.reason || ') and not registered again since'
-                    FROM unnest(\(ids)::bigint[], \(sinces)::bigint[], \(reasons)::text[]) AS s(id, since, reason)
-                    WHERE o.id = s.id
-                    """, logger: logger)
-            }
-            if anyFinal || skipped > 0 {
-                try await connection.query("""
-                    WITH moved AS (DELETE FROM norq_outbox WHERE id BETWEEN \(firstRow) AND \(lastRow)
-                        AND send_id = \(send.id) AND state NOT IN ('pending', 'leased')
-                        RETURNING \(unescaped: PostgresSchema.rowColumns))
-                    INSERT INTO norq_history (\(unescaped: PostgresSchema.rowColumns), finished_at)
-                    SELECT \(unescaped: PostgresSchema.rowColumns), \(now) FROM moved
-                    """, logger: logger)
-            }
-            try await connection.query("""
-                INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count,
-                    first_row_id, last_row_id)
-                VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now),
-                    \(send.targets.count), \(firstRow), \(lastRow))
-                """, logger: logger)
-            if send.targets.count > skipped {
-                try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
-            }
-            return EnqueueResult.created(sendID: send.id)
+        try await insert(send, now: request.now, segmentSize: segmentSize, on: connection, logger: logger)
+        return .success(.created(sendID: send.id))
+    }
+
+    /// Concurrent enqueues share a transaction (group commit): while one batch commits, the next gathers, so a
+    /// burst of sends costs one commit (one fsync) per batch.
+    public func enqueue(_ send: NewSend, now: Int64, idempotencyWindow: Duration) async throws(NorqError) -> EnqueueResult {
+        try await smallSends.submit(EnqueueRequest(send: send, now: now, idempotencyWindow: idempotencyWindow),
+                                    weight: max(1, send.targets.count)) { [self] batch in
+            await enqueueBatch(batch)
         }
     }
 
@@ -377,143 +307,43 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
 
     public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
         guard limit > 0 else { return [] }
-        // One statement (its own transaction): one round trip.
-        let statement = ClaimStatement(now: now, limit: limit, owner: owner, tokenBase: RequestID.random(),
-                                       leaseUntil: leaseUntil)
         let logger = self.logger
-        return try await call("claiming rows") { client in
-            try await client.withConnection { connection in
-                var result: [OutboxRow] = []
-                for try await rows in try await connection.execute(statement, logger: logger) { result += rows }
-                return result.sorted { $0.id < $1.id }
-            }
+        let base = RequestID.random()
+        // One statement (its own transaction): one round trip.
+        let claimed = try await call("claiming rows") { client in
+            try await Self.claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil, base: base,
+                                 on: client, logger: logger)
         }
+        return claimed.flatMap { SegmentLedger.claimedRows($0.0, targets: $0.1) }
     }
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }
-        let statement = RenewStatement(ids: leases.map(\.rowID), tokens: leases.map(\.token), until: until)
+        let groups = SegmentLedger.bySegment(leases)
         let logger = self.logger
-        return try await call("renewing leases") { client in
-            try await client.withConnection { connection in
-                var renewed: Set<Int64> = []
-                for try await id in try await connection.execute(statement, logger: logger) { renewed.insert(id) }
-                return renewed
-            }
+        let ids = groups.map(\.segment), tokens = groups.map(\.token)
+        // The rows locked in id order first (as a completion locks them): no deadlock between the two.
+        let renewedSegments = try await call("renewing leases") { client in
+            var renewed: Set<Int64> = []
+            for try await id in try await client.query("""
+                WITH i AS (SELECT * FROM unnest(\(ids)::bigint[], \(tokens)::text[]) AS i(id, token)),
+                locked AS (SELECT s.id FROM norq_segments s JOIN i ON s.id = i.id AND s.lease_token = i.token
+                    WHERE s.state = 'leased' ORDER BY s.id FOR UPDATE OF s)
+                UPDATE norq_segments s SET lease_expires_at = \(until) FROM locked WHERE s.id = locked.id
+                RETURNING s.id
+                """, logger: logger).decode(Int64.self) { renewed.insert(id) }
+            return renewed
         }
+        var renewed: Set<Int64> = []
+        for group in groups where renewedSegments.contains(group.segment) { renewed.formUnion(group.rows) }
+        return renewed
     }
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
-        // Sorted by row id: two transactions touching the same rows lock them in the same order.
-        let sorted = completions.sorted { $0.lease.rowID < $1.lease.rowID }
-        let finishes = FinishArrays(sorted)
-        let others = UpdateArrays(sorted)
         let logger = self.logger
-        let allIDs = sorted.map(\.lease.rowID)
-        let finish = FinishStatement(arrays: finishes, now: now)
-        let update = UpdateStatement(arrays: others)
-        let anyInvalid = !finishes.invalidOutcomes.isEmpty
-        if finishes.ids.isEmpty || (others.ids.isEmpty && !anyInvalid) {
-            // One statement (its own transaction): one round trip. A batch of deliveries is this case.
-            return try await call("completing rows") { client in
-                try await client.withConnection { connection in
-                    var applied: Set<Int64> = []
-                    if finishes.ids.isEmpty {
-                        for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
-                    } else {
-                        let finishIDs = FinishIDsStatement(arrays: finishes, now: now)
-                        for try await ids in try await connection.execute(finishIDs, logger: logger) {
-                            applied.formUnion(ids)
-                        }
-                    }
-                    return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
-                }
-            }
-        }
         return try await transaction("completing rows") { connection in
-            var applied: Set<Int64> = []
-            var invalid: [(String, String?, StoredOutcome)] = []
-            if !finishes.ids.isEmpty {
-                for try await (id, identity, provider) in try await connection.execute(finish, logger: logger) {
-                    applied.insert(id)
-                    if let outcome = finishes.invalidOutcomes[id] {
-                        invalid.append((identity, provider, outcome))
-                    }
-                }
-            }
-            if !others.ids.isEmpty {
-                for try await id in try await connection.execute(update, logger: logger) { applied.insert(id) }
-            }
-            for (identity, provider, outcome) in invalid {
-                let since = outcome.invalidSince ?? now
-                let reason = outcome.reason ?? "invalid"
-                // For the provider and the environment the attempt went to ('' for none).
-                let provider = provider ?? "", environment = outcome.environment ?? ""
-                try await connection.query("""
-                    INSERT INTO norq_invalid_tokens (token, provider, environment, reason, invalid_since, recorded_at)
-                    VALUES (\(identity), \(provider), \(environment), \(reason), \(since), \(now))
-                    ON CONFLICT (token, provider, environment) DO UPDATE SET reason = excluded.reason,
-                        invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
-                    WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
-                    """, logger: logger)
-            }
-            return CompletionReport(applied: applied, lost: Set(allIDs).subtracting(applied))
-        }
-    }
-
-    /// The `.finish` completions as column arrays for `unnest`.
-    struct FinishArrays: Sendable {
-        var ids: [Int64] = [], tokens: [String] = [], states: [String] = [], statuses: [Int] = []
-        var reasons: [String] = [], codes: [String] = [], classes: [String] = [], sinces: [Int64] = []
-        var messages: [String] = [], maybes: [Bool] = []
-        /// The `token-invalid` outcomes by row id (what the registry records).
-        var invalidOutcomes: [Int64: StoredOutcome] = [:]
-        init(_ completions: [RowCompletion]) {
-            for case .finish(let lease, let outcome) in completions where outcome.state.isFinal {
-                ids.append(lease.rowID)
-                tokens.append(lease.token)
-                states.append(outcome.state.rawValue)
-                statuses.append(outcome.status ?? -1)
-                reasons.append(outcome.reason ?? "")
-                codes.append(outcome.code ?? "")
-                classes.append(outcome.classification ?? "")
-                sinces.append(outcome.invalidSince ?? -1)
-                messages.append(outcome.messageID ?? "")
-                maybes.append(outcome.mayHaveBeenDelivered)
-                if outcome.classification == "token-invalid" { invalidOutcomes[lease.rowID] = outcome }
-            }
-        }
-    }
-
-    /// The `.retry` and `.release` completions (and a `.finish` to a state that is not final) as column arrays.
-    struct UpdateArrays: Sendable {
-        var ids: [Int64] = [], tokens: [String] = [], kinds: [String] = [], states: [String] = [], ats: [Int64] = []
-        var lastStates: [String] = [], statuses: [Int] = [], reasons: [String] = [], codes: [String] = []
-        var classes: [String] = [], sinces: [Int64] = [], messages: [String] = [], maybes: [Bool] = []
-        init(_ completions: [RowCompletion]) {
-            for completion in completions {
-                let kind: String, state: DeliveryState, at: Int64, last: StoredOutcome?
-                switch completion {
-                case .finish(_, let outcome) where outcome.state.isFinal: continue
-                case .finish(_, let outcome): (kind, state, at, last) = ("finish", outcome.state, 0, outcome)
-                case .retry(_, let time, let outcome): (kind, state, at, last) = ("retry", .pending, time, outcome)
-                case .release: (kind, state, at, last) = ("release", .pending, 0, nil)
-                }
-                ids.append(completion.lease.rowID)
-                tokens.append(completion.lease.token)
-                kinds.append(kind)
-                states.append(state.rawValue)
-                ats.append(at)
-                lastStates.append(last?.state.rawValue ?? "")
-                statuses.append(last?.status ?? -1)
-                reasons.append(last?.reason ?? "")
-                codes.append(last?.code ?? "")
-                classes.append(last?.classification ?? "")
-                sinces.append(last?.invalidSince ?? -1)
-                messages.append(last?.messageID ?? "")
-                maybes.append(last?.mayHaveBeenDelivered ?? false)
-            }
+            try await Self.complete(completions, now: now, on: connection, logger: logger)
         }
     }
 
@@ -585,40 +415,32 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
     public func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
         let logger = self.logger
         return try await transaction("pruning history") { connection in
-            var deleted = 0
-            for try await _ in try await connection.query("""
-                DELETE FROM norq_history WHERE id IN (
-                    SELECT id FROM norq_history WHERE finished_at < \(before) ORDER BY finished_at LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED)
+            var deleted: [Int64] = []
+            for try await id in try await connection.query("""
+                DELETE FROM norq_segment_history WHERE id IN (
+                    SELECT id FROM norq_segment_history WHERE finished_at < \(before) ORDER BY finished_at
+                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING id
-                """, logger: logger) { deleted += 1 }
-            // `OFFSET 0` keeps each NOT EXISTS a probe of the primary key in the send's id range (stopping at its
-            // first row) instead of an anti-join that may hash the whole history.
+                """, logger: logger).decode(Int64.self) { deleted.append(id) }
+            if !deleted.isEmpty {
+                try await connection.query("DELETE FROM norq_segment_targets WHERE segment_id = ANY(\(deleted)::bigint[])",
+                                           logger: logger)
+            }
             try await connection.query("""
                 DELETE FROM norq_sends WHERE id IN (
                     SELECT s.id FROM norq_sends s WHERE s.created_at < \(before)
-                    AND NOT EXISTS (SELECT 1 FROM norq_outbox o
-                        WHERE o.id BETWEEN s.first_row_id AND s.last_row_id AND o.send_id = s.id OFFSET 0)
-                    AND NOT EXISTS (SELECT 1 FROM norq_history h
-                        WHERE h.id BETWEEN s.first_row_id AND s.last_row_id AND h.send_id = s.id OFFSET 0)
+                    AND NOT EXISTS (SELECT 1 FROM norq_segments o WHERE o.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_segment_history h WHERE h.send_id = s.id)
                     LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """, logger: logger)
-            return deleted
+            return deleted.count
         }
     }
 
     public func counts() async throws(NorqError) -> [DeliveryState: Int] {
         let logger = self.logger
         return try await call("counting rows") { client in
-            var counts: [DeliveryState: Int] = [:]
-            for try await (state, count) in try await client.query("""
-                SELECT state, count(*)::bigint FROM norq_outbox GROUP BY state
-                UNION ALL
-                SELECT state, count(*)::bigint FROM norq_history GROUP BY state
-                """, logger: logger).decode((String, Int64).self) {
-                counts[DeliveryState(rawValue: state), default: 0] += Int(count)
-            }
-            return counts
+            try await Self.stateCounts(sendID: nil, on: client, logger: logger)
         }
     }
 

@@ -87,6 +87,47 @@ enum PostgresSchema {
             "ALTER TABLE norq_invalid_tokens DROP CONSTRAINT norq_invalid_tokens_pkey",
             "ALTER TABLE norq_invalid_tokens ADD PRIMARY KEY (token, provider, environment)",
         ],
+        // 4: segments instead of a row per push (issue 29): `norq_segments` (a hot segment's small mutable state;
+        // fillfactor for HOT updates of its progress), `norq_segment_targets` (its immutable targets, one bytea),
+        // `norq_segment_history` (a finished segment's summary and non-delivered targets), ids from
+        // `norq_segment_ids` (a history row keeps its segment's id; target ids derive from it). The rows of
+        // version 3 are converted by `convertLegacyRows` after these statements, then `dropLegacy` runs.
+        [
+            "CREATE SEQUENCE norq_segment_ids",
+            """
+            CREATE TABLE norq_segments (
+                id bigint PRIMARY KEY, send_id text NOT NULL, count int NOT NULL, open int NOT NULL,
+                state text NOT NULL, attempts int NOT NULL DEFAULT 0, next_attempt_at bigint NOT NULL,
+                lease_owner text, lease_token text, lease_expires_at bigint,
+                may_have_been_delivered boolean NOT NULL DEFAULT false, delivered int NOT NULL DEFAULT 0,
+                rejected int NOT NULL DEFAULT 0, failed int NOT NULL DEFAULT 0, skipped int NOT NULL DEFAULT 0,
+                progress bytea NOT NULL, positions bytea NOT NULL, first_position int NOT NULL,
+                last_position int NOT NULL, created_at bigint NOT NULL) WITH (fillfactor = 70)
+            """,
+            "CREATE INDEX norq_segments_due ON norq_segments (next_attempt_at) WHERE state = 'pending'",
+            "CREATE INDEX norq_segments_leases ON norq_segments (lease_expires_at) WHERE state = 'leased'",
+            "CREATE INDEX norq_segments_send ON norq_segments (send_id, first_position)",
+            "CREATE TABLE norq_segment_targets (segment_id bigint PRIMARY KEY, targets bytea NOT NULL)",
+            """
+            CREATE TABLE norq_segment_history (
+                id bigint PRIMARY KEY, send_id text NOT NULL, count int NOT NULL, delivered int NOT NULL,
+                rejected int NOT NULL, failed int NOT NULL, skipped int NOT NULL, progress bytea NOT NULL,
+                positions bytea NOT NULL, first_position int NOT NULL, last_position int NOT NULL,
+                finished_at bigint NOT NULL)
+            """,
+            "CREATE INDEX norq_segment_history_send ON norq_segment_history (send_id, first_position)",
+            "CREATE INDEX norq_segment_history_finished ON norq_segment_history (finished_at)",
+        ],
+    ]
+
+    /// The version whose migration converts a row per push into segments.
+    static let segmentsVersion = 4
+
+    /// Run after `PostgresDeliveryStore.convertLegacyRows` in the migration to version 4.
+    static let dropLegacy = [
+        "DROP TABLE IF EXISTS norq_outbox",
+        "DROP TABLE IF EXISTS norq_history",
+        "DROP SEQUENCE IF EXISTS norq_rows_id",
     ]
 
     /// The SQL condition that a registry entry `t` skips a pending target whose token, provider and environment
@@ -98,56 +139,6 @@ enum PostgresSchema {
         \(t).token = \(token) AND \(t).provider IN ('', \(provider)) AND \(t).environment IN ('', \(environment))
             AND (\(t).registered_at IS NULL OR \(t).registered_at <= \(t).invalid_since)
         """
-    }
-
-    /// What a claim returns of each row it leased: the columns the claim did not set itself (it knows the state,
-    /// the lease owner, token and expiry, and a leased row is not finished), in this order (`claimedRow`).
-    static let claimedColumns = [
-        "id", "send_id", "position", "target", "identity", "provider", "recipient_id", "attempts", "next_attempt_at",
-        "message_id", "may_have_been_delivered", "last_state", "last_status", "last_reason", "last_code",
-        "last_classification", "last_invalid_since", "last_message_id",
-    ]
-
-    /// The rows a claim returned (one cell: an array of records of `claimedColumns`, in order) with the lease the
-    /// claim set: `lease_token` is `tokenBase-id` (`ClaimStatement`). No rows: the cell is NULL. Read field by
-    /// field from the cell's bytes (`BinaryRecordArrayReader`).
-    static func claimedRows(_ row: PostgresRow, owner: String, tokenBase: String,
-                            leaseUntil: Int64) throws -> [OutboxRow] {
-        var cells = row.makeIterator()
-        guard let cell = cells.next() else {
-            throw NorqError(.storeFailed, "a claim returned no column")
-        }
-        guard var records = try BinaryRecordArrayReader(cell) else { return [] }
-        func required<T>(_ value: T?, _ name: String) throws(NorqError) -> T {
-            guard let value else { throw NorqError(.storeFailed, "a claimed row has no \(name)") }
-            return value
-        }
-        var rows: [OutboxRow] = []
-        rows.reserveCapacity(records.count)
-        for _ in 0..<records.count {
-            try records.nextRecord(fields: claimedColumns.count)
-            let id = try required(records.integer(), "id"), sendID = try required(records.text(), "send_id")
-            let position = try required(records.integer(), "position")
-            let target = try required(records.text(), "target"), identity = try required(records.text(), "identity")
-            let provider = try records.text(), recipient = try records.text()
-            let attempts = try required(records.integer(), "attempts")
-            let nextAttempt = try required(records.integer(), "next_attempt_at")
-            let message = try records.text(), maybe = try required(records.bool(), "may_have_been_delivered")
-            let lastState = try records.text(), status = try records.integer(), reason = try records.text()
-            let code = try records.text(), classification = try records.text(), since = try records.integer()
-            let lastMessage = try records.text()
-            let last = lastState.map {
-                StoredOutcome(state: DeliveryState(rawValue: $0), status: status.map { Int($0) }, reason: reason,
-                              code: code, classification: classification, invalidSince: since,
-                              messageID: lastMessage, mayHaveBeenDelivered: maybe)
-            }
-            rows.append(OutboxRow(id: id, sendID: sendID, position: Int(position), target: target,
-                                  identity: identity, provider: provider, recipientID: recipient, state: .leased,
-                                  attempts: Int(attempts), nextAttemptAt: nextAttempt, leaseOwner: owner,
-                                  leaseToken: "\(tokenBase)-\(id)", leaseExpiresAt: leaseUntil, messageID: message,
-                                  mayHaveBeenDelivered: maybe, last: last))
-        }
-        return rows
     }
 
     /// A row selected with `rowColumns` followed by `finished_at`, decoded by position (in `columnNames` order).

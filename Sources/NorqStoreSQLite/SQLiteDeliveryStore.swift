@@ -156,6 +156,12 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                 for statement in SQLiteSchema.migrations[version - 1] {
                     try await connection.run(statement)
                 }
+                if version == SQLiteSchema.segmentsVersion && current > 0 {
+                    try await Self.convertLegacyRows(on: connection)
+                }
+                if version == SQLiteSchema.segmentsVersion {
+                    for statement in SQLiteSchema.dropLegacy { try await connection.run(statement) }
+                }
             }
             try await connection.run(
                 "INSERT INTO norq_schema (id, version) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET version = excluded.version",
@@ -203,7 +209,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     private func enqueueBatch(_ batch: [EnqueueRequest]) async -> [Result<EnqueueResult, NorqError>] {
         do {
             return try await transaction("enqueueing \(batch.count == 1 ? "a send" : "\(batch.count) sends")") { connection in
-                try await Self.enqueue(batch, on: connection)
+                try await Self.enqueue(batch, segmentSize: self.settings.effectiveSegmentSize, on: connection)
             }
         } catch {
             let alone = batch.count > 1 && ![.storeUnreachable, .storeDeadlineExceeded, .storeCorrupt].contains(error.code)
@@ -217,7 +223,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     /// The statements of one enqueue transaction: idempotency lookups, then one multi-row INSERT of the sends,
     /// of their outbox rows, one registry UPDATE and one move of the rows already final. A send refused
     /// (`idempotency/key-reused`) gets its error and writes nothing.
-    private static func enqueue(_ batch: [EnqueueRequest],
+    private static func enqueue(_ batch: [EnqueueRequest], segmentSize: Int,
                                 on connection: SQLiteConnection) async throws -> [Result<EnqueueResult, NorqError>] {
         var results = [Result<EnqueueResult, NorqError>?](repeating: nil, count: batch.count)
         // Idempotency: the holders of every key in the batch, read at once; keys taken earlier in this batch
@@ -265,7 +271,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             results[index] = .success(.created(sendID: send.id))
         }
         if !created.isEmpty {
-            try await insert(created, createdAt: createdAt, on: connection)
+            try await insert(created, createdAt: createdAt, segmentSize: segmentSize, on: connection)
         }
         return results.map { $0 ?? .failure(NorqError(.storeFailed, "an enqueue of the batch got no result")) }
     }
@@ -283,8 +289,10 @@ public final class SQLiteDeliveryStore: DeliveryStore {
             """
     }
 
-    /// Inserts new sends and their outbox rows, applies the token registry and moves rows already final.
-    private static func insert(_ sends: [NewSend], createdAt: [Int64], on connection: SQLiteConnection) async throws {
+    /// Inserts new sends and their segments; targets whose token the registry holds as invalid for their provider
+    /// and environment are finished at once as skipped (`token/invalid`).
+    private static func insert(_ sends: [NewSend], createdAt: [Int64], segmentSize: Int,
+                               on connection: SQLiteConnection) async throws {
         var start = 0
         while start < sends.count {
             let chunk = start..<min(sends.count, start + insertChunk)
@@ -302,99 +310,16 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                 "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES \(values)",
                 binds)
         }
-        // One statement per chunk inserts the rows and applies the token registry: a pending target whose token
-        // is invalid and not registered again since is inserted already skipped (`token/invalid`).
-        // A batch that fits one statement learns from RETURNING whether a row went in final (no statement more);
-        // a larger one (a bulk send) asks once at the end instead of returning every row.
-        let totalRows = sends.reduce(0) { $0 + $1.targets.count }
-        let returning = totalRows <= insertChunk
-        var anyFinal = false
-        var values = ""
-        var binds: [SQLiteData] = []
-        var rowsInStatement = 0
-        func flush() async throws {
-            guard rowsInStatement > 0 else { return }
-            let rows = try await connection.rows(outboxInsert(values: values, returning: returning), binds)
-            if !anyFinal { anyFinal = rows.contains { $0.column("state")?.string != DeliveryState.pending.rawValue } }
-            values = ""
-            binds.removeAll(keepingCapacity: true)
-            rowsInStatement = 0
-        }
+        var tokens = Set<String>()
+        for send in sends { for target in send.targets where target.outcome == nil { tokens.insert(target.identity) } }
+        let registry = try await registryEntries(tokens, on: connection)
         for (index, send) in sends.enumerated() {
-            let now = createdAt[index]
-            for target in send.targets {
-                values += rowsInStatement == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                let outcome = target.outcome
-                if outcome != nil { anyFinal = true }
-                binds += [.text(send.id), .integer(target.position), .text(target.target), .text(target.identity),
-                          target.provider.map(SQLiteData.text) ?? .null,
-                          target.recipientID.map(SQLiteData.text) ?? .null,
-                          target.messageID.map(SQLiteData.text) ?? .null,
-                          .text(outcome?.state.rawValue ?? DeliveryState.pending.rawValue), .integer(Int(now)),
-                          outcome.map { .text($0.state.rawValue) } ?? .null,
-                          outcome?.status.map(SQLiteData.integer) ?? .null,
-                          outcome?.reason.map(SQLiteData.text) ?? .null,
-                          outcome?.code.map(SQLiteData.text) ?? .null,
-                          outcome?.classification.map(SQLiteData.text) ?? .null,
-                          target.environment.map(SQLiteData.text) ?? .null]
-                rowsInStatement += 1
-                if rowsInStatement == insertChunk { try await flush() }
+            let segments = SegmentLedger.segments(of: send, now: createdAt[index], size: segmentSize) { delivery in
+                DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
+                                                 environment: delivery.environment)
             }
+            try await insert(segments, now: createdAt[index], on: connection)
         }
-        try await flush()
-        // Without RETURNING (a bulk batch), skipped rows are looked for only when the registry holds any token.
-        var lookForSkips = false
-        if !returning && !anyFinal {
-            lookForSkips = try await !connection.rows("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
-        }
-        start = 0
-        while start < sends.count {
-            let chunk = sends[start..<min(sends.count, start + insertChunk)]
-            start += chunk.count
-            let ids = chunk.map { SQLiteData.text($0.id) }
-            let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
-            if lookForSkips && !anyFinal {
-                anyFinal = try await !connection.rows(
-                    "SELECT 1 FROM norq_outbox WHERE send_id IN (\(list)) AND state = 'skipped' LIMIT 1", ids).isEmpty
-            }
-            guard anyFinal else { continue }
-            try await moveFinished(connection, where: "send_id IN (\(list))", ids, now: createdAt.max() ?? 0)
-        }
-    }
-
-    /// The INSERT of outbox rows given as `values` (15 per row, in the column order below; the 15th, the target's
-    /// environment, only matches the registry) that applies the token registry on the way: `t` joins only for a
-    /// pending target whose token is invalid for its provider and environment and not registered again, the newest
-    /// such entry (one row per target, though entries without a provider or environment match too).
-    static func outboxInsert(values: String, returning: Bool = true) -> String {
-        """
-        INSERT INTO norq_outbox (send_id, position, target, identity, provider, recipient_id, message_id, state,
-            next_attempt_at, last_state, last_status, last_reason, last_code, last_classification, last_invalid_since)
-        SELECT v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7,
-            CASE WHEN t.token IS NULL THEN v.column8 ELSE 'skipped' END, v.column9,
-            CASE WHEN t.token IS NULL THEN v.column10 ELSE 'skipped' END, v.column11,
-            CASE WHEN t.token IS NULL THEN v.column12
-                ELSE 'the token was reported invalid (' || t.reason || ') and not registered again since' END,
-            CASE WHEN t.token IS NULL THEN v.column13 ELSE 'token/invalid' END,
-            CASE WHEN t.token IS NULL THEN v.column14 ELSE 'token-invalid' END,
-            t.invalid_since
-        FROM (VALUES \(values)) AS v
-        LEFT JOIN norq_invalid_tokens AS t ON v.column8 = 'pending' AND t.rowid = (
-            SELECT b.rowid FROM norq_invalid_tokens AS b
-            WHERE \(SQLiteSchema.registryMatch("b", token: "v.column4", provider: "v.column5", environment: "v.column15"))
-            ORDER BY b.invalid_since DESC LIMIT 1)
-        \(returning ? "RETURNING state" : "")
-        """
-    }
-
-    /// Moves finished rows matching `condition` from the hot outbox to history.
-    private static func moveFinished(_ connection: SQLiteConnection, where condition: String, _ binds: [SQLiteData],
-                                     now: Int64) async throws {
-        let final = "state NOT IN ('pending', 'leased') AND (\(condition))"
-        try await connection.run(
-            "INSERT INTO norq_history (\(SQLiteSchema.rowColumns), finished_at) SELECT \(SQLiteSchema.rowColumns), ? FROM norq_outbox WHERE \(final)",
-            [.integer(Int(now))] + binds)
-        try await connection.run("DELETE FROM norq_outbox WHERE \(final)", binds)
     }
 
     // MARK: - Workers
@@ -402,90 +327,55 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     public func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64) async throws(NorqError) -> [OutboxRow] {
         guard limit > 0 else { return [] }
         let base = RequestID.random()
-        // One statement, atomic by itself (see `complete`).
-        let rows = try await call("claiming rows") { connection in
-            try await connection.rows(Self.claimStatement(limit: limit),
-                                       [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now))])
+        // The claiming UPDATE is one statement, atomic by itself; the targets are immutable (read after it).
+        let (records, blobs) = try await call("claiming rows") { connection in
+            let rows = try await connection.rows(Self.claimSegments(limit: limit),
+                                                 [.text(owner), .text(base), .integer(Int(leaseUntil)), .integer(Int(now))])
+            var records: [SegmentRecord] = []
+            for row in rows { records.append(try Self.record(row)) }
+            let blobs = records.isEmpty ? [:] : try await Self.targets(of: records.map(\.id), on: connection)
+            return (records, blobs)
         }
-        // Decoded after the lock is released: the next call need not wait for it.
-        let claimed = rows.map { SQLiteSchema.claimedRow($0, owner: owner, base: base, leaseUntil: leaseUntil) }
-        // RETURNING gives them in id order: sorted only when it did not.
-        let inOrder = claimed.indices.dropFirst().allSatisfy { claimed[$0 - 1].id < claimed[$0].id }
-        return inOrder ? claimed : claimed.sorted { $0.id < $1.id }
+        var claimed: [OutboxRow] = []
+        for record in records.sorted(by: { $0.id < $1.id }) {
+            let targets = try SegmentCodec.decodeTargets(blobs[record.id] ?? [])
+            claimed += SegmentLedger.claimedRows(record, targets: targets)
+        }
+        return claimed
     }
-
-    /// The claiming UPDATE of at most `limit` rows (parameters: owner, token base, lease expiry, now). The limit is
-    /// written into the text, not bound: SQLite's planner reads a bound LIMIT's value, so binding one marks the
-    /// statement to be prepared again at its first step, and every claim was prepared twice (SQLiteNIO prepares
-    /// each statement anew already).
-    static func claimStatement(limit: Int) -> String {
-        claimHead + String(max(1, limit)) + claimTail
-    }
-
-    /// `claimStatement` around its limit, built once.
-    private static let claimHead = """
-        UPDATE norq_outbox SET
-            may_have_been_delivered = CASE WHEN state = 'leased' THEN 1 ELSE may_have_been_delivered END,
-            state = 'leased', attempts = attempts + 1, lease_owner = ?1, lease_token = ?2 || '-' || id,
-            lease_expires_at = ?3
-        WHERE id IN (
-            SELECT id FROM norq_outbox WHERE state = 'pending' AND next_attempt_at <= ?4
-            UNION ALL
-            SELECT id FROM norq_outbox WHERE state = 'leased' AND lease_expires_at <= ?4
-            LIMIT\u{20}
-        """
-    private static let claimTail = ")\nRETURNING \(SQLiteSchema.claimColumns)"
 
     public func renew(_ leases: [Lease], until: Int64) async throws(NorqError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }
+        let groups = SegmentLedger.bySegment(leases)
         let renew: @Sendable (SQLiteConnection) async throws -> Set<Int64> = { connection in
             var renewed: Set<Int64> = []
-            var start = 0
-            while start < leases.count {
-                let chunk = leases[start..<min(leases.count, start + Self.insertChunk)]
-                start += chunk.count
+            for chunk in Self.chunks(groups, Self.insertChunk) {
                 let values = Array(repeating: "(?,?)", count: chunk.count).joined(separator: ",")
                 var binds: [SQLiteData] = []
-                for lease in chunk { binds += [.integer(Int(lease.rowID)), .text(lease.token)] }
+                for group in chunk { binds += [.integer(Int(group.segment)), .text(group.token)] }
                 binds.append(.integer(Int(until)))
                 let rows = try await connection.rows("""
                     WITH i(id, token) AS (VALUES \(values))
-                    UPDATE norq_outbox SET lease_expires_at = ? FROM i
-                    WHERE norq_outbox.id = i.id AND norq_outbox.lease_token = i.token AND norq_outbox.state = 'leased'
-                    RETURNING norq_outbox.id
+                    UPDATE norq_segments SET lease_expires_at = ? FROM i
+                    WHERE norq_segments.id = i.id AND norq_segments.lease_token = i.token
+                        AND norq_segments.state = 'leased'
+                    RETURNING norq_segments.id
                     """, binds)
-                for row in rows { if let id = row.column("id")?.integer { renewed.insert(Int64(id)) } }
+                let ids = Set(rows.compactMap { $0.column("id")?.integer.map(Int64.init) })
+                for group in chunk where ids.contains(group.segment) { renewed.formUnion(group.rows) }
             }
             return renewed
         }
         // One statement is atomic by itself (see `complete`).
-        return leases.count <= Self.insertChunk
+        return groups.count <= Self.insertChunk
             ? try await call("renewing leases", renew) : try await transaction("renewing leases", renew)
     }
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         guard !completions.isEmpty else { return CompletionReport() }
-        let (statements, asked) = Self.completionStatements(completions, now: now)
-        let run: @Sendable (SQLiteConnection) async throws -> [Int64] = { connection in
-            var ids: [Int64] = []
-            for statement in statements {
-                // Each returns the ids of the rows it applied to.
-                ids += try await connection.rows(statement.sql, statement.binds) { row in
-                    Int64(row.column("id")?.integer ?? 0)
-                }
-            }
-            return ids
+        return try await transaction("completing rows") { connection in
+            try await Self.complete(completions, now: now, on: connection)
         }
-        // One statement is atomic by itself (SQLite's autocommit takes the write lock up front and waits for it
-        // like `BEGIN IMMEDIATE`): no BEGIN and COMMIT, two round trips to SQLite's thread less.
-        let ids = statements.count == 1
-            ? try await call("completing rows", run) : try await transaction("completing rows", run)
-        // Each row applies at most once (`completionStatements` drops repeats): as many rows back as rows asked
-        // means all applied, without reading each id.
-        if ids.count == asked.count { return CompletionReport(applied: asked, lost: []) }
-        let applied = Set(ids)
-        let lost = asked.subtracting(applied)
-        return CompletionReport(applied: applied, lost: lost)
     }
 
     // MARK: - Reading
@@ -521,41 +411,19 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     }
 
     public func deliveries(ofSend id: String) async throws(NorqError) -> [OutboxRow] {
-        try await rows(ofSend: id, positions: 0..<Int.max)
+        try await deliveries(ofSend: id, positions: 0..<Int.max)
     }
 
     public func deliveries(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
         guard !positions.isEmpty else { return [] }
-        return try await rows(ofSend: id, positions: positions)
-    }
-
-    /// A send's rows at `positions`, hot and finished, in target order (through the `(send_id, position)` indexes).
-    private func rows(ofSend id: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
-        let binds: [SQLiteData] = [.text(id), .integer(positions.lowerBound), .integer(positions.upperBound)]
-        let rows = try await call("reading a send's rows") { connection in
-            let hot = try await connection.rows(
-                "SELECT \(SQLiteSchema.rowColumns), NULL AS finished_at FROM norq_outbox WHERE send_id = ? AND position >= ? AND position < ?",
-                binds)
-            let done = try await connection.rows(
-                "SELECT \(SQLiteSchema.rowColumns), finished_at FROM norq_history WHERE send_id = ? AND position >= ? AND position < ?",
-                binds)
-            return hot + done
+        return try await call("reading a send's rows") { connection in
+            try await Self.rows(ofSend: id, positions: positions, on: connection)
         }
-        return rows.map(SQLiteSchema.outboxRow).sorted { $0.position < $1.position }
     }
 
     public func stateCounts(ofSend id: String) async throws(NorqError) -> [DeliveryState: Int] {
         try await call("counting a send's rows") { connection in
-            var counts: [DeliveryState: Int] = [:]
-            for table in ["norq_outbox", "norq_history"] {
-                for row in try await connection.rows(
-                    "SELECT state, count(*) AS n FROM \(table) WHERE send_id = ? GROUP BY state", [.text(id)]) {
-                    if let state = row.column("state")?.string {
-                        counts[DeliveryState(rawValue: state), default: 0] += row.column("n")?.integer ?? 0
-                    }
-                }
-            }
-            return counts
+            try await Self.stateCounts(sendID: id, on: connection)
         }
     }
 
@@ -589,31 +457,31 @@ public final class SQLiteDeliveryStore: DeliveryStore {
 
     public func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int {
         try await transaction("pruning history") { connection in
-            let deleted = try await connection.count(
-                "DELETE FROM norq_history WHERE id IN (SELECT id FROM norq_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?) RETURNING id",
-                [.integer(Int(before)), .integer(limit)])
+            let deleted = try await connection.rows("""
+                DELETE FROM norq_segment_history WHERE id IN (
+                    SELECT id FROM norq_segment_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
+                RETURNING id
+                """, [.integer(Int(before)), .integer(limit)])
+            let ids = deleted.compactMap { $0.column("id")?.integer }
+            for chunk in Self.chunks(ids, 500) {
+                try await connection.run(
+                    "DELETE FROM norq_segment_targets WHERE segment_id IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))",
+                    chunk.map { SQLiteData.integer($0) })
+            }
             try await connection.run("""
                 DELETE FROM norq_sends WHERE id IN (
                     SELECT s.id FROM norq_sends AS s WHERE s.created_at < ?
-                    AND NOT EXISTS (SELECT 1 FROM norq_outbox AS o WHERE o.send_id = s.id)
-                    AND NOT EXISTS (SELECT 1 FROM norq_history AS h WHERE h.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_segments AS o WHERE o.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM norq_segment_history AS h WHERE h.send_id = s.id)
                     LIMIT ?)
                 """, [.integer(Int(before)), .integer(limit)])
-            return deleted
+            return deleted.count
         }
     }
 
     public func counts() async throws(NorqError) -> [DeliveryState: Int] {
         try await call("counting rows") { connection in
-            var counts: [DeliveryState: Int] = [:]
-            for table in ["norq_outbox", "norq_history"] {
-                for row in try await connection.rows("SELECT state, count(*) AS n FROM \(table) GROUP BY state") {
-                    if let state = row.column("state")?.string {
-                        counts[DeliveryState(rawValue: state), default: 0] += row.column("n")?.integer ?? 0
-                    }
-                }
-            }
-            return counts
+            try await Self.stateCounts(sendID: nil, on: connection)
         }
     }
 

@@ -176,6 +176,51 @@ enum SQLiteSchema {
             END
             """,
         ],
+        // 5: segments instead of a row per push (issue 29). A send's targets are stored in segments (the claim
+        // unit): `norq_segments` holds a hot segment's small mutable state (lease, attempts, counts by outcome, the
+        // progress blob), `norq_segment_targets` its immutable targets (one blob, read at a claim and by a
+        // completion that keeps a non-delivered target), `norq_segment_history` a finished segment's summary and
+        // only its non-delivered targets. Segment ids come from `norq_segment_ids` (a history row keeps its
+        // segment's id; target ids are derived from it, `SegmentLedger.targetID`). The rows of version 4 are
+        // converted by `convertLegacyRows` after these statements, and then `dropLegacy` runs.
+        [
+            "CREATE TABLE norq_segment_ids (id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL)",
+            "INSERT INTO norq_segment_ids (id, next) VALUES (1, 0)",
+            """
+            CREATE TABLE norq_segments (
+                id INTEGER PRIMARY KEY, send_id TEXT NOT NULL, count INTEGER NOT NULL, open INTEGER NOT NULL,
+                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL,
+                lease_owner TEXT, lease_token TEXT, lease_expires_at INTEGER,
+                may_have_been_delivered INTEGER NOT NULL DEFAULT 0, delivered INTEGER NOT NULL DEFAULT 0,
+                rejected INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+                skipped INTEGER NOT NULL DEFAULT 0, progress BLOB NOT NULL, positions BLOB NOT NULL,
+                first_position INTEGER NOT NULL, last_position INTEGER NOT NULL, created_at INTEGER NOT NULL)
+            """,
+            "CREATE INDEX norq_segments_due ON norq_segments (next_attempt_at) WHERE state = 'pending'",
+            "CREATE INDEX norq_segments_leases ON norq_segments (lease_expires_at) WHERE state = 'leased'",
+            "CREATE INDEX norq_segments_send ON norq_segments (send_id, first_position)",
+            "CREATE TABLE norq_segment_targets (segment_id INTEGER PRIMARY KEY, targets BLOB NOT NULL)",
+            """
+            CREATE TABLE norq_segment_history (
+                id INTEGER PRIMARY KEY, send_id TEXT NOT NULL, count INTEGER NOT NULL, delivered INTEGER NOT NULL,
+                rejected INTEGER NOT NULL, failed INTEGER NOT NULL, skipped INTEGER NOT NULL, progress BLOB NOT NULL,
+                positions BLOB NOT NULL, first_position INTEGER NOT NULL, last_position INTEGER NOT NULL,
+                finished_at INTEGER NOT NULL)
+            """,
+            "CREATE INDEX norq_segment_history_send ON norq_segment_history (send_id, first_position)",
+            "CREATE INDEX norq_segment_history_finished ON norq_segment_history (finished_at)",
+        ],
+    ]
+
+    /// The version whose migration converts a row per push into segments.
+    static let segmentsVersion = 5
+
+    /// Run after `SQLiteDeliveryStore.convertLegacyRows` in the migration to version 5.
+    static let dropLegacy = [
+        "DROP TRIGGER IF EXISTS norq_outbox_finished",
+        "DROP TRIGGER IF EXISTS norq_history_moved",
+        "DROP TABLE IF EXISTS norq_outbox",
+        "DROP TABLE IF EXISTS norq_history",
     ]
 
     /// The SQL condition that a registry entry `t` skips a pending target whose token, provider and environment

@@ -169,7 +169,9 @@ extension DurableRig {
 @Suite(.serialized) struct SQLiteChaosTests {
     @Test func killedWorkerProcessIsRestartedAndNothingIsLostOrFinishedTwice() async throws {
         let setup = try await Chaos.Setup.make(store: "sqlite: ./norq.db", latency: .milliseconds(150))
-        let store = try await SQLiteDeliveryStore.open(path: setup.directory.appendingPathComponent("norq.db").path)
+        // The enqueuing instance uses the workers' settings (norq.yaml): segments of at most claimBatchSize (16).
+        let store = try await SQLiteDeliveryStore.open(path: setup.directory.appendingPathComponent("norq.db").path,
+                                                       settings: DeliveryStoreSettings(claimBatchSize: 16))
         do {
             try await Self.killAndRestart(setup, store)
         } catch {
@@ -212,7 +214,7 @@ extension DurableRig {
             if !listen { url += "&listen=false" }
             let setup = try await Chaos.Setup.make(store: "postgres: \(url)", latency: latency, leaseDuration: leaseDuration)
             let store = PostgresDeliveryStore(configuration: configuration,
-                                              settings: DeliveryStoreSettings(callTimeout: .seconds(5)))
+                                              settings: DeliveryStoreSettings(callTimeout: .seconds(5), claimBatchSize: 16))
             do {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await store.run() }

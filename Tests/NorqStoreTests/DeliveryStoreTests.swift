@@ -52,36 +52,6 @@ func temporaryDirectory() throws -> URL {
                                                              SQLiteDeliveryStore.holderLookup(count: 3), parameters: 6)
             #expect(plan.contains { $0.contains("SEARCH s USING INDEX norq_sends_key") }, "\(plan)")
             #expect(!plan.contains { $0.hasPrefix("SCAN s") || $0.hasPrefix("SCAN norq_sends") }, "\(plan)")
-            // The outbox insert looks each token up in the registry by its key.
-            let insert = try await SQLiteTestSupport.queryPlan(
-                path: directory.appendingPathComponent("norq.db").path,
-                SQLiteDeliveryStore.outboxInsert(values: "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
-                parameters: 30)
-            // The newest matching entry by the registry's key (token first), then that entry by its rowid.
-            #expect(insert.contains { $0.hasPrefix("SEARCH b USING INDEX") }, "\(insert)")
-            #expect(insert.contains { $0.hasPrefix("SEARCH t USING INTEGER PRIMARY KEY") }, "\(insert)")
-            #expect(!insert.contains { $0.hasPrefix("SCAN t") || $0.hasPrefix("SCAN b") }, "\(insert)")
-        }
-    }
-
-    /// The completing UPDATE finds each row by its primary key, not by scanning the leased rows.
-    @Test func completionSearchesRowsByID() async throws {
-        try await Self.withStore { store, directory in
-            let lease = Lease(rowID: 1, token: "t")
-            let completions: [RowCompletion] = [
-                .finish(lease, StoredOutcome(state: .delivered, status: 200, messageID: "a")),
-                .finish(Lease(rowID: 2, token: "u"), StoredOutcome(state: .delivered, status: 200, messageID: "b")),
-                .retry(Lease(rowID: 3, token: "v"), at: 5, last: StoredOutcome(state: .failed, status: 503)),
-            ]
-            let statements = SQLiteDeliveryStore.completions(completions, now: 10)
-            #expect(statements.count == 2, "the two deliveries share a statement, the retry has its own")
-            // The deliveries' history insert (a move) and the retry's UPDATE.
-            for statement in statements {
-                let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
-                                                                 statement.sql, parameters: statement.binds.count)
-                #expect(plan.contains { $0.hasPrefix("SEARCH norq_outbox USING INTEGER PRIMARY KEY") }, "\(plan)")
-                #expect(!plan.contains { $0.hasPrefix("SCAN norq_outbox") }, "\(plan)")
-            }
         }
     }
 
@@ -106,11 +76,11 @@ func temporaryDirectory() throws -> URL {
     @Test func claimSearchesItsIndexes() async throws {
         try await Self.withStore { store, directory in
             let plan = try await SQLiteTestSupport.queryPlan(path: directory.appendingPathComponent("norq.db").path,
-                                                             SQLiteDeliveryStore.claimStatement(limit: 256),
+                                                             SQLiteDeliveryStore.claimSegments(limit: 256),
                                                              parameters: 4)
-            #expect(plan.contains { $0.contains("INDEX norq_outbox_due (") }, "\(plan)")
-            #expect(plan.contains { $0.contains("INDEX norq_outbox_leases (") }, "\(plan)")
-            #expect(!plan.contains { $0.hasPrefix("SCAN norq_outbox") }, "\(plan)")
+            #expect(plan.contains { $0.contains("INDEX norq_segments_due (") }, "\(plan)")
+            #expect(plan.contains { $0.contains("INDEX norq_segments_leases (") }, "\(plan)")
+            #expect(!plan.contains { $0.hasPrefix("SCAN norq_segments") }, "\(plan)")
         }
     }
 
@@ -239,45 +209,54 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
-    /// A database of schema version 1 (before completions moved rows by trigger) or 2 (the trigger on
-    /// `UPDATE OF state`) migrates to the current version, and a row completed after the migration still leaves the
-    /// outbox for history, with its finish time.
-    @Test(arguments: [1, 2])
-    func olderDatabaseMigratesAndStillMovesFinishedRows(from version: Int) async throws {
-        try await Self.withStore { store, directory in
-            let path = directory.appendingPathComponent("norq.db").path
-            await store.close()
-            try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_outbox_finished")
-            try await SQLiteTestSupport.execute(path: path, "DROP TRIGGER norq_history_moved")
-            // Undo version 4 (the registry per environment): the outbox's environment column, the registry of
-            // version 1.
-            try await SQLiteTestSupport.execute(path: path, "ALTER TABLE norq_outbox DROP COLUMN environment")
-            try await SQLiteTestSupport.execute(path: path, "DROP TABLE norq_invalid_tokens")
-            try await SQLiteTestSupport.execute(path: path, SQLiteSchema.migrations[0].last!)
-            if version == 2 { try await SQLiteTestSupport.execute(path: path, SQLiteSchema.migrations[1][0]) }
-            try await SQLiteTestSupport.execute(path: path, "UPDATE norq_schema SET version = \(version)")
-            let reopened = try await SQLiteDeliveryStore.open(path: path)
-            #expect(try await reopened.schemaVersion() == version)
-            try await reopened.migrate()
-            #expect(try await reopened.schemaVersion() == SQLiteSchema.migrations.count)
-            let triggers = try await SQLiteTestSupport.query(
-                path: path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
-            #expect(triggers.count == 2, "\(triggers)")
-            #expect(triggers.first?.contains("AFTER INSERT ON norq_history") == true, "\(triggers)")
-            #expect(triggers.last?.contains("AFTER UPDATE OF last_state ON norq_outbox") == true, "\(triggers)")
-            let sendID = try await reopened.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: 10,
-                                                    idempotencyWindow: StoreConformance.window).sendID
-            let claimed = try await reopened.claim(owner: "w", limit: 10, now: 10, leaseUntil: 1_000)
-            let report = try await reopened.complete(claimed.map {
-                .finish($0.lease!, StoredOutcome(state: .delivered, status: 200, messageID: "m"))
-            }, now: 20)
-            #expect(report.applied.count == 2)
-            let rows = try await reopened.deliveries(ofSend: sendID)
-            #expect(rows.map(\.state) == [.delivered, .delivered])
-            #expect(rows.allSatisfy { $0.finishedAt == 20 && $0.leaseExpiresAt == nil && $0.leaseToken == nil })
-            #expect(try await reopened.claim(owner: "w", limit: 10, now: 5_000, leaseUntil: 6_000).isEmpty)
-            await reopened.close()
+    /// A database of schema version 4 (a row per push) migrates to segments: a pending row stays due with its
+    /// attempts, a leased row becomes due when its lease ends and says it may have been delivered, a finished row
+    /// keeps its outcome and finish time; the old tables and triggers are gone.
+    @Test func version4RowsBecomeSegments() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("norq.db").path
+        try await SQLiteTestSupport.execute(
+            path: path, "CREATE TABLE norq_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)")
+        for statement in SQLiteSchema.migrations[0..<4].flatMap({ $0 }) {
+            try await SQLiteTestSupport.execute(path: path, statement)
         }
+        try await SQLiteTestSupport.execute(path: path, "INSERT INTO norq_schema (id, version) VALUES (1, 4)")
+        try await SQLiteTestSupport.execute(path: path, """
+            INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
+            VALUES ('s1', '', NULL, 'f', '{}', 0, 3)
+            """)
+        try await SQLiteTestSupport.execute(path: path, """
+            INSERT INTO norq_outbox (id, send_id, position, target, identity, provider, recipient_id, state, attempts,
+                next_attempt_at, lease_owner, lease_token, lease_expires_at, message_id, may_have_been_delivered)
+            VALUES (1, 's1', 0, '{"token":"a"}', 'a', 'apns', NULL, 'pending', 1, 0, NULL, NULL, NULL, 'm-a', 0),
+                   (2, 's1', 1, '{"token":"b"}', 'b', 'apns', NULL, 'leased', 1, 0, 'w', 'x', 500, 'm-b', 0)
+            """)
+        try await SQLiteTestSupport.execute(path: path, """
+            INSERT INTO norq_history (id, send_id, position, target, identity, provider, recipient_id, state, attempts,
+                next_attempt_at, message_id, may_have_been_delivered, last_state, last_status, last_message_id,
+                finished_at)
+            VALUES (3, 's1', 2, '{"token":"c"}', 'c', 'apns', NULL, 'delivered', 1, 0, 'm-c', 0, 'delivered', 200,
+                'm-c', 50)
+            """)
+        let store = try await SQLiteDeliveryStore.open(path: path)
+        try await store.migrate()
+        #expect(try await store.schemaVersion() == SQLiteSchema.migrations.count)
+        let tables = try await SQLiteTestSupport.query(
+            path: path, "SELECT name FROM sqlite_master WHERE name IN ('norq_outbox', 'norq_history') OR type = 'trigger'")
+        #expect(tables.isEmpty, "\(tables)")
+        let rows = try await store.deliveries(ofSend: "s1")
+        #expect(rows.map(\.state) == [.pending, .pending, .delivered])
+        #expect(rows.map(\.identity) == ["a", "b", "c"])
+        #expect(!rows[0].mayHaveBeenDelivered && rows[1].mayHaveBeenDelivered)
+        #expect(rows[2].finishedAt == 50 && rows[2].last?.messageID == "m-c")
+        #expect(try await store.stateCounts(ofSend: "s1") == [.pending: 2, .delivered: 1])
+        // Due: the pending row now, the leased one when its old lease ends (500).
+        #expect(try await store.claim(owner: "w", limit: 10, now: 100, leaseUntil: 1_000).map(\.identity) == ["a"])
+        let later = try await store.claim(owner: "w", limit: 10, now: 600, leaseUntil: 1_000)
+        #expect(later.map(\.identity) == ["b"])
+        #expect(later.first?.attempts == 2 && later.first?.messageID == "m-b")
+        await store.close()
     }
 
     @Test func corruptFileIsAClearError() async throws {
@@ -319,9 +298,10 @@ func temporaryDirectory() throws -> URL {
         try await second.migrate()
         #expect(try await second.enqueue(StoreConformance.send(key: "k", tokens: ["a", "b"]), now: 10,
                                          idempotencyWindow: .seconds(60)) == .existing(sendID: id))
-        #expect(try await second.claim(owner: "new", limit: 10, now: 10, leaseUntil: 2_000).count == 1)
+        // The crashed instance holds the send's segment (both targets) until its lease ends.
+        #expect(try await second.claim(owner: "new", limit: 10, now: 10, leaseUntil: 2_000).isEmpty)
         let recovered = try await second.claim(owner: "new", limit: 10, now: 1_000, leaseUntil: 2_000)
-        #expect(recovered.count == 1 && recovered[0].mayHaveBeenDelivered)
+        #expect(recovered.count == 2 && recovered.allSatisfy(\.mayHaveBeenDelivered))
         await second.close()
     }
 }

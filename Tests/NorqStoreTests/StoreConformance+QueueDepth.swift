@@ -16,7 +16,9 @@ extension StoreConformance {
         _ = try await store.complete(done.map { .finish($0.lease!, StoredOutcome(state: .delivered, status: 200)) }, now: 1)
         #expect(try await store.queueDepth(now: 1_000) == QueueDepth(), "history is never counted")
 
-        _ = try await store.enqueue(send(tokens: ["a", "b", "c", "d"]), now: 1_000, idempotencyWindow: window)
+        // Two sends of two targets: two segments (a claim takes whole segments).
+        _ = try await store.enqueue(send(tokens: ["a", "b"]), now: 1_000, idempotencyWindow: window)
+        _ = try await store.enqueue(send(tokens: ["c", "d"]), now: 1_000, idempotencyWindow: window)
         #expect(try await store.queueDepth(now: 999) == QueueDepth(scheduled: 4), "not yet due")
         #expect(try await store.queueDepth(now: 1_000) == QueueDepth(due: 4))
         let claimed = try await store.claim(owner: "w", limit: 2, now: 1_000, leaseUntil: 5_000)

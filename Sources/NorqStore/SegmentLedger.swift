@@ -1,0 +1,369 @@
+public import NorqCore
+
+/// The pure rules of segments (no I/O; every store applies them, so they behave alike): cutting a send into
+/// segments, the rows a claimed segment hands to a worker, how a checkpoint's completions change a segment (and
+/// which retry segments and registry entries they produce), and the rows a status read shows.
+///
+/// A target's id (`OutboxRow.id`, `Lease.rowID`) is its segment's id shifted left by ``indexBits`` plus its index
+/// in the segment: unique across the store and stable for the segment's life; a lease's token is its segment's.
+package enum SegmentLedger {
+    /// Bits of a target id that hold the index in its segment.
+    package static let indexBits = 20
+    /// The largest segment (`DeliveryStoreSettings.segmentSize` is clamped to it).
+    package static let maximumSize = 100_000
+
+    package static func targetID(segment: Int64, index: Int) -> Int64 { segment << Int64(indexBits) | Int64(index) }
+
+    package static func split(_ id: Int64) -> (segment: Int64, index: Int) {
+        (id >> Int64(indexBits), Int(id & ((1 << Int64(indexBits)) - 1)))
+    }
+
+    /// Completions grouped by segment, each group in the order given; segments in id order (the one lock order).
+    package static func bySegment(_ completions: [RowCompletion]) -> [(segment: Int64, completions: [RowCompletion])] {
+        var groups: [Int64: [RowCompletion]] = [:]
+        for completion in completions { groups[split(completion.lease.rowID).segment, default: []].append(completion) }
+        return groups.keys.sorted().map { ($0, groups[$0]!) }
+    }
+
+    /// Leases grouped by segment (one token per segment), in id order.
+    package static func bySegment(_ leases: [Lease]) -> [(segment: Int64, token: String, rows: [Int64])] {
+        var groups: [Int64: (String, [Int64])] = [:]
+        for lease in leases {
+            let segment = split(lease.rowID).segment
+            groups[segment, default: (lease.token, [])].1.append(lease.rowID)
+        }
+        return groups.keys.sorted().map { ($0, groups[$0]!.0, groups[$0]!.1) }
+    }
+
+    // MARK: enqueue
+
+    /// The segments of a new send: its targets in order, `size` per segment. A target whose outcome is decided
+    /// already (routing, a disabled template, or `invalid` finds its token in the registry) is done at once; a
+    /// segment whose targets are all done goes to history at once.
+    package static func segments(of send: NewSend, now: Int64, size: Int,
+                                 invalid: (NewDelivery) -> InvalidTokenRecord?) -> [NewSegment] {
+        let size = min(max(1, size), maximumSize)
+        var segments: [NewSegment] = []
+        segments.reserveCapacity((send.targets.count + size - 1) / size)
+        var start = 0
+        while start < send.targets.count {
+            let chunk = send.targets[start..<min(send.targets.count, start + size)]
+            start = chunk.endIndex
+            var targets: [SegmentTarget] = []
+            targets.reserveCapacity(chunk.count)
+            var progress = SegmentProgress(count: chunk.count)
+            var counts = SegmentCounts()
+            var open = chunk.count
+            for (index, delivery) in chunk.enumerated() {
+                let target = SegmentTarget(position: delivery.position, target: delivery.target,
+                                           identity: delivery.identity, provider: delivery.provider,
+                                           recipientID: delivery.recipientID, messageID: delivery.messageID)
+                targets.append(target)
+                var outcome = delivery.outcome
+                if outcome == nil, let record = invalid(delivery) {
+                    outcome = DeliveryStoreRules.invalidTokenOutcome(record)
+                }
+                guard var outcome else { continue }
+                outcome.environment = nil
+                progress.markDone(index)
+                counts.add(outcome.state)
+                open -= 1
+                if outcome.state != .delivered { progress.entries[index] = .finished(outcome, target, at: now) }
+            }
+            segments.append(NewSegment(sendID: send.id, targets: targets, open: open, counts: counts,
+                                       progress: progress, nextAttemptAt: now))
+        }
+        return segments
+    }
+
+    // MARK: claim
+
+    /// The rows a worker gets for a segment it claimed (its open targets), under the segment's lease.
+    package static func claimedRows(_ record: SegmentRecord, targets: [SegmentTarget]) -> [OutboxRow] {
+        var rows: [OutboxRow] = []
+        rows.reserveCapacity(record.open)
+        for (index, target) in targets.enumerated() where !record.progress.isDone(index) {
+            rows.append(openRow(record, target: target, index: index))
+        }
+        return rows
+    }
+
+    private static func openRow(_ record: SegmentRecord, target: SegmentTarget, index: Int) -> OutboxRow {
+        OutboxRow(id: targetID(segment: record.id, index: index), sendID: record.sendID, position: target.position,
+                  target: target.target, identity: target.identity, provider: target.provider,
+                  recipientID: target.recipientID, state: record.state, attempts: target.attempts + record.attempts,
+                  nextAttemptAt: record.nextAttemptAt, leaseOwner: record.leaseOwner, leaseToken: record.leaseToken,
+                  leaseExpiresAt: record.leaseExpiresAt, messageID: target.messageID,
+                  mayHaveBeenDelivered: target.mayHaveBeenDelivered || record.mayHaveBeenDelivered, last: target.last)
+    }
+
+    // MARK: completions
+
+    /// Whether applying `completions` needs the segment's targets: anything but a delivery does (an outcome kept
+    /// with its target, a retry segment, a registry entry).
+    package static func needsTargets(_ completions: [RowCompletion]) -> Bool {
+        completions.contains { completion in
+            if case .finish(_, let outcome) = completion, outcome.state == .delivered { return false }
+            return true
+        }
+    }
+
+    /// What applying a segment's completions did.
+    package struct Application: Sendable, Hashable {
+        package var applied: [Int64] = []
+        /// Completions whose lease is not the segment's current one, or whose target is done already.
+        package var lost: [Int64] = []
+        /// Retry segments (and a segment of targets given back while others of the lease are still in flight).
+        package var newSegments: [NewSegment] = []
+        /// Token-invalid finishes for the registry.
+        package var registry: [RegistryUpdate] = []
+        /// Every target of the segment is done: it moves to history.
+        package var finished = false
+        /// The segment's row changed (progress, counts, or its lease was given back).
+        package var changed: Bool { !applied.isEmpty }
+    }
+
+    /// Applies completions (all for `record`'s segment) under compare-and-set on its lease: a completion whose
+    /// token is not the segment's current lease, or whose target is done already, is lost and changes nothing.
+    /// `targets` is needed when `needsTargets(completions)`; without it those completions are lost.
+    package static func apply(_ completions: [RowCompletion], to record: inout SegmentRecord,
+                              targets: [SegmentTarget]?, now: Int64) -> Application {
+        var result = Application()
+        var retries: [(at: Int64, target: SegmentTarget)] = []
+        var released: [(index: Int, target: SegmentTarget)] = []
+        var seen = Set<Int>()
+        for completion in completions {
+            let lease = completion.lease
+            let (segment, index) = split(lease.rowID)
+            guard segment == record.id, record.state == .leased, record.leaseToken == lease.token, index < record.count,
+                  !record.progress.isDone(index), seen.insert(index).inserted else {
+                result.lost.append(lease.rowID)
+                continue
+            }
+            let target = targets.flatMap { index < $0.count ? $0[index] : nil }
+            switch completion {
+            case .finish(_, var outcome):
+                let environment = outcome.environment
+                outcome.environment = nil
+                if outcome.state == .delivered {
+                    let status = outcome.status == 200 ? nil : outcome.status
+                    let may = outcome.mayHaveBeenDelivered || record.mayHaveBeenDelivered
+                    if outcome.messageID != nil || status != nil || may {
+                        progress(&record, index, .delivered(messageID: outcome.messageID, status: status,
+                                                            mayHaveBeenDelivered: may))
+                    } else {
+                        record.progress.markDone(index)
+                    }
+                } else {
+                    guard var target else { result.lost.append(lease.rowID); seen.remove(index); continue }
+                    target.attempts += record.attempts
+                    outcome.mayHaveBeenDelivered = outcome.mayHaveBeenDelivered || target.mayHaveBeenDelivered
+                        || record.mayHaveBeenDelivered
+                    progress(&record, index, .finished(outcome, target, at: now))
+                    if outcome.classification == "token-invalid" {
+                        result.registry.append(RegistryUpdate(token: target.identity, provider: target.provider,
+                                                              environment: environment, outcome: outcome))
+                    }
+                }
+                record.counts.add(outcome.state)
+            case .retry(_, let at, var last):
+                guard var target else { result.lost.append(lease.rowID); seen.remove(index); continue }
+                last.environment = nil
+                target.attempts += record.attempts
+                target.mayHaveBeenDelivered = target.mayHaveBeenDelivered || record.mayHaveBeenDelivered
+                    || last.mayHaveBeenDelivered
+                target.last = last
+                retries.append((at, target))
+                progress(&record, index, .moved)
+            case .release:
+                guard let target else { result.lost.append(lease.rowID); seen.remove(index); continue }
+                released.append((index, target))
+                continue  // applied below
+            }
+            record.open -= 1
+            result.applied.append(lease.rowID)
+        }
+        if !released.isEmpty {
+            if released.count == record.open {
+                // Every target still open is given back: the segment itself goes back, its claim uncounted.
+                record.state = .pending
+                record.attempts = max(0, record.attempts - 1)
+                record.leaseOwner = nil
+                record.leaseToken = nil
+                record.leaseExpiresAt = nil
+                record.nextAttemptAt = now
+            } else {
+                // Others of this lease are still in flight: the given-back targets move to a segment of their own,
+                // due now, with their attempts as before this claim.
+                var moved: [SegmentTarget] = []
+                for (index, var target) in released {
+                    target.attempts += max(0, record.attempts - 1)
+                    target.mayHaveBeenDelivered = target.mayHaveBeenDelivered || record.mayHaveBeenDelivered
+                    moved.append(target)
+                    progress(&record, index, .moved)
+                    record.open -= 1
+                }
+                result.newSegments.append(NewSegment(sendID: record.sendID, targets: moved, open: moved.count,
+                                                     progress: SegmentProgress(count: moved.count), nextAttemptAt: now))
+            }
+            result.applied += released.map { targetID(segment: record.id, index: $0.index) }
+        }
+        // Retries due within a second of each other share a retry segment, due at the latest of their times.
+        retries.sort { $0.at < $1.at }
+        var group: [SegmentTarget] = []
+        var groupStart: Int64 = 0
+        var groupAt: Int64 = 0
+        func flush() {
+            guard !group.isEmpty else { return }
+            result.newSegments.append(NewSegment(sendID: record.sendID, targets: group, open: group.count,
+                                                 progress: SegmentProgress(count: group.count), nextAttemptAt: groupAt))
+            group = []
+        }
+        for retry in retries {
+            if !group.isEmpty && retry.at > groupStart + 1000 { flush() }
+            if group.isEmpty { groupStart = retry.at }
+            group.append(retry.target)
+            groupAt = retry.at
+        }
+        flush()
+        result.finished = record.open == 0
+        return result
+    }
+
+    private static func progress(_ record: inout SegmentRecord, _ index: Int, _ entry: SegmentProgress.Entry) {
+        record.progress.markDone(index)
+        record.progress.entries[index] = entry
+    }
+
+    /// A finished segment as history keeps it.
+    package static func history(of record: SegmentRecord, finishedAt: Int64) -> SegmentHistoryRecord {
+        var progress = record.progress
+        progress.done = []  // every target is done
+        return SegmentHistoryRecord(id: record.id, sendID: record.sendID, count: record.count, counts: record.counts,
+                                    progress: progress, positions: record.positions, finishedAt: finishedAt)
+    }
+
+    // MARK: reading
+
+    /// The rows of a hot segment at `positions` (a target moved to a retry segment is shown there, not here).
+    package static func rows(_ record: SegmentRecord, targets: [SegmentTarget], positions: Range<Int>) -> [OutboxRow] {
+        var rows: [OutboxRow] = []
+        for (index, target) in targets.enumerated() where positions.contains(target.position) {
+            guard record.progress.isDone(index) else {
+                rows.append(openRow(record, target: target, index: index))
+                continue
+            }
+            if let row = finishedRow(segment: record.id, sendID: record.sendID, index: index, position: target.position,
+                                     entry: record.progress.entries[index], target: target, finishedAt: nil) {
+                rows.append(row)
+            }
+        }
+        return rows
+    }
+
+    /// The rows of a finished segment at `positions`, with its targets while they are kept (until the send is
+    /// pruned); without them a delivered target's row has an empty target and identity.
+    package static func rows(_ history: SegmentHistoryRecord, targets: [SegmentTarget]? = nil,
+                             positions: Range<Int>) -> [OutboxRow] {
+        var rows: [OutboxRow] = []
+        var index = 0
+        for range in history.positions.ranges {
+            for position in range {
+                defer { index += 1 }
+                guard positions.contains(position) else { continue }
+                let target = targets.flatMap { index < $0.count ? $0[index] : nil }
+                if let row = finishedRow(segment: history.id, sendID: history.sendID, index: index, position: position,
+                                         entry: history.progress.entries[index], target: target,
+                                         finishedAt: history.finishedAt) {
+                    rows.append(row)
+                }
+            }
+        }
+        return rows
+    }
+
+    private static func finishedRow(segment: Int64, sendID: String, index: Int, position: Int,
+                                    entry: SegmentProgress.Entry?, target: SegmentTarget?,
+                                    finishedAt: Int64?) -> OutboxRow? {
+        let id = targetID(segment: segment, index: index)
+        switch entry {
+        case .moved:
+            return nil
+        case .finished(let outcome, let kept, let at):
+            return OutboxRow(id: id, sendID: sendID, position: position, target: kept.target, identity: kept.identity,
+                             provider: kept.provider, recipientID: kept.recipientID, state: outcome.state,
+                             attempts: kept.attempts, nextAttemptAt: 0, messageID: kept.messageID,
+                             mayHaveBeenDelivered: outcome.mayHaveBeenDelivered, last: outcome,
+                             finishedAt: finishedAt ?? at)
+        case .delivered(let messageID, let status, let may):
+            return deliveredRow(id: id, sendID: sendID, position: position, target: target, messageID: messageID,
+                                status: status ?? 200, may: may, finishedAt: finishedAt)
+        case nil:
+            return deliveredRow(id: id, sendID: sendID, position: position, target: target, messageID: nil,
+                                status: 200, may: false, finishedAt: finishedAt)
+        }
+    }
+
+    private static func deliveredRow(id: Int64, sendID: String, position: Int, target: SegmentTarget?,
+                                     messageID: String?, status: Int, may: Bool, finishedAt: Int64?) -> OutboxRow {
+        OutboxRow(id: id, sendID: sendID, position: position, target: target?.target ?? "",
+                  identity: target?.identity ?? "", provider: target?.provider, recipientID: target?.recipientID,
+                  state: .delivered, attempts: target.map { $0.attempts + 1 } ?? 0, nextAttemptAt: 0,
+                  messageID: target?.messageID ?? messageID, mayHaveBeenDelivered: may,
+                  last: StoredOutcome(state: .delivered, status: status, messageID: messageID, mayHaveBeenDelivered: may),
+                  finishedAt: finishedAt)
+    }
+}
+
+extension SegmentLedger {
+    /// The rows of a store before segments (a row per push) as one-target segments, for the migration: a hot row
+    /// becomes a pending segment due when its lease (if any) ends, carrying its attempts and, when it was leased,
+    /// may-have-been-delivered (its worker may have sent it); a finished row becomes a history segment (id 0: the
+    /// store assigns one).
+    package static func legacy(hot: [OutboxRow], finished: [OutboxRow])
+        -> (segments: [(NewSegment, OutboxRow)], history: [(SegmentHistoryRecord, SegmentTarget)]) {
+        var segments: [(NewSegment, OutboxRow)] = []
+        for row in hot {
+            let target = SegmentTarget(position: row.position, target: row.target, identity: row.identity,
+                                       provider: row.provider, recipientID: row.recipientID, messageID: row.messageID,
+                                       attempts: row.attempts,
+                                       mayHaveBeenDelivered: row.mayHaveBeenDelivered || row.state == .leased,
+                                       last: row.last)
+            let due = max(row.nextAttemptAt, row.state == .leased ? (row.leaseExpiresAt ?? 0) : 0)
+            segments.append((NewSegment(sendID: row.sendID, targets: [target], open: 1,
+                                        progress: SegmentProgress(count: 1), nextAttemptAt: due), row))
+        }
+        var history: [(SegmentHistoryRecord, SegmentTarget)] = []
+        for row in finished {
+            let kept = SegmentTarget(position: row.position, target: row.target, identity: row.identity,
+                                     provider: row.provider, recipientID: row.recipientID, messageID: row.messageID,
+                                     attempts: max(0, row.attempts - 1))
+            var counts = SegmentCounts()
+            counts.add(row.state)
+            var progress = SegmentProgress(count: 0)
+            progress.done = []
+            if row.state == .delivered {
+                let messageID = row.last?.messageID ?? row.messageID
+                let status = row.last?.status == 200 ? nil : row.last?.status
+                if messageID != nil || status != nil || row.mayHaveBeenDelivered {
+                    progress.entries[0] = .delivered(messageID: messageID, status: status,
+                                                     mayHaveBeenDelivered: row.mayHaveBeenDelivered)
+                }
+            } else {
+                let target = SegmentTarget(position: row.position, target: row.target, identity: row.identity,
+                                           provider: row.provider, recipientID: row.recipientID,
+                                           messageID: row.messageID, attempts: row.attempts,
+                                           mayHaveBeenDelivered: row.mayHaveBeenDelivered)
+                var outcome = row.last ?? StoredOutcome(state: row.state)
+                outcome.state = row.state
+                outcome.mayHaveBeenDelivered = outcome.mayHaveBeenDelivered || row.mayHaveBeenDelivered
+                progress.entries[0] = .finished(outcome, target, at: row.finishedAt ?? 0)
+            }
+            history.append((SegmentHistoryRecord(id: 0, sendID: row.sendID, count: 1, counts: counts,
+                                                 progress: progress,
+                                                 positions: PositionRanges([row.position..<(row.position + 1)]),
+                                                 finishedAt: row.finishedAt ?? 0), kept))
+        }
+        return (segments, history)
+    }
+}

@@ -1,0 +1,382 @@
+public import NorqCore
+public import NorqStore
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// Segments on PostgreSQL (issue 29): `norq_segments` (a hot segment's small mutable row; `fillfactor` leaves room
+/// for HOT updates, and its blobs are TOASTed apart from it), `norq_segment_targets` (its immutable targets, one
+/// bytea), `norq_segment_history` (a finished segment's summary and non-delivered targets). The decisions are
+/// `SegmentLedger`'s; this file moves its values in and out of SQL.
+extension PostgresDeliveryStore {
+    typealias RecordColumns = (Int64, String, Int, Int, String, Int, Int64, String?, String?, Int64?, Bool, Int, Int,
+                               Int, Int, ByteBuffer, ByteBuffer, Int64)
+    static let recordColumns = """
+        id, send_id, count, open, state, attempts, next_attempt_at, lease_owner, lease_token, lease_expires_at, \
+        may_have_been_delivered, delivered, rejected, failed, skipped, progress, positions, created_at
+        """
+    static func qualifiedRecordColumns(_ alias: String) -> String {
+        recordColumns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }
+            .joined(separator: ", ")
+    }
+    typealias HistoryColumns = (Int64, String, Int, Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64)
+    static let historyColumns = "id, send_id, count, delivered, rejected, failed, skipped, progress, positions, finished_at"
+
+    static func record(_ c: RecordColumns) throws(NorqError) -> SegmentRecord {
+        SegmentRecord(id: c.0, sendID: c.1, count: c.2, open: c.3, state: DeliveryState(rawValue: c.4), attempts: c.5,
+                      nextAttemptAt: c.6, leaseOwner: c.7, leaseToken: c.8, leaseExpiresAt: c.9,
+                      mayHaveBeenDelivered: c.10,
+                      counts: SegmentCounts(delivered: c.11, rejected: c.12, failed: c.13, skipped: c.14),
+                      progress: try SegmentCodec.decodeProgress(Array(c.15.readableBytesView)),
+                      positions: try SegmentCodec.decodePositions(Array(c.16.readableBytesView)), createdAt: c.17)
+    }
+
+    static func history(_ c: HistoryColumns) throws(NorqError) -> SegmentHistoryRecord {
+        SegmentHistoryRecord(id: c.0, sendID: c.1, count: c.2,
+                             counts: SegmentCounts(delivered: c.3, rejected: c.4, failed: c.5, skipped: c.6),
+                             progress: try SegmentCodec.decodeProgress(Array(c.7.readableBytesView)),
+                             positions: try SegmentCodec.decodePositions(Array(c.8.readableBytesView)), finishedAt: c.9)
+    }
+
+    static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+
+    // MARK: writing
+
+    /// Inserts new segments (hot, or straight into history when every target is done): ids from the sequence
+    /// `norq_segment_ids`, then one `unnest` INSERT per table.
+    static func insert(_ segments: [NewSegment], now: Int64, on connection: PostgresConnection,
+                       logger: Logger) async throws {
+        guard !segments.isEmpty else { return }
+        var ids: [Int64] = []
+        for try await id in try await connection.query(
+            "SELECT nextval('norq_segment_ids') FROM generate_series(1, \(segments.count))", logger: logger)
+            .decode(Int64.self) { ids.append(id) }
+        ids.sort()
+        var finished: [SegmentHistoryRecord] = []
+        var hotIDs: [Int64] = [], sendIDs: [String] = [], counts: [Int] = [], opens: [Int] = [], due: [Int64] = []
+        var delivered: [Int] = [], rejected: [Int] = [], failed: [Int] = [], skipped: [Int] = []
+        var progress: [ByteBuffer] = [], positions: [ByteBuffer] = [], first: [Int] = [], last: [Int] = []
+        var targets: [ByteBuffer] = []
+        for (segment, id) in zip(segments, ids) {
+            let ranges = segment.positions
+            if segment.isFinished {
+                finished.append(SegmentHistoryRecord(id: id, sendID: segment.sendID, count: segment.count,
+                                                     counts: segment.counts, progress: segment.progress,
+                                                     positions: ranges, finishedAt: now))
+                continue
+            }
+            hotIDs.append(id); sendIDs.append(segment.sendID); counts.append(segment.count)
+            opens.append(segment.open); due.append(segment.nextAttemptAt)
+            delivered.append(segment.counts.delivered); rejected.append(segment.counts.rejected)
+            failed.append(segment.counts.failed); skipped.append(segment.counts.skipped)
+            progress.append(buffer(SegmentCodec.encode(progress: segment.progress)))
+            positions.append(buffer(SegmentCodec.encode(positions: ranges)))
+            first.append(ranges.lowest); last.append(ranges.highest)
+            targets.append(buffer(SegmentCodec.encode(targets: segment.targets)))
+        }
+        if !hotIDs.isEmpty {
+            try await connection.query("""
+                INSERT INTO norq_segments (id, send_id, count, open, state, attempts, next_attempt_at,
+                    may_have_been_delivered, delivered, rejected, failed, skipped, progress, positions, first_position,
+                    last_position, created_at)
+                SELECT id, send_id, count, open, 'pending', 0, due, false, d, r, f, s, progress, positions, lo, hi, \(now)
+                FROM unnest(\(hotIDs)::bigint[], \(sendIDs)::text[], \(counts)::int[], \(opens)::int[],
+                    \(due)::bigint[], \(delivered)::int[], \(rejected)::int[], \(failed)::int[], \(skipped)::int[],
+                    \(progress)::bytea[], \(positions)::bytea[], \(first)::int[], \(last)::int[])
+                    AS v(id, send_id, count, open, due, d, r, f, s, progress, positions, lo, hi)
+                """, logger: logger)
+            try await connection.query("""
+                INSERT INTO norq_segment_targets (segment_id, targets)
+                SELECT * FROM unnest(\(hotIDs)::bigint[], \(targets)::bytea[])
+                """, logger: logger)
+        }
+        try await insertHistory(finished, on: connection, logger: logger)
+    }
+
+    static func insertHistory(_ records: [SegmentHistoryRecord], on connection: PostgresConnection,
+                              logger: Logger) async throws {
+        guard !records.isEmpty else { return }
+        let ids = records.map(\.id), sendIDs = records.map(\.sendID), counts = records.map(\.count)
+        let delivered = records.map(\.counts.delivered), rejected = records.map(\.counts.rejected)
+        let failed = records.map(\.counts.failed), skipped = records.map(\.counts.skipped)
+        let progress = records.map { buffer(SegmentCodec.encode(progress: $0.progress)) }
+        let positions = records.map { buffer(SegmentCodec.encode(positions: $0.positions)) }
+        let first = records.map(\.positions.lowest), last = records.map(\.positions.highest)
+        let finishedAt = records.map(\.finishedAt)
+        try await connection.query("""
+            INSERT INTO norq_segment_history (id, send_id, count, delivered, rejected, failed, skipped, progress,
+                positions, first_position, last_position, finished_at)
+            SELECT * FROM unnest(\(ids)::bigint[], \(sendIDs)::text[], \(counts)::int[], \(delivered)::int[],
+                \(rejected)::int[], \(failed)::int[], \(skipped)::int[], \(progress)::bytea[], \(positions)::bytea[],
+                \(first)::int[], \(last)::int[], \(finishedAt)::bigint[])
+            """, logger: logger)
+    }
+
+    /// The registry entries of these tokens (every provider and environment), by token.
+    static func registryEntries(_ tokens: Set<String>, on connection: PostgresConnection,
+                                logger: Logger) async throws -> [String: [InvalidTokenRecord]] {
+        guard !tokens.isEmpty else { return [:] }
+        var found: [String: [InvalidTokenRecord]] = [:]
+        for try await (token, provider, environment, reason, since, recorded, registered) in try await connection.query("""
+            SELECT token, provider, environment, reason, invalid_since, recorded_at, registered_at
+            FROM norq_invalid_tokens WHERE token = ANY(\(Array(tokens))::text[])
+            """, logger: logger).decode((String, String, String, String, Int64, Int64, Int64?).self) {
+            found[token, default: []].append(InvalidTokenRecord(
+                token: token, provider: provider.isEmpty ? nil : provider,
+                environment: environment.isEmpty ? nil : environment, reason: reason, invalidSince: since,
+                recordedAt: recorded, registeredAt: registered))
+        }
+        return found
+    }
+
+    static func record(_ updates: [RegistryUpdate], now: Int64, on connection: PostgresConnection,
+                       logger: Logger) async throws {
+        for update in updates {
+            try await connection.query("""
+                INSERT INTO norq_invalid_tokens (token, provider, environment, reason, invalid_since, recorded_at)
+                VALUES (\(update.token), \(update.provider ?? ""), \(update.environment ?? ""),
+                    \(update.outcome.reason ?? "invalid"), \(update.outcome.invalidSince ?? now), \(now))
+                ON CONFLICT (token, provider, environment) DO UPDATE SET reason = excluded.reason,
+                    invalid_since = excluded.invalid_since, recorded_at = excluded.recorded_at
+                WHERE excluded.invalid_since >= norq_invalid_tokens.invalid_since
+                """, logger: logger)
+        }
+    }
+
+    /// Inserts a send's row and its segments (the registry applied), in the caller's transaction.
+    static func insert(_ send: NewSend, now: Int64, segmentSize: Int, on connection: PostgresConnection,
+                       logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
+            VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now),
+                \(send.targets.count))
+            """, logger: logger)
+        var tokens = Set<String>()
+        for target in send.targets where target.outcome == nil { tokens.insert(target.identity) }
+        let registry = try await registryEntries(tokens, on: connection, logger: logger)
+        let segments = SegmentLedger.segments(of: send, now: now, size: segmentSize) { delivery in
+            DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
+                                             environment: delivery.environment)
+        }
+        try await insert(segments, now: now, on: connection, logger: logger)
+        if segments.contains(where: { !$0.isFinished }) {
+            try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
+        }
+    }
+
+    // MARK: claim
+
+    /// Claims due segments (pending and due, or leased with an expired lease; each partial index searched with
+    /// `SKIP LOCKED`), oldest first, as many as hold up to `limit` open targets (at least one), with their targets,
+    /// in one statement.
+    static func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64, base: String,
+                      on client: PostgresClient, logger: Logger) async throws -> [(SegmentRecord, [SegmentTarget])] {
+        var claimed: [(SegmentRecord, [SegmentTarget])] = []
+        let rows = try await client.query("""
+            WITH pending AS (
+                SELECT id, open, next_attempt_at FROM norq_segments
+                WHERE state = 'pending' AND next_attempt_at <= \(now)
+                ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+            expired AS (
+                SELECT id, open, next_attempt_at FROM norq_segments
+                WHERE state = 'leased' AND lease_expires_at <= \(now)
+                ORDER BY lease_expires_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+            due AS (SELECT * FROM pending UNION ALL SELECT * FROM expired),
+            pick AS (
+                SELECT id FROM (SELECT id, open, sum(open) OVER (ORDER BY next_attempt_at, id) AS running FROM due) r
+                WHERE running - open < \(limit))
+            UPDATE norq_segments s SET
+                may_have_been_delivered = s.may_have_been_delivered OR s.state = 'leased',
+                state = 'leased', attempts = s.attempts + 1, lease_owner = \(owner),
+                lease_token = \(base) || '-' || s.id, lease_expires_at = \(leaseUntil)
+            FROM pick WHERE s.id = pick.id
+            RETURNING \(unescaped: qualifiedRecordColumns("s")),
+                (SELECT t.targets FROM norq_segment_targets t WHERE t.segment_id = s.id)
+            """, logger: logger)
+        for try await (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, targets) in rows
+            .decode((Int64, String, Int, Int, String, Int, Int64, String?, String?, Int64?, Bool, Int, Int, Int, Int,
+                     ByteBuffer, ByteBuffer, Int64, ByteBuffer?).self) {
+            let record = try record((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17))
+            claimed.append((record, try SegmentCodec.decodeTargets(targets.map { Array($0.readableBytesView) } ?? [])))
+        }
+        return claimed.sorted { $0.0.id < $1.0.id }
+    }
+
+    // MARK: completions
+
+    /// Applies completions segment by segment in the caller's transaction: the segments' rows locked in id order
+    /// (`FOR UPDATE`: one lock order for renewals and completions), `SegmentLedger.apply`, then the writes.
+    static func complete(_ completions: [RowCompletion], now: Int64, on connection: PostgresConnection,
+                         logger: Logger) async throws -> CompletionReport {
+        let groups = SegmentLedger.bySegment(completions)
+        var report = CompletionReport()
+        var records: [Int64: SegmentRecord] = [:]
+        for try await columns in try await connection.query("""
+            SELECT \(unescaped: recordColumns) FROM norq_segments WHERE id = ANY(\(groups.map(\.segment))::bigint[])
+            ORDER BY id FOR UPDATE
+            """, logger: logger).decode(RecordColumns.self) {
+            let record = try record(columns)
+            records[record.id] = record
+        }
+        let needTargets = groups.filter { records[$0.segment] != nil && SegmentLedger.needsTargets($0.completions) }
+            .map(\.segment)
+        var blobs: [Int64: [UInt8]] = [:]
+        if !needTargets.isEmpty {
+            for try await (id, targets) in try await connection.query(
+                "SELECT segment_id, targets FROM norq_segment_targets WHERE segment_id = ANY(\(needTargets)::bigint[])",
+                logger: logger).decode((Int64, ByteBuffer).self) {
+                blobs[id] = Array(targets.readableBytesView)
+            }
+        }
+        var finished: [SegmentHistoryRecord] = []
+        var newSegments: [NewSegment] = []
+        var registry: [RegistryUpdate] = []
+        var updated: [SegmentRecord] = []
+        for group in groups {
+            guard var record = records[group.segment] else {
+                report.lost.formUnion(group.completions.map(\.lease.rowID))
+                continue
+            }
+            let targets = try blobs[group.segment].map { bytes throws(NorqError) in try SegmentCodec.decodeTargets(bytes) }
+            let application = SegmentLedger.apply(group.completions, to: &record, targets: targets, now: now)
+            report.applied.formUnion(application.applied)
+            report.lost.formUnion(application.lost)
+            guard application.changed else { continue }
+            registry += application.registry
+            newSegments += application.newSegments
+            if application.finished {
+                finished.append(SegmentLedger.history(of: record, finishedAt: now))
+            } else {
+                updated.append(record)
+            }
+        }
+        if !updated.isEmpty {
+            try await connection.query("""
+                UPDATE norq_segments s SET open = v.open, state = v.state, attempts = v.attempts,
+                    next_attempt_at = v.due, lease_owner = nullif(v.owner, ''), lease_token = nullif(v.token, ''),
+                    lease_expires_at = nullif(v.expires, -1),
+                    delivered = v.d, rejected = v.r, failed = v.f, skipped = v.s, progress = v.progress
+                FROM unnest(\(updated.map(\.id))::bigint[], \(updated.map(\.open))::int[],
+                    \(updated.map(\.state.rawValue))::text[], \(updated.map(\.attempts))::int[],
+                    \(updated.map(\.nextAttemptAt))::bigint[], \(updated.map { $0.leaseOwner ?? "" })::text[],
+                    \(updated.map { $0.leaseToken ?? "" })::text[], \(updated.map { $0.leaseExpiresAt ?? -1 })::bigint[],
+                    \(updated.map(\.counts.delivered))::int[], \(updated.map(\.counts.rejected))::int[],
+                    \(updated.map(\.counts.failed))::int[], \(updated.map(\.counts.skipped))::int[],
+                    \(updated.map { buffer(SegmentCodec.encode(progress: $0.progress)) })::bytea[])
+                    AS v(id, open, state, attempts, due, owner, token, expires, d, r, f, s, progress)
+                WHERE s.id = v.id
+                """, logger: logger)
+        }
+        if !finished.isEmpty {
+            try await insertHistory(finished, on: connection, logger: logger)
+            let ids = finished.map(\.id)
+            // The targets stay until the send is pruned (status by position shows every token).
+            try await connection.query("DELETE FROM norq_segments WHERE id = ANY(\(ids)::bigint[])", logger: logger)
+        }
+        try await insert(newSegments, now: now, on: connection, logger: logger)
+        try await record(registry, now: now, on: connection, logger: logger)
+        if newSegments.contains(where: { !$0.isFinished }) {
+            try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
+        }
+        return report
+    }
+
+    // MARK: reading
+
+    static func rows(ofSend id: String, positions: Range<Int>, on client: PostgresClient,
+                     logger: Logger) async throws -> [OutboxRow] {
+        let lower = positions.lowerBound, upper = min(positions.upperBound, Int(Int32.max))
+        var result: [OutboxRow] = []
+        for try await (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, targets) in try await client.query("""
+            SELECT \(unescaped: qualifiedRecordColumns("s")), t.targets
+            FROM norq_segments s JOIN norq_segment_targets t ON t.segment_id = s.id
+            WHERE s.send_id = \(id) AND s.last_position >= \(lower) AND s.first_position < \(upper)
+            """, logger: logger).decode((Int64, String, Int, Int, String, Int, Int64, String?, String?, Int64?, Bool,
+                                         Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64, ByteBuffer).self) {
+            let record = try record((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17))
+            result += SegmentLedger.rows(record, targets: try SegmentCodec.decodeTargets(Array(targets.readableBytesView)),
+                                         positions: positions)
+        }
+        for try await (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, targets) in try await client.query("""
+            SELECT \(unescaped: historyColumns), (SELECT t.targets FROM norq_segment_targets t WHERE t.segment_id = h.id)
+            FROM norq_segment_history h
+            WHERE send_id = \(id) AND last_position >= \(lower) AND first_position < \(upper)
+            """, logger: logger).decode((Int64, String, Int, Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64,
+                                         ByteBuffer?).self) {
+            let history = try history((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9))
+            let decoded = try targets.map { buffer throws(NorqError) in
+                try SegmentCodec.decodeTargets(Array(buffer.readableBytesView))
+            }
+            result += SegmentLedger.rows(history, targets: decoded, positions: positions)
+        }
+        return result.sorted { $0.position < $1.position }
+    }
+
+    /// Counts by state over hot segments and history (a send's, or every one with `sendID` nil).
+    static func stateCounts(sendID: String?, on client: PostgresClient,
+                            logger: Logger) async throws -> [DeliveryState: Int] {
+        var counts: [DeliveryState: Int] = [:]
+        let rows = try await client.query("""
+            SELECT state, sum(open)::bigint, sum(delivered)::bigint, sum(rejected)::bigint, sum(failed)::bigint,
+                sum(skipped)::bigint
+            FROM norq_segments WHERE \(sendID)::text IS NULL OR send_id = \(sendID)::text GROUP BY state
+            UNION ALL
+            SELECT 'history', 0::bigint, coalesce(sum(delivered), 0)::bigint, coalesce(sum(rejected), 0)::bigint,
+                coalesce(sum(failed), 0)::bigint, coalesce(sum(skipped), 0)::bigint
+            FROM norq_segment_history WHERE \(sendID)::text IS NULL OR send_id = \(sendID)::text
+            """, logger: logger)
+        for try await (state, open, delivered, rejected, failed, skipped) in rows
+            .decode((String, Int64, Int64, Int64, Int64, Int64).self) {
+            if open > 0 { counts[DeliveryState(rawValue: state), default: 0] += Int(open) }
+            SegmentCounts(delivered: Int(delivered), rejected: Int(rejected), failed: Int(failed), skipped: Int(skipped))
+                .add(into: &counts)
+        }
+        return counts
+    }
+
+    // MARK: legacy rows
+
+    /// Converts the rows of schema version 3 (a row per push) into one-target segments, in the migration's
+    /// transaction (`SegmentLedger.legacy`).
+    static func convertLegacyRows(on connection: PostgresConnection, logger: Logger) async throws {
+        var hot: [OutboxRow] = []
+        for try await row in try await connection.query(
+            "SELECT \(unescaped: PostgresSchema.rowColumns), NULL::bigint FROM norq_outbox ORDER BY id", logger: logger) {
+            hot.append(try PostgresSchema.outboxRow(row))
+        }
+        var done: [OutboxRow] = []
+        for try await row in try await connection.query(
+            "SELECT \(unescaped: PostgresSchema.rowColumns), finished_at FROM norq_history ORDER BY id", logger: logger) {
+            done.append(try PostgresSchema.outboxRow(row))
+        }
+        let (segments, history) = SegmentLedger.legacy(hot: hot, finished: done)
+        for (segment, row) in segments {
+            var ids: [Int64] = []
+            for try await id in try await connection.query("SELECT nextval('norq_segment_ids')", logger: logger)
+                .decode(Int64.self) { ids.append(id) }
+            guard let id = ids.first else { continue }
+            let positions = segment.positions
+            try await connection.query("""
+                INSERT INTO norq_segments (id, send_id, count, open, state, attempts, next_attempt_at,
+                    may_have_been_delivered, progress, positions, first_position, last_position, created_at)
+                VALUES (\(id), \(segment.sendID), 1, 1, 'pending', 0, \(segment.nextAttemptAt), \(row.state == .leased),
+                    \(buffer(SegmentCodec.encode(progress: segment.progress))),
+                    \(buffer(SegmentCodec.encode(positions: positions))), \(positions.lowest), \(positions.highest),
+                    \(segment.nextAttemptAt))
+                """, logger: logger)
+            try await connection.query(
+                "INSERT INTO norq_segment_targets (segment_id, targets) VALUES (\(id), \(buffer(SegmentCodec.encode(targets: segment.targets))))",
+                logger: logger)
+        }
+        var records: [SegmentHistoryRecord] = []
+        for (var record, target) in history {
+            for try await id in try await connection.query("SELECT nextval('norq_segment_ids')", logger: logger)
+                .decode(Int64.self) { record.id = id }
+            records.append(record)
+            try await connection.query(
+                "INSERT INTO norq_segment_targets (segment_id, targets) VALUES (\(record.id), \(buffer(SegmentCodec.encode(targets: [target]))))",
+                logger: logger)
+        }
+        try await insertHistory(records, on: connection, logger: logger)
+    }
+}

@@ -163,7 +163,7 @@ struct SendCommand: AsyncParsableCommand {
         switch outcome.result {
         case .delivered(let delivered):
             let unique = delivered.uniqueID.map { "  apns-unique-id \($0)" } ?? ""
-            return style.green("delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(unique)\(attempts)"
+            return style.green(delivered.accepted ? "accepted " : "delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(unique)\(attempts)"
         case .rejected(let rejected):
             let since = rejected.invalidSince.map { "  invalid since \(DryRunJSON.isoDate(milliseconds: $0)) (\($0))" } ?? ""
             let id = rejected.messageID.map { "  \(idName) \($0)" } ?? ""
@@ -208,6 +208,7 @@ struct SendCommand: AsyncParsableCommand {
                 "tokens": .int(Int64(report.outcomes.count { if case .token = $0.target { true } else { false } })),
                 "channels": .int(Int64(report.outcomes.count { if case .channel = $0.target { true } else { false } })),
                 "delivered": .int(Int64(report.delivered)),
+                "accepted": .int(Int64(report.accepted)),
                 "rejected": .int(Int64(report.rejected)),
                 "failed": .int(Int64(report.failed)),
                 "mayHaveBeenDelivered": .int(Int64(report.mayHaveBeenDelivered)),

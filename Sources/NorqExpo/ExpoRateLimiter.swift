@@ -18,10 +18,10 @@ package struct ExpoRateLimiter: Sendable {
     /// The wait before `count` notifications of `project` may go, booked as sent at `now + wait`.
     package mutating func reserve(_ count: Int, project: String, now: ContinuousClock.Instant) -> Duration {
         guard rate > 0, count > 0 else { return .zero }
-        let interval = Duration.seconds(1) / rate
+        let cost = Duration.seconds(count) / rate  // exact for whole notifications, not count x a rounded interval
         let burst = Duration.seconds(1)
         let start = max(arrival[project] ?? now, now)
-        let next = start + interval * count
+        let next = start + cost
         let wait = max(.zero, now.duration(to: next) - burst)
         if arrival[project] == nil && arrival.count >= Self.maxProjects { evict(now: now) }
         arrival[project] = next

@@ -53,7 +53,7 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var tuning: SendTuningOptions
 
-    @Flag(name: .long, help: "Start the APNs and FCM emulators in-process (for the configured APNs and FCM providers) and send to them instead of Apple and Google.")
+    @Flag(name: .long, help: "Start the APNs, FCM and Expo emulators in-process (for the configured APNs, FCM and Expo providers) and send to them instead of Apple and Google.")
     var emulator = false
 
     @Option(name: .long, help: ArgumentHelp("Bound on all attempts of one token, in seconds.", valueName: "SECONDS"))
@@ -61,6 +61,9 @@ struct SendCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Print one JSON document (outcomes and summary) instead of lines.")
     var json = false
+
+    @Option(name: .long, help: ArgumentHelp("Wait up to SECONDS for the receipts of accepted outcomes (Expo) and report them (no store).", valueName: "SECONDS"))
+    var waitReceipts: Int?
 
     @Flag(name: .long, help: "Log the router's and providers' debug messages on stderr.")
     var verbose = false
@@ -134,11 +137,20 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
         if progress { Console.err("\r\u{1B}[K") }
+        var report = SendReport(outcomes: outcomes)
+        if let waitReceipts, report.accepted > 0 {
+            if !json { Console.out(style.dim("waiting up to \(waitReceipts)s for \(report.accepted) receipts") + "\n") }
+            report = await router.waitForReceipts(report, timeout: .seconds(max(1, waitReceipts)))
+            if !json {
+                for outcome in report.outcomes where outcome.result.kind != "accepted" && outcome.provider.flatMap({ router.providers[$0] }) is any ReceiptFetchingProvider {
+                    Console.out("receipt: " + Self.line(outcome, style: style, idNames: idNames) + "\n")
+                }
+            }
+        }
         let elapsed = ContinuousClock.now - started
         await router.shutdown(gracePeriod: .seconds(5))
         if let running { await running.shutdown() }
 
-        let report = SendReport(outcomes: outcomes)
         if json {
             Console.out(Self.json(report, elapsed: elapsed).prettyPrinted() + "\n")
         } else {

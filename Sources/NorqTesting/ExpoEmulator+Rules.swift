@@ -155,6 +155,7 @@ final class ExpoEmulatorShared: Sendable {
         }
         return state.withLock { s -> Decision in
             let f = s.faults
+            if recipients.contains(where: { f.silentTokens.contains($0.token) }) { return .silent }
             var byProject: [String: [String]] = [:]
             for recipient in recipients {
                 byProject[s.projects[recipient.token] ?? configuration.defaultProject, default: []].append(recipient.token)

@@ -87,6 +87,8 @@ public final class ExpoEmulator: Sendable {
         public var failNextRequests: [RequestFault] = []
         /// Per token: answers for its first requests (a partial batch failure when the batch mixes tokens).
         public var failTokenTickets: [String: [String]] = [:]
+        /// Tokens whose send request is never answered (the stream stays open until the client gives up).
+        public var silentTokens: Set<String> = []
         /// Delay before each send answer.
         public var latency: Duration = .zero
         /// How long after its ticket a receipt becomes available (absent from getReceipts before).

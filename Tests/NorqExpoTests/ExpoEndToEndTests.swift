@@ -256,6 +256,35 @@ struct ExpoEndToEndTests {
         try await setup.shutdown()
     }
 
+    @Test("waitForReceipts (norq send --wait-receipts): accepted outcomes become delivered or rejected by their receipts, DeviceNotRegistered raises the invalid-token event")
+    func waitForReceipts() async throws {
+        var configuration = ExpoEmulator.Configuration()
+        configuration.faults.receiptErrors = [Self.token(2): "DeviceNotRegistered", Self.token(3): "MessageRateExceeded"]
+        configuration.faults.receiptLatency = .milliseconds(150)
+        let setup = try await Self.setup(emulator: configuration)
+        let events = Mutex<[String]>([])
+        let router = try NotificationRouter(providers: [setup.provider], byPlatform: [.ios: "expo"],
+                                            onInvalidToken: { event in events.withLock { $0.append(event.token.token) } })
+        let report = try await router.send(content: PushContent(title: "Hi"), to: Self.recipients(4))
+        #expect(report.accepted == 4)
+        let final = await router.waitForReceipts(report, timeout: .seconds(10), firstPoll: .milliseconds(50))
+        #expect(final.accepted == 0)
+        #expect(final.delivered == 2)
+        guard case .rejected(let gone) = final.outcomes[2].result, case .rejected(let rate) = final.outcomes[3].result else {
+            Issue.record("\(final.outcomes.map(\.result.kind))"); return
+        }
+        #expect(gone.code == .expoDeviceNotRegistered)
+        #expect(gone.classification == .tokenInvalid)
+        #expect(rate.code == .expoMessageRateExceeded)
+        #expect(events.withLock { $0 } == [Self.token(2)])
+        // A timeout shorter than the first poll leaves them accepted, without a request.
+        setup.emulator.resetRecords()
+        let unchanged = await router.waitForReceipts(report, timeout: .milliseconds(10), firstPoll: .milliseconds(50))
+        #expect(unchanged.accepted == 4)
+        #expect(setup.emulator.requests.isEmpty)
+        try await setup.shutdown()
+    }
+
     @Test("a native token is refused before sending with expo/invalid-token")
     func invalidToken() async throws {
         let setup = try await Self.setup()

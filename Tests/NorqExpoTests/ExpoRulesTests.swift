@@ -81,3 +81,15 @@ struct ExpoRulesTests {
         #expect(chunked([Int](), size: 100).isEmpty)
     }
 }
+
+@Suite("Receipt polling")
+struct ReceiptPollingTests {
+    @Test("the first poll waits the first delay, then it doubles up to the cap")
+    func backoff() {
+        #expect(ReceiptPolling.delay(beforePoll: 0, first: .seconds(1), maximum: .seconds(60)) == .seconds(1))
+        #expect(ReceiptPolling.delay(beforePoll: 1, first: .seconds(1), maximum: .seconds(60)) == .seconds(2))
+        #expect(ReceiptPolling.delay(beforePoll: 3, first: .seconds(1), maximum: .seconds(60)) == .seconds(8))
+        #expect(ReceiptPolling.delay(beforePoll: 10, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
+        #expect(ReceiptPolling.delay(beforePoll: 1_000_000, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
+    }
+}

@@ -207,7 +207,9 @@ struct SendCommand: AsyncParsableCommand {
 
     static func summary(_ report: SendReport, elapsed: Duration, style: Style) -> String {
         let maybeDelivered = report.mayHaveBeenDelivered > 0 ? " (\(report.mayHaveBeenDelivered) may have been delivered)" : ""
-        let text = "\(targets(report)): \(report.delivered) delivered, \(report.rejected) rejected, "
+        // `accepted`: the service took them, their receipts are still to come (Expo; see --wait-receipts).
+        let accepted = report.accepted > 0 ? "\(report.accepted) accepted, " : ""
+        let text = "\(targets(report)): \(report.delivered) delivered, \(accepted)\(report.rejected) rejected, "
             + "\(report.failed) failed\(maybeDelivered), \(report.skipped) skipped, \(report.duplicates) duplicates in \(seconds(elapsed))"
         return style.bold(report.allDelivered ? "ok: " : "not all delivered: ") + text
     }

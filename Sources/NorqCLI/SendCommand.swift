@@ -140,9 +140,11 @@ struct SendCommand: AsyncParsableCommand {
         var report = SendReport(outcomes: outcomes)
         if let waitReceipts, report.accepted > 0 {
             if !json { Console.out(style.dim("waiting up to \(waitReceipts)s for \(report.accepted) receipts") + "\n") }
+            let before = report
             report = await router.waitForReceipts(report, timeout: .seconds(max(1, waitReceipts)))
             if !json {
-                for outcome in report.outcomes where outcome.result.kind != "accepted" && outcome.provider.flatMap({ router.providers[$0] }) is any ReceiptFetchingProvider {
+                for (old, outcome) in zip(before.outcomes, report.outcomes)
+                where old.result.kind == "accepted" && outcome.result.kind != "accepted" {
                     Console.out("receipt: " + Self.line(outcome, style: style, idNames: idNames) + "\n")
                 }
             }

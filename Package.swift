@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "NorqFCM", targets: ["NorqFCM"]),
         .library(name: "NorqProviderTesting", targets: ["NorqProviderTesting"]),
         .library(name: "NorqWebPush", targets: ["NorqWebPush"]),
+        .library(name: "NorqExpo", targets: ["NorqExpo"]),
         .executable(name: "norq", targets: ["norq"]),
         .library(name: "NorqServer", targets: ["NorqServer"]),
         .library(name: "NorqBuiltIns", targets: ["NorqBuiltIns"]),
@@ -157,6 +158,31 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The system zlib (issue 31): gzip of Expo request bodies, and its inverse in the Expo emulator. A module map,
+        // no package: zlib ships with every Linux distribution's dev packages and with the macOS SDK.
+        .systemLibrary(name: "CNorqZlib", path: "Sources/CNorqZlib"),
+        // Expo (issue 31): batched sends (<= 100 recipients of one project), tickets and receipts, on NorqHTTP2.
+        .target(
+            name: "NorqExpo",
+            dependencies: [
+                "NorqCore", "NorqHTTP2", "CNorqZlib",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqExpoTests",
+            dependencies: [
+                "NorqExpo", "NorqCore", "NorqTesting", "NorqProviderTesting", "Norq", "NorqConfig", "NorqBuiltIns",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "Norq",
             dependencies: ["NorqStore", 
@@ -183,6 +209,7 @@ let package = Package(
                 // RS256 verification of the FCM emulator's OAuth assertions (issue 15).
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),  // Web Push emulator: HTTP/1.1 mode and the HTTP/2 stream codec
+                "CNorqZlib",  // Expo emulator: gzip request bodies
             ],
             swiftSettings: strict
         ),
@@ -219,7 +246,7 @@ let package = Package(
         // one-call registry for library users. NorqConfig and Norq know no provider, so it lives here.
         .target(
             name: "NorqBuiltIns",
-            dependencies: ["NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush", "NorqConsole"],
+            dependencies: ["NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush", "NorqConsole", "NorqExpo"],
             swiftSettings: strict
         ),
         // The in-process emulators (NorqTesting) started for a configuration, its providers pointed at them: what
@@ -227,7 +254,7 @@ let package = Package(
         .target(
             name: "NorqLocalEmulators",
             dependencies: [
-                "NorqCore", "NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush", "NorqTesting",
+                "NorqCore", "NorqConfig", "NorqAPNs", "NorqFCM", "NorqWebPush", "NorqExpo", "NorqTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

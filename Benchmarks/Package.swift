@@ -32,6 +32,8 @@ let package = Package(
                 // Web Push mode (issue 16).
                 .product(name: "NorqWebPush", package: "norq-swift"),
                 .product(name: "NorqFCM", package: "norq-swift"),
+                // Expo mode (issue 31).
+                .product(name: "NorqExpo", package: "norq-swift"),
                 // FCM mode: latencies from the router's own delivery-duration metric.
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]

@@ -33,6 +33,9 @@ final class DeliveryPump: Sendable {
     private let implicitPlatforms: [(platform: Platform, routedHere: Bool)]
     /// The provider's metric instruments, looked up once per send (not by name per push).
     private let instruments: RouterMetrics.ProviderInstruments?
+    /// Groups attempts into requests for a provider that takes many targets per request (`BatchPushProvider` with
+    /// a `maxBatchSize` above 1); nil for every other provider, whose attempts go out one request each.
+    private let batcher: RequestBatcher?
     /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
     private let cancelled = Atomic<Bool>(false)
     /// A wait: work on a target in a slot that suspends (a backoff, a dedup store call).
@@ -63,6 +66,7 @@ final class DeliveryPump: Sendable {
         self.limit = max(1, provider.policy.maxInFlight)
         self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
         self.instruments = router.metrics.instruments(of: provider.name)
+        self.batcher = RequestBatcher(provider: provider, clock: router.clock)
         self.implicitPlatforms = router.implicitRoutes.map { entry in
             guard case .provider(let chosen, _) = entry.route else { return (entry.platform, false) }
             return (entry.platform, chosen.name == provider.name)
@@ -325,18 +329,35 @@ final class DeliveryPump: Sendable {
         if let instruments { instruments.sent.increment() } else { router.metrics.count("sent", provider: provider.name) }
         router.metrics.inFlightChanged(by: 1)
         let started = now ?? router.clock.now()
-        provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
-            router.metrics.inFlightChanged(by: -1)
-            switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
-                                       earlierPossiblyProcessed: possiblyProcessed, instruments: instruments,
-                                       requeues: requeues) {
-            case .done(let result, let lastResponse):
-                finished(attempt, result, attempts: attempts, lastResponse: lastResponse, requeues: requeues)
-            case .retry(let delay, let lastResponse, let lastError, let possiblyProcessed):
-                let requeued = NotificationRouter.isRequeue(lastError)
-                retry(attempt, after: delay, attempts: attempts, lastResponse: lastResponse, lastError: lastError,
-                      possiblyProcessed: possiblyProcessed, requeues: requeues + (requeued ? 1 : 0))
+        if let batcher {
+            // A batch-capable provider: the attempt joins a request of its batch key; its own answer comes back
+            // alone, so a retry re-sends this target only.
+            batcher.submit(attempt.request, deadline: attempt.deadline) { [self] answer in
+                answered(answer, attempt: attempt, attempts: attempts, started: started,
+                         possiblyProcessed: possiblyProcessed, requeues: requeues)
             }
+            return
+        }
+        provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
+            answered(answer, attempt: attempt, attempts: attempts, started: started,
+                     possiblyProcessed: possiblyProcessed, requeues: requeues)
+        }
+    }
+
+    /// One attempt's answer: the outcome, or a retry.
+    @inline(__always)
+    private func answered(_ answer: Result<DeliveryResponse, NorqError>, attempt: PreparedJob, attempts: Int,
+                          started: ContinuousClock.Instant, possiblyProcessed: Bool, requeues: Int) {
+        router.metrics.inFlightChanged(by: -1)
+        switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
+                                   earlierPossiblyProcessed: possiblyProcessed, instruments: instruments,
+                                   requeues: requeues) {
+        case .done(let result, let lastResponse):
+            finished(attempt, result, attempts: attempts, lastResponse: lastResponse, requeues: requeues)
+        case .retry(let delay, let lastResponse, let lastError, let possiblyProcessed):
+            let requeued = NotificationRouter.isRequeue(lastError)
+            retry(attempt, after: delay, attempts: attempts, lastResponse: lastResponse, lastError: lastError,
+                  possiblyProcessed: possiblyProcessed, requeues: requeues + (requeued ? 1 : 0))
         }
     }
 

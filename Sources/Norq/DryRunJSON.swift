@@ -121,7 +121,8 @@ package enum DryRunJSON {
         var object: OrderedDictionary<String, JSONValue>
         switch result {
         case .delivered(let delivered):
-            object = ["kind": "delivered", "status": .int(Int64(delivered.status)), "messageId": optional(delivered.messageID)]
+            object = ["kind": .string(delivered.accepted ? "accepted" : "delivered"), "status": .int(Int64(delivered.status)),
+                      "messageId": optional(delivered.messageID)]
             if let unique = delivered.uniqueID { object["uniqueId"] = .string(unique) }
         case .rejected(let rejected):
             object = ["kind": "rejected", "status": .int(Int64(rejected.status)), "reason": optional(rejected.reason),

@@ -60,14 +60,16 @@ extension NotificationRouter {
             if let instruments { instruments.recordLatency(latency) } else {
                 metrics.recordLatency(latency, provider: prepared.job.provider.name)
             }
-            if response.classification == .delivered || (200..<300).contains(response.status) {
+            if response.classification == .delivered || response.classification == .accepted
+                || (200..<300).contains(response.status) {
                 if logsTrace {
                     requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
                 }
                 let delivered = PushOutcome.Delivered(status: response.status,
                                                       messageID: response.messageID ?? prepared.request.requestID
                                                           ?? prepared.job.requestID,
-                                                      uniqueID: response.uniqueID)
+                                                      uniqueID: response.uniqueID,
+                                                      accepted: response.classification == .accepted)
                 // A delivered answer is no invalid-token answer: `finish` needs no answer to look at.
                 return .done(.delivered(delivered), lastResponse: nil)
             }

@@ -33,6 +33,7 @@ struct EmulatorCommand: AsyncParsableCommand {
                   --error-rate 0.1 --latency-ms 20
               norq emulator --config norq.yaml --log-requests  # a JSON line per request
               norq emulator --config examples/quickstart/norq.yaml --fcm  # APNs and FCM
+              norq emulator --expo                                         # APNs and Expo
 
             \(ExitCodes.help)
             """
@@ -109,6 +110,15 @@ struct EmulatorCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "With --fcm: the FCM emulator's port (0 picks a free one).")
     var fcmPort: Int = 0
+
+    @Flag(name: .long, help: "Also run the Expo push service emulator (send and getReceipts, 100 recipients a request).")
+    var expo = false
+
+    @Option(name: .long, help: "With --expo: the Expo emulator's port (0 picks a free one).")
+    var expoPort: Int = 0
+
+    @Option(name: .long, help: ArgumentHelp("With --expo: require this access token (enhanced push security).", valueName: "TOKEN"))
+    var expoAccessToken: String?
 
     @Flag(name: .long, help: "Run the Web Push service emulator instead (issues subscriptions, decrypts every message, checks VAPID).")
     var webpush = false
@@ -218,6 +228,14 @@ struct EmulatorCommand: AsyncParsableCommand {
             fcmCAPath = path
             banner += lines
         }
+        var expoEmulator: ExpoEmulator?
+        var expoCAPath: String?
+        if expo {
+            let (started, path, lines) = try await startExpo()
+            expoEmulator = started
+            expoCAPath = path
+            banner += lines
+        }
         banner += "Ctrl-C to stop.\n"
         Console.out(banner)
 
@@ -225,6 +243,8 @@ struct EmulatorCommand: AsyncParsableCommand {
         printer.finish()
         try? await emulator.shutdown()
         try? await fcmEmulator?.shutdown()
+        try? await expoEmulator?.shutdown()
+        if let expoCAPath { try? FileManager.default.removeItem(atPath: expoCAPath) }
         if caOut == nil { try? FileManager.default.removeItem(atPath: caPath) }
         if let fcmCAPath { try? FileManager.default.removeItem(atPath: fcmCAPath) }
         Console.err("emulator stopped\n")

@@ -53,7 +53,7 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var tuning: SendTuningOptions
 
-    @Flag(name: .long, help: "Start the APNs and FCM emulators in-process (for the configured APNs and FCM providers) and send to them instead of Apple and Google.")
+    @Flag(name: .long, help: "Start the APNs, FCM and Expo emulators in-process (for the configured APNs, FCM and Expo providers) and send to them instead of Apple and Google.")
     var emulator = false
 
     @Option(name: .long, help: ArgumentHelp("Bound on all attempts of one token, in seconds.", valueName: "SECONDS"))
@@ -61,6 +61,9 @@ struct SendCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Print one JSON document (outcomes and summary) instead of lines.")
     var json = false
+
+    @Option(name: .long, help: ArgumentHelp("Wait up to SECONDS for the receipts of accepted outcomes (Expo) and report them (no store).", valueName: "SECONDS"))
+    var waitReceipts: Int?
 
     @Flag(name: .long, help: "Log the router's and providers' debug messages on stderr.")
     var verbose = false
@@ -134,11 +137,22 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
         if progress { Console.err("\r\u{1B}[K") }
+        var report = SendReport(outcomes: outcomes)
+        if let waitReceipts, report.accepted > 0 {
+            if !json { Console.out(style.dim("waiting up to \(waitReceipts)s for \(report.accepted) receipts") + "\n") }
+            let before = report
+            report = await router.waitForReceipts(report, timeout: .seconds(max(1, waitReceipts)))
+            if !json {
+                for (old, outcome) in zip(before.outcomes, report.outcomes)
+                where old.result.kind == "accepted" && outcome.result.kind != "accepted" {
+                    Console.out("receipt: " + Self.line(outcome, style: style, idNames: idNames) + "\n")
+                }
+            }
+        }
         let elapsed = ContinuousClock.now - started
         await router.shutdown(gracePeriod: .seconds(5))
         if let running { await running.shutdown() }
 
-        let report = SendReport(outcomes: outcomes)
         if json {
             Console.out(Self.json(report, elapsed: elapsed).prettyPrinted() + "\n")
         } else {
@@ -163,7 +177,7 @@ struct SendCommand: AsyncParsableCommand {
         switch outcome.result {
         case .delivered(let delivered):
             let unique = delivered.uniqueID.map { "  apns-unique-id \($0)" } ?? ""
-            return style.green("delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(unique)\(attempts)"
+            return style.green(delivered.accepted ? "accepted " : "delivered") + "  \(who)\(provider)  \(idName) \(delivered.messageID ?? "-")\(unique)\(attempts)"
         case .rejected(let rejected):
             let since = rejected.invalidSince.map { "  invalid since \(DryRunJSON.isoDate(milliseconds: $0)) (\($0))" } ?? ""
             let id = rejected.messageID.map { "  \(idName) \($0)" } ?? ""
@@ -195,7 +209,9 @@ struct SendCommand: AsyncParsableCommand {
 
     static func summary(_ report: SendReport, elapsed: Duration, style: Style) -> String {
         let maybeDelivered = report.mayHaveBeenDelivered > 0 ? " (\(report.mayHaveBeenDelivered) may have been delivered)" : ""
-        let text = "\(targets(report)): \(report.delivered) delivered, \(report.rejected) rejected, "
+        // `accepted`: the service took them, their receipts are still to come (Expo; see --wait-receipts).
+        let accepted = report.accepted > 0 ? "\(report.accepted) accepted, " : ""
+        let text = "\(targets(report)): \(report.delivered) delivered, \(accepted)\(report.rejected) rejected, "
             + "\(report.failed) failed\(maybeDelivered), \(report.skipped) skipped, \(report.duplicates) duplicates in \(seconds(elapsed))"
         return style.bold(report.allDelivered ? "ok: " : "not all delivered: ") + text
     }
@@ -208,6 +224,7 @@ struct SendCommand: AsyncParsableCommand {
                 "tokens": .int(Int64(report.outcomes.count { if case .token = $0.target { true } else { false } })),
                 "channels": .int(Int64(report.outcomes.count { if case .channel = $0.target { true } else { false } })),
                 "delivered": .int(Int64(report.delivered)),
+                "accepted": .int(Int64(report.accepted)),
                 "rejected": .int(Int64(report.rejected)),
                 "failed": .int(Int64(report.failed)),
                 "mayHaveBeenDelivered": .int(Int64(report.mayHaveBeenDelivered)),

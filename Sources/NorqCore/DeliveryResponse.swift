@@ -4,6 +4,9 @@ public struct ResponseClass: Sendable, Hashable, RawRepresentable, CustomStringC
     public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let delivered = ResponseClass(rawValue: "delivered")
+    /// The service took the message but answers its fate later (Expo's `ok` ticket): the final outcome comes from a
+    /// receipt (``ReceiptFetchingProvider``). The router reports it as a delivered outcome marked `accepted`.
+    public static let accepted = ResponseClass(rawValue: "accepted")
     /// Try again soon (5xx, shutdown, internal errors).
     public static let retryable = ResponseClass(rawValue: "retryable")
     /// Try again after a delay (429 TooManyRequests, TooManyProviderTokenUpdates).

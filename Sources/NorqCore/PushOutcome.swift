@@ -6,10 +6,14 @@ public struct PushOutcome: Sendable, Hashable {
         public var messageID: String?
         /// APNs `apns-unique-id`.
         public var uniqueID: String?
-        public init(status: Int = 200, messageID: String? = nil, uniqueID: String? = nil) {
+        /// True when the service only accepted the message (a ticket, as Expo's): its final fate comes later, from a
+        /// receipt fetched with the message id (``ReceiptFetchingProvider``). The outcome's `kind` is then `accepted`.
+        public var accepted: Bool
+        public init(status: Int = 200, messageID: String? = nil, uniqueID: String? = nil, accepted: Bool = false) {
             self.status = status
             self.messageID = messageID
             self.uniqueID = uniqueID
+            self.accepted = accepted
         }
     }
 
@@ -54,10 +58,11 @@ public struct PushOutcome: Sendable, Hashable {
         /// A repeat of an already completed (idempotency key, token); carries the first outcome.
         indirect case duplicate(of: Result)
 
-        /// `delivered`, `rejected`, `failed`, `skipped` or `duplicate`.
+        /// `delivered`, `accepted` (a delivered outcome the service only accepted, ``Delivered/accepted``),
+        /// `rejected`, `failed`, `skipped` or `duplicate`.
         public var kind: String {
             switch self {
-            case .delivered: "delivered"
+            case .delivered(let delivered): delivered.accepted ? "accepted" : "delivered"
             case .rejected: "rejected"
             case .failed: "failed"
             case .skipped: "skipped"
@@ -107,6 +112,8 @@ public struct SendReport: Sendable, Hashable {
 
     public func count(_ kind: String) -> Int { outcomes.count { $0.result.kind == kind } }
     public var delivered: Int { count("delivered") }
+    /// Outcomes the service accepted, whose receipts are still to come (``PushOutcome/Delivered/accepted``).
+    public var accepted: Int { count("accepted") }
     public var rejected: Int { count("rejected") }
     public var failed: Int { count("failed") }
     public var skipped: Int { count("skipped") }
@@ -115,7 +122,7 @@ public struct SendReport: Sendable, Hashable {
     public var requeues: Int { outcomes.reduce(0) { $0 + $1.requeues } }
     /// How many `failed` outcomes may have been delivered all the same.
     public var mayHaveBeenDelivered: Int { outcomes.count { $0.result.mayHaveBeenDelivered } }
-    /// True when every outcome is `delivered` (or a duplicate of a delivery).
+    /// True when every outcome is `delivered` or `accepted` (or a duplicate of one).
     public var allDelivered: Bool {
         outcomes.allSatisfy {
             switch $0.result {

@@ -3,6 +3,7 @@ import Foundation
 import NorqAPNs
 package import NorqConfig
 package import NorqCore
+package import NorqExpo
 package import NorqFCM
 package import NorqTesting
 
@@ -21,6 +22,7 @@ package enum EmulatorSetup {
         package var configuration: NorqConfiguration
         package var apns: APNsEmulator?
         package var fcm: FCMEmulator?
+        package var expo: ExpoEmulator?
 
         /// `configuration` with every APNs provider (device pushes and channel management) and FCM provider pointed
         /// at these emulators (at start, and again for a configuration reloaded while they run).
@@ -48,6 +50,12 @@ package enum EmulatorSetup {
                     settings.proxy = nil
                     configuration.providers[index].configuration = settings
                 }
+                if let expo, var settings = configuration.providers[index].configuration as? ExpoConfiguration {
+                    settings.endpoint = ExpoURL(host: "localhost", port: expo.port)
+                    settings.additionalTrustRootsPEM = expo.caCertificatePEM
+                    settings.caPath = "(in-process emulator CA)"
+                    configuration.providers[index].configuration = settings
+                }
             }
             return configuration
         }
@@ -55,6 +63,7 @@ package enum EmulatorSetup {
         package func shutdown() async {
             try? await apns?.shutdown()
             try? await fcm?.shutdown()
+            try? await expo?.shutdown()
         }
     }
 
@@ -112,8 +121,9 @@ package enum EmulatorSetup {
                                onAPNsRequest: (@Sendable (RecordedRequest) -> Void)? = nil) async throws(NorqError) -> Attached {
         let credentials = try credentials(of: configuration, requireAPNs: false)
         let accounts = fcmServiceAccounts(of: configuration)
-        guard credentials.apnsProviders > 0 || !accounts.isEmpty else {
-            throw NorqError(.cliNoAPNsProvider, "the configuration has no APNs or FCM provider to point at the emulator",
+        let hasExpo = configuration.providers.contains { $0.configuration is ExpoConfiguration }
+        guard credentials.apnsProviders > 0 || !accounts.isEmpty || hasExpo else {
+            throw NorqError(.cliNoAPNsProvider, "the configuration has no APNs, FCM or Expo provider to point at the emulator",
                             at: configuration.file.map { SourceLocation(file: $0) })
         }
         var attached = Attached(configuration: configuration)
@@ -140,6 +150,17 @@ package enum EmulatorSetup {
                 throw error
             }
             attached.fcm = emulator
+        }
+        if hasExpo {
+            do {
+                // At most 10,000 records and 100,000 receipts, the newest: a long `norq serve --emulator` stays small.
+                let emulator = try ExpoEmulator()
+                try await emulator.start()
+                attached.expo = emulator
+            } catch {
+                await attached.shutdown()
+                throw NorqError(.cliEmulatorFailed, "the Expo emulator could not start: \(error)")
+            }
         }
         attached.configuration = attached.pointed(configuration)
         return attached

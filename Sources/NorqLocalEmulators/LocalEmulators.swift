@@ -3,7 +3,7 @@ public import NorqCore
 import NorqAPNs
 package import NorqTesting
 
-/// The in-process emulators of the built-in providers (APNs, FCM and a Web Push push service, HTTP/2 + TLS on
+/// The in-process emulators of the built-in providers (APNs, FCM, Expo and a Web Push push service, HTTP/2 + TLS on
 /// 127.0.0.1, from `NorqTesting`), started for one configuration: what `norq send --emulator` uses, for trying the
 /// library with the demo keys in `examples/keys` and nothing leaving the machine. Not for production.
 ///
@@ -24,6 +24,7 @@ public struct LocalEmulators: Sendable {
     /// The emulators started (for tests in this package).
     package var apnsEmulator: APNsEmulator? { attached?.apns }
     package var fcmEmulator: FCMEmulator? { attached?.fcm }
+    package var expoEmulator: ExpoEmulator? { attached?.expo }
     package var webPushEmulator: WebPushEmulator? { webPush }
 
     /// Starts the emulators `configuration`'s providers need (the push-service one only when `recipients` has a
@@ -39,7 +40,7 @@ public struct LocalEmulators: Sendable {
         // The APNs and FCM emulators, unless the only providers are Web Push ones.
         var attached: EmulatorSetup.Attached?
         if webPush == nil || rewritten.providers.contains(where: {
-            $0.configuration is APNsConfiguration || $0.typeName == "fcm"
+            $0.configuration is APNsConfiguration || $0.typeName == "fcm" || $0.typeName == "expo"
         }) {
             do throws(NorqError) {
                 attached = try await EmulatorSetup.attach(to: rewritten)
@@ -53,6 +54,9 @@ public struct LocalEmulators: Sendable {
         }
         if let fcm = attached?.fcm {
             descriptions.append("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine")
+        }
+        if let expo = attached?.expo {
+            descriptions.append("Expo emulator (in-process) at https://localhost:\(expo.port); nothing leaves this machine")
         }
         return LocalEmulators(configuration: attached?.configuration ?? rewritten, descriptions: descriptions,
                               attached: attached, webPush: webPush)
@@ -74,7 +78,7 @@ public struct LocalEmulators: Sendable {
         }
         var attached: EmulatorSetup.Attached?
         if webPush == nil || rewritten.providers.contains(where: {
-            $0.configuration is APNsConfiguration || $0.typeName == "fcm"
+            $0.configuration is APNsConfiguration || $0.typeName == "fcm" || $0.typeName == "expo"
         }) {
             var onRequest: (@Sendable (RecordedRequest) -> Void)?
             if let requestLog {
@@ -95,6 +99,9 @@ public struct LocalEmulators: Sendable {
         }
         if let fcm = attached?.fcm {
             descriptions.append("FCM emulator (in-process) at https://localhost:\(fcm.port); nothing leaves this machine")
+        }
+        if let expo = attached?.expo {
+            descriptions.append("Expo emulator (in-process) at https://localhost:\(expo.port); nothing leaves this machine")
         }
         return LocalEmulators(configuration: attached?.configuration ?? rewritten, descriptions: descriptions,
                               attached: attached, webPush: webPush)

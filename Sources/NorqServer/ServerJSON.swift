@@ -117,7 +117,8 @@ enum ServerJSON {
 
     static func summary(_ report: SendReport) -> JSONValue {
         [
-            "delivered": .int(Int64(report.delivered)), "rejected": .int(Int64(report.rejected)),
+            "delivered": .int(Int64(report.delivered)), "accepted": .int(Int64(report.accepted)),
+            "rejected": .int(Int64(report.rejected)),
             "failed": .int(Int64(report.failed)), "skipped": .int(Int64(report.skipped)),
             "duplicates": .int(Int64(report.duplicates)), "allDelivered": .bool(report.allDelivered),
         ]

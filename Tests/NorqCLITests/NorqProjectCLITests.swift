@@ -206,3 +206,31 @@ import Testing
         #expect(providers.first?["configured"] as? String == "env", "\(env)")
     }
 }
+
+/// The Expo example project (`examples/expo-project`, issue 31): `routing: push: expo` sends through the in-process
+/// Expo emulator, and `--wait-receipts` reports the receipts.
+@Suite struct ExpoProjectCLITests {
+    static let project = "examples/expo-project"
+    static let shipped = "transactional/orders/order-shipped"
+
+    @Test func validates() throws {
+        let result = try CLI.run(["validate", "-c", Self.project])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("expo (type expo"), "\(result)")
+        #expect(result.stdout.contains("auth: anonymous (no access token)"), "\(result)")
+    }
+
+    @Test func sendsThroughTheExpoEmulatorAndWaitsForReceipts() throws {
+        let accepted = try CLI.run(["send", Self.shipped, "-c", Self.project, "--to", Self.project + "/recipients.json",
+                                    "--sample", "Default", "--emulator"])
+        #expect(accepted.status == 0, "\(accepted)")
+        #expect(accepted.stdout.contains("Expo emulator (in-process)"), "\(accepted)")
+        #expect(accepted.stdout.contains("accepted   ios token Exponent… (user-1) via expo  expo-ticket "), "\(accepted)")
+        #expect(accepted.stdout.contains("2 tokens: 0 delivered, 2 accepted, 0 rejected"), "\(accepted)")
+        let waited = try CLI.run(["send", Self.shipped, "-c", Self.project, "--to", Self.project + "/recipients.json",
+                                  "--sample", "Default", "--emulator", "--wait-receipts", "20"])
+        #expect(waited.status == 0, "\(waited)")
+        #expect(waited.stdout.contains("receipt: delivered  android token Exponent… (user-1) via expo  expo-ticket "), "\(waited)")
+        #expect(waited.stdout.contains("2 tokens: 2 delivered, 0 rejected"), "\(waited)")
+    }
+}

@@ -29,6 +29,8 @@ package struct Options: Sendable {
     package var fcmServiceAccount = "examples/keys/fcm-service-account-DEMO.json"
     package var fcmTokenEndpoint: String?
     package var fcmPlatform = "android"
+    /// Expo mode: gzip request bodies over 1 KiB (`--expo-gzip 0` sends them plain, as h2load does).
+    package var expoGzip = true
     // Durable mode (issue 18, DurableBench.swift).
     package var store: String?
     package var phases = "enqueue,deliver,store,latency"
@@ -112,6 +114,7 @@ package struct Options: Sendable {
             case "--vapid-key": options.vapidKey = try value(argument)
             case "--webpush-path": options.webPushPath = try value(argument)
             // FCM options.
+            case "--expo-gzip": options.expoGzip = try value(argument) != "0"
             case "--project": options.fcmProject = try value(argument)
             case "--service-account": options.fcmServiceAccount = try value(argument)
             case "--token-endpoint": options.fcmTokenEndpoint = try value(argument)

@@ -1,0 +1,99 @@
+import Foundation
+import Norq
+import NorqCore
+import NorqExpo
+
+/// `--mode expo`: N notifications through `NotificationRouter` and `NorqExpo` (batched, 100 recipients a request)
+/// to an Expo-shaped sink (nghttpd answering `POST /--/api/v2/push/send` from a docroot file with 100 ok tickets).
+/// `--mode expo-prepare` writes the body of one 100-recipient request (uncompressed) for h2load; `--mode
+/// expo-tickets` prints the sink's answer (`{"data": [100 ok tickets]}`).
+package struct ExpoBench {
+    package let options: Options
+    package init(options: Options) { self.options = options }
+
+    static func token(_ index: Int) -> String { "ExponentPushToken[\(BenchTokens.token(index).prefix(22))]" }
+
+    package func run(mode: String) async throws {
+        switch mode {
+        case "expo": print(try await measure().json)
+        case "expo-prepare": try writePrepared()
+        case "expo-tickets":
+            let tickets = (0..<100).map { "{\"status\":\"ok\",\"id\":\"00000000-0000-4000-8000-\(String(format: "%012d", $0))\"}" }
+            print("{\"data\":[" + tickets.joined(separator: ",") + "]}")
+        default: throw BenchError("unknown Expo mode \(mode)")
+        }
+    }
+
+    func makeProvider() throws -> ExpoProvider {
+        let (host, port) = options.hostAndPort
+        var trust: String?
+        if let ca = options.ca { trust = try RouterBench.readFile(ca) }
+        var configuration = ExpoConfiguration(
+            endpoint: ExpoURL(host: host, port: port), additionalTrustRootsPEM: trust, caPath: options.ca,
+            rateLimit: 0, maxConcurrentRequests: max(1, options.inFlight / 100), requestTimeout: .seconds(options.timeout))
+        if !options.expoGzip { configuration.gzipThreshold = nil }
+        let policy = DeliveryPolicy(retry: .default, maxInFlight: options.inFlight)
+        return try ExpoProvider(name: "expo", configuration: configuration, policy: policy,
+                                logger: RouterBench.quietLogger("norq.bench.expo"))
+    }
+
+    func recipients(_ range: Range<Int>) -> [Recipient] {
+        range.map { Recipient(tokens: [PushToken(token: Self.token($0), platform: .android)]) }
+    }
+
+    func measure() async throws -> RunResult {
+        guard options.count % 100 == 0, options.warmup % 100 == 0 else {
+            throw BenchError("--count and --warmup must be multiples of 100 (the sink always answers 100 tickets)")
+        }
+        let recorder = LatencyRecorder(capacity: options.count + options.warmup)
+        let (router, data) = try RouterBench.makeRouter(options, provider: try makeProvider(),
+                                                        metricsFactory: RouterLatencyMetrics(recorder: recorder))
+        let counting = RouterBench(options: options)
+        if options.warmup > 0 {
+            let warm = await counting.count(try router.sendStreaming(template: options.template, data: data,
+                                                                     to: recipients(0..<options.warmup)))
+            guard warm["delivered"] == options.warmup else {
+                await router.shutdown(gracePeriod: .seconds(1))
+                throw BenchError("warm-up did not deliver everything: \(warm)")
+            }
+        }
+        let all = recipients(0..<options.count)
+        recorder.reset()
+        let cpuStart = ProcessStats.cpuSeconds()
+        let start = ContinuousClock.now
+        let counts = await counting.count(try router.sendStreaming(template: options.template, data: data, to: all))
+        let elapsed = start.duration(to: .now)
+        let cpu = ProcessStats.cpuSeconds() - cpuStart
+        await router.shutdown(gracePeriod: .seconds(5))
+        var result = RunResult()
+        result.add("client", options.expoGzip ? "norq-router-expo-gzip" : "norq-router-expo")
+        if let label = options.label { result.add("label", label) }
+        result.add("endpoint", options.endpoint)
+        result.add("in_flight", options.inFlight)
+        result.addDelivery(count: options.count, elapsed: elapsed, cpu: cpu, latencies: recorder.all, outcomes: counts)
+        return result
+    }
+
+    /// The body of a 100-recipient request as the provider joins it (uncompressed): body.json, headers.txt, path.txt.
+    func writePrepared() throws {
+        guard let directory = options.outDir else { throw BenchError("--mode expo-prepare needs --out DIR") }
+        let provider = try makeProvider()
+        let (router, data) = try RouterBench.makeRouter(options, provider: provider)
+        let deliveries = try router.prepare(template: options.template, data: data, to: recipients(0..<100))
+        let requests = deliveries.compactMap(\.request)
+        guard requests.count == 100 else { throw BenchError("the router prepared \(requests.count) requests") }
+        var body: [UInt8] = [UInt8(ascii: "[")]
+        for (index, request) in requests.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            let bytes = request.body
+            body.append(contentsOf: bytes[1..<(bytes.count - 1)])
+        }
+        body.append(UInt8(ascii: "]"))
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(body).write(to: URL(fileURLWithPath: directory + "/body.json"))
+        let headers = requests[0].headers.map { "\($0.name): \($0.value)\n" }.joined()
+        try Data(headers.utf8).write(to: URL(fileURLWithPath: directory + "/headers.txt"))
+        try Data((requests[0].path + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/path.txt"))
+        print("{\"body_bytes\":\(body.count),\"recipients\":100}")
+    }
+}

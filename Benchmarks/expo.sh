@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The Expo benchmark (issue 31): NotificationRouter + NorqExpo (batched, 100 recipients a request) against h2load
+# (the HTTP/2 ceiling) on nghttpd as an Expo-shaped sink: a docroot file answers POST /--/api/v2/push/send with
+# 100 ok tickets, so every request must carry exactly 100 recipients (COUNT and WARMUP: multiples of 100).
+# h2load sends the same 100-recipient body (uncompressed); its notifications/s are its requests/s x 100. The router
+# runs plain (`--expo-gzip 0`, the same bytes as h2load) and with gzip (what it does by default).
+# The Python exponent-server-sdk peer is not run: it speaks HTTP/1.1 (requests), which nghttpd does not serve.
+#
+# Environment (defaults in brackets):
+#   COUNT [100000]  notifications per run     RUNS [3]   IN_FLIGHTS ["600 1000"]  router maxInFlight (targets)
+#   WARMUP [2000]   WORK [/tmp/norq-expo-bench]   NO_BUILD [0]  skip the release build of Benchmarks
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+COUNT="${COUNT:-100000}"; RUNS="${RUNS:-3}"; IN_FLIGHTS="${IN_FLIGHTS:-600 1000}"; WARMUP="${WARMUP:-2000}"
+WORK="${WORK:-/tmp/norq-expo-bench}"; NO_BUILD="${NO_BUILD:-0}"
+TOOLS="$ROOT/Benchmarks/bench_tools.py"
+
+for tool in h2load:nghttp2-client nghttpd:nghttp2-server openssl:openssl python3:python3; do
+    command -v "${tool%%:*}" >/dev/null || { echo "missing ${tool%%:*}: apt-get install ${tool##*:}" >&2; exit 1; }
+done
+if [ "$NO_BUILD" != 1 ]; then swift build -c release --package-path Benchmarks >&2; fi
+BENCH="$(swift build -c release --package-path Benchmarks --show-bin-path)/norq-bench"
+
+mkdir -p "$WORK/docroot/--/api/v2/push"
+RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
+bench_make_certs "$WORK"
+"$BENCH" --mode expo-tickets > "$WORK/docroot/--/api/v2/push/send"
+
+PORT="${NGHTTPD_PORT:-28517}"
+nghttpd -a 127.0.0.1 -n 1 -m 1000 -W 24 -d "$WORK/docroot" "$PORT" "$WORK/server.key" "$WORK/server.pem" \
+    > "$WORK/nghttpd.log" 2>&1 &
+SERVER_PID=$!
+trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
+wait_port 127.0.0.1 "$PORT"
+sleep 0.2
+kill -0 "$SERVER_PID" 2>/dev/null || { echo "nghttpd could not listen on $PORT: set NGHTTPD_PORT" >&2; exit 1; }
+
+ARGS=(--endpoint "https://127.0.0.1:$PORT" --ca "$WORK/ca.pem")
+"$BENCH" --mode expo-prepare --out "$WORK/request" "${ARGS[@]}" >&2
+HEADERS=()
+while IFS= read -r line; do HEADERS+=(-H "$line"); done < "$WORK/request/headers.txt"
+
+echo "# machine: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$WORK/machine.txt" >&2
+for in_flight in $IN_FLIGHTS; do
+    streams=$(( in_flight / 100 ))
+    for run in $(seq 1 "$RUNS"); do
+        echo "## in-flight $in_flight ($streams streams of 100) run $run/$RUNS" >&2
+        for gzip in 0 1; do
+            python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$BENCH" --mode expo --label "expo $in_flight" \
+                "${ARGS[@]}" --count "$COUNT" --in-flight "$in_flight" --warmup "$WARMUP" --expo-gzip "$gzip" \
+                | tee -a "$RESULTS"
+        done
+        # h2load: COUNT/100 requests of 100 recipients on `streams` concurrent streams; notifications = requests x 100.
+        python3 "$TOOLS" h2load --server-pid "$SERVER_PID" --label "expo $in_flight" -- \
+            h2load -t 1 -c 1 -m "$streams" -n "$(( COUNT / 100 ))" -d "$WORK/request/body.json" "${HEADERS[@]}" \
+            "https://127.0.0.1:$PORT$(cat "$WORK/request/path.txt")" \
+            | python3 -c 'import json,sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if "notifications_per_s" in r:
+        r["requests_per_s"] = r["notifications_per_s"]; r["notifications_per_s"] *= 100; r["count"] *= 100
+        r["cpu_s_per_10k"] = round(r["cpu_s"] / r["count"] * 10000, 4)
+    print(json.dumps(r))' | tee -a "$RESULTS"
+    done
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$WORK/machine.txt" >&2
+
+python3 - "$RESULTS" <<'PY'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+groups = {}
+for r in rows:
+    if "notifications_per_s" in r:
+        groups.setdefault((r.get("label"), r["client"]), []).append(r)
+print(f'{"label":<12} {"client":<24} {"notif/s":>10} {"cpu s/10k":>10} {"p99 ms":>8} {"x h2load":>9}')
+for label in sorted({k[0] for k in groups}):
+    h2 = groups.get((label, "h2load"))
+    ceiling = statistics.median(r["notifications_per_s"] for r in h2) if h2 else None
+    for (l, client), rs in sorted(groups.items()):
+        if l != label: continue
+        rate = statistics.median(r["notifications_per_s"] for r in rs)
+        cpu = statistics.median(r["cpu_s_per_10k"] for r in rs)
+        p99 = statistics.median(r.get("p99_ms", 0) for r in rs)
+        ratio = f"{rate / ceiling:.2f}" if ceiling else "-"
+        print(f"{label:<12} {client:<24} {rate:>10.0f} {cpu:>10.4f} {p99:>8.1f} {ratio:>9}")
+PY

@@ -1,0 +1,74 @@
+import NorqCore
+
+/// When to ask for receipts again while some are pending: a pure rule (tested without I/O).
+public enum ReceiptPolling {
+    /// The wait before poll number `poll` (0 = the first): `first`, then doubling, capped at `maximum`.
+    public static func delay(beforePoll poll: Int, first: Duration = .seconds(1),
+                             maximum: Duration = .seconds(60)) -> Duration {
+        guard poll > 0 else { return first }
+        var delay = first
+        for _ in 0..<min(poll, 30) where delay < maximum { delay = delay * 2 }
+        return min(delay, maximum)
+    }
+}
+
+extension NotificationRouter {
+    /// Waits for the receipts of the `accepted` outcomes of `report` whose provider fetches receipts
+    /// (``ReceiptFetchingProvider``), polling with ``ReceiptPolling`` backoff until each has one or `timeout` passes,
+    /// and returns the report with those outcomes replaced by their receipts: `delivered` for an ok receipt,
+    /// `rejected` (with the provider's code; a token-invalid one raises the invalid-token event) for an error. An
+    /// outcome still without a receipt at the timeout stays `accepted`. Without a durable store: `norq send
+    /// --wait-receipts`. (A durable worker calls `fetchReceipts` the same way, with ids it stored.)
+    public func waitForReceipts(_ report: SendReport, timeout: Duration,
+                                firstPoll: Duration = .seconds(1)) async -> SendReport {
+        var report = report
+        // Pending positions by provider, by message id.
+        var pending: [String: [String: [Int]]] = [:]
+        for (position, outcome) in report.outcomes.enumerated() {
+            guard case .delivered(let delivered) = outcome.result, delivered.accepted, let id = delivered.messageID,
+                  let name = outcome.provider, providers[name] is any ReceiptFetchingProvider else { continue }
+            pending[name, default: [:]][id, default: []].append(position)
+        }
+        let deadline = clock.now() + timeout
+        var poll = 0
+        while !pending.isEmpty {
+            let delay = ReceiptPolling.delay(beforePoll: poll, first: firstPoll)
+            poll += 1
+            if clock.now() + delay > deadline { break }
+            do { try await clock.sleep(delay) } catch { break }
+            for (name, ids) in pending {
+                guard let provider = providers[name] as? any ReceiptFetchingProvider else { continue }
+                let states: [String: ReceiptState]
+                do {
+                    states = try await provider.fetchReceipts(Array(ids.keys), deadline: min(deadline, clock.now() + .seconds(30)))
+                } catch {
+                    logger.notice("receipts could not be fetched; asking again later",
+                                  metadata: ["norq.provider": "\(name)", "norq.error": "\(error.code)"])
+                    continue
+                }
+                for (id, state) in states {
+                    guard case .final(let response) = state, let positions = pending[name]?[id] else { continue }
+                    pending[name]?[id] = nil
+                    for position in positions { settle(&report.outcomes[position], receipt: response, provider: provider) }
+                }
+                if pending[name]?.isEmpty == true { pending[name] = nil }
+            }
+        }
+        return report
+    }
+
+    private func settle(_ outcome: inout PushOutcome, receipt: DeliveryResponse, provider: any PushProvider) {
+        if receipt.classification == .delivered {
+            outcome.result = .delivered(PushOutcome.Delivered(status: receipt.status, messageID: receipt.messageID))
+            return
+        }
+        outcome.result = .rejected(PushOutcome.Rejected(
+            status: receipt.status, reason: receipt.reason, code: receipt.code ?? .rejectedByProvider,
+            classification: receipt.classification, messageID: receipt.messageID))
+        if provider.isInvalidTokenAnswer(receipt), case .token(let token) = outcome.target,
+           let event = InvalidTokenEvent.from(response: receipt, token: token, provider: provider.name,
+                                              environment: nil, recipientID: outcome.recipientID) {
+            publish(event)
+        }
+    }
+}

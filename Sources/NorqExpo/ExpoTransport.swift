@@ -1,0 +1,85 @@
+import NorqCore
+import NorqHTTP2
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// One answer as received (body inflated when it came gzipped).
+struct ExpoWireResponse: Sendable {
+    var status: Int
+    var headers: [HTTPHeader]
+    var body: [UInt8]
+}
+
+/// The Expo transport on NorqHTTP2: one pool to the push service, at most `maxConcurrentRequests` streams in
+/// flight (Expo advises 6). `HTTP2ClientError` becomes `NorqError` keeping `possiblyProcessed`.
+final class ExpoTransport: Sendable {
+    let pool: HTTP2ConnectionPool
+    let authority: String
+    /// The largest answer accepted, inflated (100 tickets or 1,000 receipts are far below it).
+    static let maxResponseBytes = 4 << 20
+
+    init(configuration: ExpoConfiguration, logger: Logger) throws(NorqError) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let pem = configuration.additionalTrustRootsPEM {
+            do {
+                tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))]
+            } catch {
+                throw NorqError(.configInvalidCertificate, "the CA \(configuration.caPath ?? "caPem") cannot be loaded")
+            }
+        }
+        var client = HTTP2ClientConfiguration(host: configuration.endpoint.host, port: configuration.endpoint.port, tls: tls)
+        client.connections = 1
+        client.maxConcurrentStreams = configuration.maxConcurrentRequests
+        client.connectTimeout = min(configuration.requestTimeout, .seconds(10))
+        client.maxResponseBodyBytes = Self.maxResponseBytes
+        self.authority = configuration.endpoint.authority
+        self.pool = HTTP2ConnectionPool(configuration: client, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                                        logger: logger)
+    }
+
+    /// Sends `body` to `path` once; `completion` runs exactly once, on any thread.
+    func start(path: String, headers: [HTTPHeader], body: [UInt8], deadline: ContinuousClock.Instant,
+               completion: @escaping @Sendable (Result<ExpoWireResponse, NorqError>) -> Void) {
+        var fields: [HTTP2HeaderField] = []
+        fields.reserveCapacity(headers.count)
+        for header in headers {
+            fields.append(HTTP2HeaderField(header.name, header.value,
+                                           indexing: header.name == "authorization" ? .neverIndexed : .indexed))
+        }
+        let head = HTTP2RequestHead(method: "POST", scheme: "https", authority: authority, path: path, fields: fields)
+        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+        let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        pool.start(head, bytes: body, deadline: nioDeadline) { result in
+            switch result {
+            case .success(let response):
+                var body = response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
+                var headers: [HTTPHeader] = []
+                response.forEachField { headers.append(HTTPHeader($0, $1)) }
+                if let encoding = response.header("content-encoding")?.lowercased(), encoding == "gzip" || encoding == "deflate" {
+                    guard let inflated = ExpoGzip.decompress(body, limit: Self.maxResponseBytes) else {
+                        completion(.failure(NorqError(.transportFailed, "Expo: the \(encoding) answer cannot be inflated",
+                                                      possiblyProcessed: true)))
+                        return
+                    }
+                    body = inflated
+                }
+                completion(.success(ExpoWireResponse(status: response.status, headers: headers, body: body)))
+            case .failure(let error):
+                let code: NorqError.Code = switch error.kind {
+                case .deadlineExceeded: .deadlineExceeded
+                case .shutDown: .providerShutDown
+                case .invalidRequest: .invalidHeaderValue
+                default: .transportFailed
+                }
+                completion(.failure(NorqError(code, "Expo: \(error.message)", possiblyProcessed: error.possiblyProcessed,
+                                              notProcessed: error.isUnprocessed)))
+            }
+        }
+    }
+
+    var connectFailure: String? { pool.health.lastConnectFailure }
+
+    func shutdown() async { await pool.shutdown() }
+}

@@ -1,0 +1,95 @@
+import NorqCore
+@testable import Norq
+@testable import NorqExpo
+import Testing
+
+@Suite("Expo rules without I/O")
+struct ExpoRulesTests {
+    @Test("gzip round trip; a corrupt or oversized body does not inflate")
+    func gzip() throws {
+        let body = Array(String(repeating: #"{"to":"ExponentPushToken[abc]","title":"Hello"},"#, count: 100).utf8)
+        let compressed = try #require(ExpoGzip.compress(body))
+        #expect(compressed.starts(with: [0x1f, 0x8b]))  // the gzip magic
+        #expect(compressed.count < body.count / 5)
+        #expect(ExpoGzip.decompress(compressed, limit: 1 << 20) == body)
+        #expect(ExpoGzip.decompress(compressed, limit: 100) == nil)
+        #expect(ExpoGzip.decompress(Array(compressed.prefix(20)), limit: 1 << 20) == nil)
+        #expect(ExpoGzip.decompress([1, 2, 3, 4], limit: 1 << 20) == nil)
+    }
+
+    @Test("rate limit: one second's worth goes at once, then 600/s per project; projects are separate; 0 is off")
+    func rateLimit() {
+        var limiter = ExpoRateLimiter(rate: 600)
+        let start = ContinuousClock.now
+        #expect(limiter.reserve(600, project: "a", now: start) == .zero)
+        #expect(limiter.reserve(60, project: "a", now: start) == .milliseconds(100))
+        #expect(limiter.reserve(100, project: "b", now: start) == .zero)
+        // A second later the first 600 are paid for: the 60 booked ahead still count.
+        #expect(limiter.reserve(600, project: "a", now: start + .seconds(1)) == .milliseconds(100))
+        var off = ExpoRateLimiter(rate: 0)
+        #expect(off.reserve(1_000_000, project: "a", now: start) == .zero)
+    }
+
+    @Test("rate limit keeps at most maxProjects projects")
+    func rateLimitBound() {
+        var limiter = ExpoRateLimiter(rate: 1)
+        let start = ContinuousClock.now
+        for index in 0..<(ExpoRateLimiter.maxProjects + 50) {
+            _ = limiter.reserve(5, project: "p\(index)", now: start)
+        }
+        #expect(limiter.trackedProjects <= ExpoRateLimiter.maxProjects)
+    }
+
+    @Test("project memory remembers tokens up to its limit, forgetting the oldest")
+    func projectMemory() {
+        var memory = ExpoProjectMemory(limit: 3)
+        for index in 0..<5 { memory.remember("t\(index)", project: "p\(index % 2)") }
+        #expect(memory.count == 3)
+        #expect(memory.project(of: "t0") == nil)
+        #expect(memory.project(of: "t4") == "p0")
+        #expect(memory.project(of: "t3") == "p1")
+    }
+
+    @Test("batching: a full group leaves at once; a partial one when its linger ends, never after a deadline")
+    func accumulator() {
+        var batches = BatchAccumulator<Int>(maxBatchSize: 3, linger: .milliseconds(5))
+        let now = ContinuousClock.now
+        let far = now + .seconds(10)
+        guard case .arm(let key, let generation, let at) = batches.add(1, key: "p", deadline: far, now: now) else {
+            Issue.record("the first entry arms no timer"); return
+        }
+        #expect(key == "p" && at == now + .milliseconds(5))
+        guard case .wait = batches.add(2, key: "p", deadline: far, now: now) else { Issue.record("second"); return }
+        guard case .flush(let full) = batches.add(3, key: "p", deadline: far, now: now) else { Issue.record("full"); return }
+        #expect(full == [1, 2, 3])
+        // The timer armed for the flushed group finds nothing.
+        #expect(batches.expire(key: "p", generation: generation).isEmpty)
+        // Another key is its own group; an entry due before the linger ends re-arms earlier.
+        guard case .arm(_, _, _) = batches.add(10, key: "q", deadline: far, now: now) else { Issue.record("q"); return }
+        guard case .arm(_, let soon, let soonAt) = batches.add(11, key: "q", deadline: now + .milliseconds(1), now: now) else {
+            Issue.record("an earlier deadline did not re-arm"); return
+        }
+        #expect(soonAt == now + .milliseconds(1))
+        #expect(batches.pending == 2)
+        #expect(batches.expire(key: "q", generation: soon) == [10, 11])
+        #expect(batches.pending == 0)
+    }
+
+    @Test("chunked splits into bounded chunks")
+    func chunks() {
+        #expect(chunked(Array(0..<250), size: 100).map(\.count) == [100, 100, 50])
+        #expect(chunked([Int](), size: 100).isEmpty)
+    }
+}
+
+@Suite("Receipt polling")
+struct ReceiptPollingTests {
+    @Test("the first poll waits the first delay, then it doubles up to the cap")
+    func backoff() {
+        #expect(ReceiptPolling.delay(beforePoll: 0, first: .seconds(1), maximum: .seconds(60)) == .seconds(1))
+        #expect(ReceiptPolling.delay(beforePoll: 1, first: .seconds(1), maximum: .seconds(60)) == .seconds(2))
+        #expect(ReceiptPolling.delay(beforePoll: 3, first: .seconds(1), maximum: .seconds(60)) == .seconds(8))
+        #expect(ReceiptPolling.delay(beforePoll: 10, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
+        #expect(ReceiptPolling.delay(beforePoll: 1_000_000, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
+    }
+}

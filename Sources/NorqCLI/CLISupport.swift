@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Norq
 import NorqBuiltIns
 import NorqConfig
 import NorqCore
@@ -59,6 +60,11 @@ enum Console {
         text += style.yellow("warning[\(warning.code.rawValue)]") + ": " + warning.message
         if let hint = warning.hint { text += " (\(hint))" }
         err(text + "\n")
+    }
+
+    /// Prints a lint finding as `path:line:col: severity[code]: message` on stderr.
+    static func print(_ finding: LintFinding) {
+        finding.severity == .error ? report(finding.error) : warn(finding.error)
     }
 
     /// Reports the error and returns exit code 1.

@@ -113,7 +113,7 @@ struct RenderCommand: AsyncParsableCommand {
         let recipients = try JSONInput.recipients(to)
         guard let configuration else { return 1 }
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
-                                            templates: library)
+                                            templates: library, deferProviderErrors: true)
         let deliveries = try router.prepare(template: template, data: data, to: recipients, options: options)
         if json {
             Console.out(DryRunJSON.deliveriesJSON(deliveries, template: template).prettyPrinted() + "\n")

@@ -115,7 +115,7 @@ struct SendCommand: AsyncParsableCommand {
         }
                 let router = try NotificationRouter(configuration: configuration,
                                             registry: ConfigOptions.registry(consoleToStandardError: json),
-                                            templates: library, logger: logger)
+                                            templates: library, deferProviderErrors: true, logger: logger)
         let started = ContinuousClock.now
         let total = recipients.reduce(0) { $0 + $1.tokens.count + $1.channels.count }
         let progress = total > 100 && isatty(2) == 1

@@ -135,15 +135,22 @@ public struct TemplateLinter: Sendable {
             try library.rules.checkPayloadSize(content, options: SendOptions(sendTime: options.sendTime))
             sizeChecked = true
         } catch {
-            var error = error
-            error.message = "template \"\(name)\", sample \"\(sample)\": " + error.message
-            findings.append(located(LintFinding(error, severity: .error, template: name, sample: sample), compiled))
+            // A provider that cannot build the payload at all says so below, per provider, when there are any.
+            if error.code == .templatePayloadTooLarge || providers.entries.isEmpty {
+                var error = error
+                error.message = "template \"\(name)\", sample \"\(sample)\": " + error.message
+                findings.append(located(LintFinding(error, severity: .error, template: name, sample: sample),
+                                        compiled))
+            } else {
+                sizeChecked = true
+            }
         }
         var content2 = content
         if content2.templateName == nil { content2.templateName = name }
         let plan = SendPlan(content: content2, templateName: name,
                             options: RouterSendOptions(idempotencyKey: "norq-lint", sendTime: options.sendTime))
-        var refusals: [LintFinding] = []
+        // The refusals, one per distinct error: the same error from several providers or platforms is one finding.
+        var refusals: [(error: NorqError, who: [String], first: (entry: LintProviders.Entry, platform: Platform))] = []
         var accepted = 0
         for entry in providers.entries {
             for platform in entry.platforms {
@@ -157,21 +164,29 @@ public struct TemplateLinter: Sendable {
                     if Self.sampleTokenCodes.contains(error.code) { continue }
                     // The size was reported once as template/payload-too-large, with every provider over.
                     if !sizeChecked, error.code.rawValue.hasSuffix("/payload-too-large") { continue }
-                    var error = error
-                    error.message = "provider \(entry.name) refuses template \"\(name)\" for \(platform) tokens"
-                        + " (sample \"\(sample)\"): " + error.message
-                    let finding = LintFinding(error, severity: entry.routed ? .error : .warning, template: name,
-                                              sample: sample, provider: entry.name, platform: platform)
-                    refusals.append(located(finding, compiled))
+                    let who = "\(entry.name) for \(platform) tokens"
+                    if let index = refusals.firstIndex(where: { $0.error.code == error.code && $0.error.message == error.message }) {
+                        refusals[index].who.append(who)
+                    } else {
+                        refusals.append((error, [who], (entry, platform)))
+                    }
                 }
             }
         }
         // A native payload (`push.json`) is written for one platform's service (`{"aps": ...}` for iOS): another
         // platform's refusal, while some platform takes it, is a warning (route its tokens accordingly).
-        if content.nativePayload != nil, accepted > 0 {
-            for index in refusals.indices { refusals[index].severity = .warning }
+        let nativeElsewhere = content.nativePayload != nil && accepted > 0
+        for refusal in refusals {
+            var error = refusal.error
+            let also = refusal.who.count > 1 ? " (also " + refusal.who.dropFirst().joined(separator: ", ") + ")" : ""
+            error.message = "provider \(refusal.who[0]) refuses template \"\(name)\"\(also) (sample \"\(sample)\"): "
+                + error.message
+            let severity: LintFinding.Severity = refusal.first.entry.routed && !nativeElsewhere ? .error : .warning
+            findings.append(located(LintFinding(error, severity: severity, template: name, sample: sample,
+                                                provider: refusal.first.entry.name, platform: refusal.first.platform),
+                                    compiled))
         }
-        return findings + refusals
+        return findings
     }
 
     /// A finding without a place of its own gets the template's path and the line of the key it is about (see

@@ -86,6 +86,7 @@ struct SendCommand: AsyncParsableCommand {
         let library = try configOptions.library(configuration)
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
+        try tuning.checkWarnings(compiled, data: data)
         let recipients = try JSONInput.recipients(to)
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))

@@ -68,7 +68,7 @@ KkZ/jZbiSD1EaIEFEwFqTvpHZ2VpZFpr+C/WpsncnrKuNIcGm9s=
         let config = dir.appendingPathComponent("norq.yaml").path
         let lint = try CLI.run(["lint", "--config", config])
         #expect(lint.status == 1, "\(lint)")
-        #expect(lint.stdout.contains("templates/t/push.md:6:3: error[apns/bad-priority]: provider apns refuses template \"t\" for ios tokens"), "\(lint)")
+        #expect(lint.stdout.contains("templates/t/push.md:6:3: error[apns/bad-priority]: provider apns for ios tokens refuses template \"t\""), "\(lint)")
         #expect(lint.stdout.contains("1 template: 1 error, 0 warnings"), "\(lint)")
         let validate = try CLI.run(["validate", "--config", config])
         #expect(validate.status == 1, "\(validate)")

@@ -11,10 +11,14 @@ extension NotificationRouter {
     /// - Parameters:
     ///   - templates: where `send(template:...)` renders from; pass a `TemplateLibrary` of
     ///     `configuration.templatesDirectory` (the `TemplateLibrary+TemplateSource` conformance).
+    ///   - deferProviderErrors: false (the default) throws the error of an instance that cannot be made (a
+    ///     certificate key that cannot be read); true puts an ``UnavailableProvider`` in its place, so that only the
+    ///     tokens routed to it fail (with that error, naming the instance and its config place) and sends to the
+    ///     other providers go on: what `norq send` and `norq render --to` do.
     /// - Throws: `config/unknown-provider-type` for an instance whose type is not registered, the provider
     ///   type's own errors, and the routing validation errors of `init(providers:...)`.
     public convenience init(configuration: NorqConfiguration, registry: ProviderTypeRegistry,
-                            templates: (any TemplateSource)? = nil,
+                            templates: (any TemplateSource)? = nil, deferProviderErrors: Bool = false,
                             deduplication: any DeduplicationStore = InMemoryDeduplicationStore(),
                             logger: Logger = Logger(label: "norq.router"),
                             metricsFactory: (any MetricsFactory)? = nil, clock: RouterClock = .continuous,
@@ -30,8 +34,18 @@ extension NotificationRouter {
             let policy = DeliveryPolicy(retry: instance.retry, maxInFlight: instance.maxInFlight)
             var providerLogger = logger
             providerLogger[metadataKey: "norq.provider"] = "\(instance.name)"
-            providers.append(try type.makeProvider(name: instance.name, configuration: instance.configuration,
-                                                   policy: policy, context: ProviderContext(logger: providerLogger)))
+            do throws(NorqError) {
+                providers.append(try type.makeProvider(name: instance.name, configuration: instance.configuration,
+                                                       policy: policy, context: ProviderContext(logger: providerLogger)))
+            } catch {
+                guard deferProviderErrors else { throw error }
+                let finding = LintProviders.failure(error, instance: instance)
+                var named = error
+                named.message = finding.message
+                named.location = finding.location
+                providers.append(UnavailableProvider(name: instance.name, typeName: instance.typeName,
+                                                     platforms: type.platforms, error: named, policy: policy))
+            }
         }
         try self.init(providers: providers, defaultProvider: configuration.routing.defaultProvider,
                       byPlatform: configuration.routing.byPlatform, templates: templates,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Norq
 import NorqBuiltIns
 import NorqConfig
 import NorqCore
@@ -59,6 +60,11 @@ enum Console {
         text += style.yellow("warning[\(warning.code.rawValue)]") + ": " + warning.message
         if let hint = warning.hint { text += " (\(hint))" }
         err(text + "\n")
+    }
+
+    /// Prints a lint finding as `path:line:col: severity[code]: message` on stderr.
+    static func print(_ finding: LintFinding) {
+        finding.severity == .error ? report(finding.error) : warn(finding.error)
     }
 
     /// Reports the error and returns exit code 1.
@@ -237,19 +243,36 @@ enum JSONInput {
 
     /// Recipients from `--to`: a recipient, a list of them, `{"recipients": [...]}`, or a bare list of
     /// token objects / hex strings (iOS tokens).
+    /// An error about a recipient names the file (or `--to`) and the JSON path: `recipients.json: [3].push.tokens[1]`.
     static func recipients(_ argument: String) throws(NorqError) -> [Recipient] {
         let json = try load(argument, option: "--to")
+        do throws(NorqError) {
+            return try recipients(json)
+        } catch {
+            guard error.location == nil else { throw error }
+            var error = error
+            let inline = argument.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+            error.location = SourceLocation(file: inline.hasPrefix("{") || inline.hasPrefix("[") ? "--to" : argument)
+            throw error
+        }
+    }
+
+    static func recipients(_ json: JSONValue) throws(NorqError) -> [Recipient] {
         if case .array(let items) = json, !items.isEmpty,
            items.allSatisfy({ item in
                if case .string = item { return true }
                return item["token"] != nil
            }) {
             var tokens: [PushToken] = []
-            for item in items {
+            for (index, item) in items.enumerated() {
                 if case .string(let token) = item {
                     tokens.append(PushToken(token: token, platform: .ios))
                 } else {
-                    tokens.append(try PushToken(json: item))
+                    do throws(NorqError) {
+                        tokens.append(try PushToken(json: item))
+                    } catch {
+                        throw error.at(path: "[\(index)]")
+                    }
                 }
             }
             return [Recipient(tokens: tokens)]

@@ -21,6 +21,9 @@ struct SendTuningOptions: ParsableArguments {
     @Flag(name: .long, help: "Render missing variables as empty instead of failing.")
     var lenient = false
 
+    @Flag(name: .long, help: "Fail (exit 1, nothing sent) on what is otherwise a warning: an apns-expiration in the past.")
+    var strict = false
+
     @Flag(name: .long, help: "Server-side dry run: FCM validates each message (validate_only) and delivers nothing; tokens of providers without one (APNs, Web Push) fail with routing/validate-only-unsupported, nothing sent.")
     var validateOnly = false
 
@@ -92,6 +95,7 @@ struct RenderCommand: AsyncParsableCommand {
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
         let options = try tuning.routerOptions()
+        try tuning.checkWarnings(compiled, data: data)
 
         guard let to else {
             guard compiled.enabled else {
@@ -113,7 +117,7 @@ struct RenderCommand: AsyncParsableCommand {
         let recipients = try JSONInput.recipients(to)
         guard let configuration else { return 1 }
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
-                                            templates: library)
+                                            templates: library, deferProviderErrors: true)
         let deliveries = try router.prepare(template: template, data: data, to: recipients, options: options)
         if json {
             Console.out(DryRunJSON.deliveriesJSON(deliveries, template: template).prettyPrinted() + "\n")

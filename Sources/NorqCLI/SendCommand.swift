@@ -89,6 +89,7 @@ struct SendCommand: AsyncParsableCommand {
         let library = try configOptions.library(configuration)
         let compiled = try library.template(named: template)
         let data = try dataOptions.resolve(for: compiled)
+        try tuning.checkWarnings(compiled, data: data)
         let recipients = try JSONInput.recipients(to)
         var options = try tuning.routerOptions()
         options.deadline = .seconds(max(1, deadline))
@@ -118,7 +119,7 @@ struct SendCommand: AsyncParsableCommand {
         }
                 let router = try NotificationRouter(configuration: configuration,
                                             registry: ConfigOptions.registry(consoleToStandardError: json),
-                                            templates: library, logger: logger)
+                                            templates: library, deferProviderErrors: true, logger: logger)
         let started = ContinuousClock.now
         let total = recipients.reduce(0) { $0 + $1.tokens.count + $1.channels.count }
         let progress = total > 100 && isatty(2) == 1

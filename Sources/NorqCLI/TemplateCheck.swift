@@ -3,9 +3,10 @@ import NorqConfig
 import NorqCore
 import NorqTemplates
 
-/// `norq validate`'s template pass: compile every template, validate each sample against the data schema,
-/// render it with each sample, and collect warnings (`template/raw-expression`, `template/nullable-access`,
-/// `push/implausible-expiration`).
+import Norq
+
+/// `norq validate`'s and `norq lint`'s template pass, one line per template: the findings of ``TemplateLinter``
+/// (the library's checks, shared with `norq preview`) grouped by template.
 struct TemplateCheck {
     var name: String
     var samples: [String] = []
@@ -14,58 +15,48 @@ struct TemplateCheck {
     /// Set for a notification that has no push template (only other channels' files).
     var otherChannels: [String]? = nil
 
-    /// Each rendered sample's payloads are measured by the providers of `configuration` (every built-in type when
-    /// it declares none, see `ConfigOptions.templateRules(_:)`): one over a provider's limit is an error,
-    /// `template/payload-too-large`, naming the provider and the bytes over.
+    init(name: String, samples: [String] = [], errors: [NorqError] = [], warnings: [NorqError] = [],
+         otherChannels: [String]? = nil) {
+        self.name = name
+        self.samples = samples
+        self.errors = errors
+        self.warnings = warnings
+        self.otherChannels = otherChannels
+    }
+
+    init(_ result: TemplateLintResult) {
+        self.init(name: result.template, samples: result.samples, errors: result.errors.map(\.error),
+                  warnings: result.warnings.map(\.error), otherChannels: result.otherChannels)
+    }
+
+    /// Lints `directory` with the providers of `configuration` (made, credentials loaded, nothing sent): the
+    /// report, whose configuration findings include a provider that cannot be made. A templates directory that
+    /// cannot be listed is one finding of a `(templates directory)` result.
     /// - Parameter required: false when the directory is only the default guess (then a missing one is fine).
-    static func run(directory: String, required: Bool, idStyle: TemplateIDStyle = .flat,
-                    configuration: NorqConfiguration? = nil) -> [TemplateCheck] {
-        let library: TemplateLibrary
-        if !required, !FileManager.default.fileExists(atPath: directory) { return [] }
-        do {
-            library = try TemplateLibrary(directory: directory, idStyle: idStyle,
-                                          rules: ConfigOptions.templateRules(configuration))
-        } catch {
-            return [TemplateCheck(name: "(templates directory)", errors: [error])]
-        }
-        var checks = library.templateNames.map { name -> TemplateCheck in
-            var check = TemplateCheck(name: name)
-            let compiled: CompiledTemplate
-            do throws(NorqError) {
-                compiled = try library.compile(name)
+    static func lint(directory: String, required: Bool, idStyle: TemplateIDStyle = .flat,
+                     configuration: NorqConfiguration? = nil, ids: [String]? = nil,
+                     sendTime: Int64? = nil) async -> LintReport {
+        let providers = LintProviders.make(configuration: configuration,
+                                           registry: ConfigOptions.registry(consoleToStandardError: true))
+        let report: LintReport
+        if !required, !FileManager.default.fileExists(atPath: directory) {
+            report = LintReport(configuration: providers.failures)
+        } else {
+            do {
+                let library = try TemplateLibrary(directory: directory, idStyle: idStyle,
+                                                  rules: ConfigOptions.templateRules(configuration))
+                let linter = TemplateLinter(library: library, providers: providers,
+                                            options: TemplateLinter.Options(sendTime: sendTime))
+                report = linter.lint(ids)
             } catch {
-                check.errors.append(error)
-                return check
+                report = LintReport(configuration: providers.failures, templates: [
+                    TemplateLintResult(template: "(templates directory)",
+                                       findings: [LintFinding(error, severity: .error)]),
+                ])
             }
-            check.warnings = compiled.warnings
-            let samples: [(String, JSONValue)] = compiled.samples.isEmpty
-                ? [("(no sample: empty data)", .object([:]))]
-                : compiled.samples.map { ($0.key, $0.value) }
-            for (sample, data) in samples {
-                check.samples.append(sample)
-                if !compiled.samples.isEmpty {
-                    for var error in compiled.schemaErrors(data) {
-                        error.message += " (sample \"\(sample)\")"
-                        check.errors.append(error)
-                    }
-                }
-                do throws(NorqError) {
-                    let content = try compiled.render(data: data)
-                    try library.rules.checkPayloadSize(content)
-                } catch {
-                    var error = error
-                    error.message += " (sample \"\(sample)\")"
-                    check.errors.append(error)
-                }
-            }
-            return check
         }
-        for (name, channels) in library.otherChannelNotifications.sorted(by: { $0.key < $1.key }) {
-            var check = TemplateCheck(name: name, otherChannels: channels)
-            if let error = library.invalidIDs[name] { check.errors.append(error) }
-            checks.append(check)
-        }
-        return checks.sorted { $0.name < $1.name }
+        await providers.shutdown()
+        return report
     }
 
     var json: JSONValue {

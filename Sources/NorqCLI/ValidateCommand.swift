@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Norq
 import NorqAPNs
 import NorqWebPush
 import NorqConfig
@@ -65,24 +66,26 @@ struct ValidateCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let directory = ConfigOptions(config: config, templates: templates).templatesDirectory(loaded)
-        let checks = TemplateCheck.run(directory: directory,
-                                       required: templates != nil || loaded.templatesDirectory != nil,
-                                       idStyle: ConfigOptions.idStyle(loaded), configuration: loaded)
-        for check in checks {
-            for error in check.errors { Console.report(error) }
-            for warning in check.warnings { Console.warn(warning) }
-        }
-        let warnings = checks.reduce(0) { $0 + $1.warnings.count }
-        let valid = checks.allSatisfy { $0.errors.isEmpty } && (!strict || warnings == 0)
+        let report = await TemplateCheck.lint(directory: directory,
+                                              required: templates != nil || loaded.templatesDirectory != nil,
+                                              idStyle: ConfigOptions.idStyle(loaded), configuration: loaded)
+        for finding in report.findings { Console.print(finding) }
+        let checks = report.templates.map(TemplateCheck.init)
+        let warnings = report.warningCount
+        let valid = report.passes(strict: strict)
         if json {
             guard case .object(var object) = Self.json(loaded) else { return }
             object["valid"] = .bool(valid)
             object["warnings"] = .int(Int64(warnings))
             object["templateChecks"] = .array(checks.map(\.json))
+            object["providerChecks"] = .array(report.configuration.map(\.json))
             print(JSONValue.object(object).prettyPrinted())
         } else {
             var text = Self.text(loaded)
             if text.hasSuffix("valid\n") { text.removeLast("valid\n".count) }
+            for failure in report.configuration {
+                text += "provider \(failure.provider ?? "?"): " + Style.stdout.red("cannot be made (\(failure.code))") + "\n"
+            }
             text += TemplateCheck.text(checks, directory: directory, style: .stdout)
             if warnings > 0 {
                 text += "\(warnings) warning\(warnings == 1 ? "" : "s")\(strict ? " (--strict: warnings fail)" : "")\n"

@@ -45,19 +45,32 @@ public struct Recipient: Sendable, Hashable {
                 throw NorqError(.invalidRecipient, "\"push.tokens\" must be an array")
             }
             tokens.reserveCapacity(items.count)
-            for item in items { tokens.append(try PushToken(json: item)) }
+            for (index, item) in items.enumerated() {
+                do throws(NorqError) {
+                    tokens.append(try PushToken(json: item))
+                } catch {
+                    throw error.at(path: "push.tokens[\(index)]")
+                }
+            }
         }
         var channels: [ChannelRecipient] = []
         if let value = push["channels"] {
             guard case .array(let items) = value else {
                 throw NorqError(.invalidRecipient, "\"push.channels\" must be an array")
             }
-            for item in items {
+            for (index, item) in items.enumerated() {
                 guard case .string(let channel)? = item["channel"], !channel.isEmpty else {
                     throw NorqError(.invalidRecipient, "each channel needs a non-empty \"channel\" id")
+                        .at(path: "push.channels[\(index)]")
                 }
                 var environment: PushEnvironment?
-                if case .string(let env)? = item["environment"] { environment = try PushEnvironment.parse(env) }
+                if case .string(let env)? = item["environment"] {
+                    do throws(NorqError) {
+                        environment = try PushEnvironment.parse(env)
+                    } catch {
+                        throw error.at(path: "push.channels[\(index)].environment")
+                    }
+                }
                 var platform: Platform?
                 if case .string(let name)? = item["platform"] {
                     guard Platform.known.contains(Platform(rawValue: name)) else {
@@ -80,13 +93,39 @@ public struct Recipient: Sendable, Hashable {
         switch json {
         case .array(let items):
             var result: [Recipient] = []
-            for item in items { result.append(try Recipient(json: item)) }
+            for (index, item) in items.enumerated() {
+                do throws(NorqError) {
+                    result.append(try Recipient(json: item))
+                } catch {
+                    throw error.at(path: "[\(index)]")
+                }
+            }
             return result
         case .object(let object):
-            if let inner = object["recipients"] { return try list(from: inner) }
+            if let inner = object["recipients"] {
+                do throws(NorqError) {
+                    return try list(from: inner)
+                } catch {
+                    throw error.at(path: "recipients")
+                }
+            }
             return [try Recipient(json: json)]
         default:
             throw NorqError(.invalidRecipient, "recipients must be an object or an array of objects")
         }
+    }
+}
+
+extension NorqError {
+    /// The error with the JSON path of the value it is about put before its message (`[3].push.tokens[1]: ...`),
+    /// joined to a path already there: a recipient error names the element to fix.
+    public func at(path: String) -> NorqError {
+        var error = self
+        if let first = message.first, first == "[" || message.hasPrefix("push.") || message.hasPrefix("recipients") {
+            error.message = path + (first == "[" ? "" : ".") + message
+        } else {
+            error.message = path + ": " + message
+        }
+        return error
     }
 }

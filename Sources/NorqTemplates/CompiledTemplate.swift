@@ -223,16 +223,21 @@ public struct CompiledTemplate: Sendable {
         return content
     }
 
+    /// `push/conflicting-loc-key`, located at the `*-loc-key` line of the template (else its file).
     private func checkLocKeys(_ content: PushContent) throws(NorqError) {
-        let location = SourceLocation(file: file)
+        func location(_ key: String) -> SourceLocation {
+            file.flatMap { TemplateSourceLocator.locate(keys: [key], in: $0) } ?? SourceLocation(file: file)
+        }
         if content.ios.titleLocKey != nil, !content.title.isEmpty {
-            throw NorqError(.conflictingLocKey, "ios.title-loc-key and a literal title are both set", at: location)
+            throw NorqError(.conflictingLocKey, "ios.title-loc-key and a literal title are both set",
+                            at: location("title-loc-key"))
         }
         if content.ios.subtitleLocKey != nil, content.ios.subtitle != nil {
-            throw NorqError(.conflictingLocKey, "ios.subtitle-loc-key and ios.subtitle are both set", at: location)
+            throw NorqError(.conflictingLocKey, "ios.subtitle-loc-key and ios.subtitle are both set",
+                            at: location("subtitle-loc-key"))
         }
         if content.ios.locKey != nil, !content.body.isEmpty {
-            throw NorqError(.conflictingLocKey, "ios.loc-key and a literal body are both set", at: location)
+            throw NorqError(.conflictingLocKey, "ios.loc-key and a literal body are both set", at: location("loc-key"))
         }
     }
 }

@@ -1,0 +1,99 @@
+public import Logging
+public import NorqConfig
+public import NorqCore
+
+/// The provider instances of a configuration, made (credentials loaded, nothing connected or sent) so that
+/// ``TemplateLinter`` runs each one's own `prepare` on every sample, as a send would.
+public struct LintProviders: Sendable {
+    /// One provider instance and the platforms a send routes to it.
+    public struct Entry: Sendable {
+        /// The instance name (`apns`, `apns-enterprise`).
+        public var name: String
+        public var provider: any PushProvider
+        /// The platforms routing sends to this instance (`push.ios`, `push`, or the only provider for a
+        /// platform); every platform it serves when no rule names it (a token may still name it).
+        public var platforms: [Platform]
+        /// Whether a routing rule (or being the only provider of a platform) reaches this instance. False: only a
+        /// token's own `provider` can, so its refusals are warnings.
+        public var routed: Bool
+    }
+
+    public var entries: [Entry]
+    /// A finding for each instance that could not be made (`apns/invalid-certificate` for a certificate key that
+    /// cannot be read, ...), naming the instance and its place in the config file.
+    public var failures: [LintFinding]
+
+    public init(entries: [Entry] = [], failures: [LintFinding] = []) {
+        self.entries = entries
+        self.failures = failures
+    }
+
+    /// Makes every provider instance of `configuration` through its type in `registry`. An instance that cannot be
+    /// made is a failure finding, not a thrown error: the others are still checked. Nil configuration: none.
+    public static func make(configuration: NorqConfiguration?, registry: ProviderTypeRegistry,
+                            logger: Logger = Self.quietLogger) -> LintProviders {
+        guard let configuration else { return LintProviders() }
+        var result = LintProviders()
+        for instance in configuration.providers {
+            let location: SourceLocation?
+            if case .file(let at) = instance.origin { location = at } else { location = nil }
+            guard let type = registry.type(named: instance.typeName) else {
+                result.failures.append(LintFinding(
+                    severity: .error, code: .configUnknownProviderType,
+                    message: "provider \"\(instance.name)\" has type \"\(instance.typeName)\", which is not registered",
+                    hint: "registered types: " + registry.typeNames.joined(separator: ", "),
+                    file: location?.file, line: location?.line ?? 0, column: location?.column ?? 0,
+                    provider: instance.name))
+                continue
+            }
+            let provider: any PushProvider
+            do throws(NorqError) {
+                provider = try type.makeProvider(name: instance.name, configuration: instance.configuration,
+                                                 policy: DeliveryPolicy(retry: instance.retry,
+                                                                        maxInFlight: instance.maxInFlight),
+                                                 context: ProviderContext(logger: logger))
+            } catch {
+                result.failures.append(Self.failure(error, instance: instance))
+                continue
+            }
+            let served = type.platforms.union(provider.platforms)
+            let named = served.filter { platform in
+                if let route = configuration.routing.byPlatform[platform] { return route == instance.name }
+                if let fallback = configuration.routing.defaultProvider { return fallback == instance.name }
+                // No rule: the only provider of the platform gets its tokens.
+                return configuration.providers.count { other in
+                    registry.type(named: other.typeName)?.platforms.contains(platform) == true
+                } == 1
+            }
+            let platforms = (named.isEmpty ? served : named).sorted { $0.rawValue < $1.rawValue }
+            result.entries.append(Entry(name: instance.name, provider: provider, platforms: platforms,
+                                        routed: !named.isEmpty))
+        }
+        return result
+    }
+
+    /// `error` of making `instance`, with the instance's name and type and, when the error has no place of its
+    /// own, the instance's place in the config file.
+    public static func failure(_ error: NorqError, instance: ProviderInstanceConfiguration) -> LintFinding {
+        var finding = LintFinding(error, severity: .error, provider: instance.name)
+        finding.message = "provider \(instance.name) (type \(instance.typeName), \(instance.origin)): " + error.message
+        if finding.file == nil, case .file(let at) = instance.origin {
+            finding.file = at.file
+            finding.line = at.line
+            finding.column = at.column
+        }
+        return finding
+    }
+
+    /// Drains every made provider (none has connected: linting never sends).
+    public func shutdown() async {
+        for entry in entries { await entry.provider.shutdown() }
+    }
+
+    /// A logger that keeps the providers quiet while linting (errors only).
+    public static var quietLogger: Logger {
+        var logger = Logger(label: "norq.lint")
+        logger.logLevel = .error
+        return logger
+    }
+}

@@ -6,20 +6,20 @@ import OrderedCollections
 /// estimate): an iOS lock-screen banner shows one line of title and of subtitle and four lines of body; an
 /// Android notification, collapsed, one line of title and one of body; Chrome's desktop notification about two
 /// lines of title and three of body.
-enum PreviewPlatforms {
+package enum PreviewPlatforms {
     /// The characters shown before the ellipsis, per platform and field.
-    struct Cuts {
-        var title: Int
-        var subtitle: Int
-        var body: Int
+    package struct Cuts: Sendable {
+        package var title: Int
+        package var subtitle: Int
+        package var body: Int
     }
 
-    static let iosCuts = Cuts(title: 38, subtitle: 38, body: 178)
-    static let androidCuts = Cuts(title: 40, subtitle: 40, body: 48)
-    static let webCuts = Cuts(title: 60, subtitle: 0, body: 120)
+    package static let iosCuts = Cuts(title: 38, subtitle: 38, body: 178)
+    package static let androidCuts = Cuts(title: 40, subtitle: 40, body: 48)
+    package static let webCuts = Cuts(title: 60, subtitle: 0, body: 120)
 
     /// `text` cut at `limit` characters with an ellipsis (whitespace before the cut trimmed), and whether it was.
-    static func cut(_ text: String, _ limit: Int) -> (text: String, truncated: Bool) {
+    package static func cut(_ text: String, _ limit: Int) -> (text: String, truncated: Bool) {
         // Line breaks are drawn as spaces on a banner.
         let flat = text.split(whereSeparator: \.isNewline).joined(separator: " ")
         guard flat.count > limit, limit > 0 else { return (flat, false) }

@@ -14,21 +14,26 @@ import Darwin
 /// system events on Linux (libdispatch has no vnode sources there), and inotify through Glibc would need a watch
 /// per folder kept in step with folders made and removed, and a blocking read off the cooperative pool; a
 /// template project is a few dozen files, so a look every 200 ms costs microseconds and is bounded.
-struct PreviewWatcher: Sendable {
+package struct PreviewWatcher: Sendable {
     /// One file's state.
-    struct Stamp: Hashable, Sendable {
-        var size: Int64
-        var seconds: Int
-        var nanoseconds: Int
+    package struct Stamp: Hashable, Sendable {
+        package var size: Int64
+        package var seconds: Int
+        package var nanoseconds: Int
     }
 
     /// The files and folders watched.
-    var paths: [String]
+    package var paths: [String]
     /// A bound on the files looked at per poll (a project bigger than this is watched in part).
-    var maximumFiles = 10_000
+    package var maximumFiles = 10_000
+
+    package init(paths: [String], maximumFiles: Int = 10_000) {
+        self.paths = paths
+        self.maximumFiles = maximumFiles
+    }
 
     /// The state of every watched file now.
-    func look() -> [String: Stamp] {
+    package func look() -> [String: Stamp] {
         var stamps: [String: Stamp] = [:]
         for path in paths {
             guard stamps.count < maximumFiles else { break }

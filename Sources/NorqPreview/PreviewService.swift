@@ -139,7 +139,9 @@ package final class PreviewService: Service {
             }
             let now = PreviewWatcher(paths: paths).look()
             if now != last {
-                if let old = reload() { await old.shutdown(gracePeriod: .zero) }
+                let started = ContinuousClock.now
+                let old = reload()
+                let loadTime = ContinuousClock.now - started
                 let snapshot = self.snapshot
                 // A reload may watch other paths (a config naming another templates directory).
                 if snapshot.watched != paths {
@@ -148,8 +150,11 @@ package final class PreviewService: Service {
                 } else {
                     last = now
                 }
-                logger.debug("project changed: reloaded", metadata: ["generation": "\(snapshot.generation)"])
                 events.broadcast(.init(event: "change", data: #"{"generation":\#(snapshot.generation)}"#))
+                logger.debug("project changed: reloaded", metadata: [
+                    "generation": "\(snapshot.generation)", "load": "\(loadTime)",
+                ])
+                if let old { await old.shutdown(gracePeriod: .zero) }
                 sinceKeepAlive = .zero
             } else {
                 sinceKeepAlive += settings.pollInterval

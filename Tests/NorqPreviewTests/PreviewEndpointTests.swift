@@ -166,7 +166,8 @@ import Testing
                 _ = try await log.wait(for: "event: hello\ndata: {\"generation\":1}")
                 try fixture.write("welcome/push.md", PreviewFixture.welcome(title: "Hello again, {{user.name}}"))
                 let waited = try await log.wait(for: "event: change\ndata: {\"generation\":2}", timeout: .seconds(3))
-                #expect(waited < .seconds(1), "the change was seen after \(waited)")
+                // A functional bound (the watcher polls every 200 ms); speed is measured apart, not by unit tests.
+                #expect(waited < .seconds(3), "the change was seen after \(waited)")
                 let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
                 #expect(answer.json["platforms"]?["ios"]?["title"]?["full"] == "Hello again, Ada")
                 #expect(answer.json["generation"] == 2)

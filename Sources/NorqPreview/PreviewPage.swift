@@ -59,6 +59,8 @@ main { padding:14px 18px; overflow:auto; }
 .gauge > div { height:100%; background:var(--ok); }
 .gauge.high > div { background:var(--warn); } .gauge.over > div { background:var(--err); }
 .dim { color:var(--dim); }
+.img-placeholder { margin-top:6px; height:90px; border-radius:8px; background:repeating-linear-gradient(45deg,#eceff1,#eceff1 8px,#e0e4e7 8px,#e0e4e7 16px); color:#5f6368; font-size:11px; display:flex; align-items:flex-end; padding:6px; overflow:hidden; word-break:break-all; }
+#project { word-break:break-all; font-size:12px; }
 </style>
 </head>
 <body data-generation="0" data-rendered="">
@@ -159,13 +161,17 @@ function meta(section, pairs) {
 }
 function image(section, url) {
   const box = $(".img", section); if (!box) return; box.replaceChildren();
-  if (url) box.append(el("img", { src: url, alt: "image: " + url, referrerPolicy: "no-referrer" }));
+  if (!url) return;
+  const img = el("img", { src: url, alt: "", referrerPolicy: "no-referrer" });
+  // An image that cannot be loaded here (no network, a private host) is drawn as a placeholder of its size.
+  img.onerror = () => img.replaceWith(el("div", { className: "img-placeholder", textContent: "image · " + url }));
+  box.append(img);
 }
 function requests(section, items) {
   const box = $(".requests", section); box.replaceChildren();
   if (!items.length) { box.append(el("p", { className: "dim", textContent: "No provider routes this platform." })); return; }
   for (const r of items) {
-    const d = el("details", { open: items.length === 1 });
+    const d = el("details", { open: r === items[0] });
     const title = (r.provider || "no provider") + (r.type ? " (" + r.type + ")" : "") + " · " + r.routing;
     d.append(el("summary", { textContent: title }));
     if (r.request) {

@@ -76,8 +76,8 @@ package enum PreviewRenderer {
             return .object(object)
         }
         let library = project.library
-        object["directory"] = .string(library.directory)
-        object["config"] = project.configuration?.file.map(JSONValue.string) ?? .null
+        object["directory"] = .string((library.directory as NSString).standardizingPath)
+        object["config"] = project.configuration?.file.map { .string(($0 as NSString).standardizingPath) } ?? .null
         object["templates"] = .array(library.templateNames.map { name in
             let findings = snapshot.findings[name] ?? []
             var entry: OrderedDictionary<String, JSONValue> = [

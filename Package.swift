@@ -236,7 +236,7 @@ let package = Package(
                 "NorqStoreSQLite", "NorqStorePostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                "NorqServer",
+                "NorqServer", "NorqPreview",
             ],
             // Not `Sources/norq`: it would differ from `Sources/Norq` only by case (macOS file systems).
             path: "Sources/NorqCLI",
@@ -403,6 +403,32 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        // `norq preview` (issue 32): the template author's local page (127.0.0.1 only) showing a template as each
+        // platform draws it, the exact request per routed provider and the findings; re-rendered on save (SSE).
+        // Its own target so that NorqServer stays the API server.
+        .target(
+            name: "NorqPreview",
+            dependencies: [
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqPreviewTests",
+            dependencies: [
+                "NorqPreview", "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqBuiltIns", "norq",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

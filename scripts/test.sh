@@ -6,14 +6,30 @@
 #
 #   NORQ_TEST_POSTGRES_URL=postgres://...  use that server instead (it must allow CREATE DATABASE)
 #   NORQ_SKIP_POSTGRES=1                   skip the PostgreSQL tests explicitly (they fail when neither is set)
+#
+# `norq preview`'s browser test needs headless Chromium: installed here when missing (Debian package `chromium`),
+# and NORQ_REQUIRE_BROWSER=1 is exported so that the test fails rather than skips without it.
+#   NORQ_SKIP_BROWSER=1                    neither install Chromium nor require it (the browser test then runs only
+#                                          when a chromium is on PATH, and says it was skipped otherwise)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+if [ "${NORQ_SKIP_BROWSER:-}" != "1" ]; then
+    if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+        && [ -z "${NORQ_CHROMIUM:-}" ]; then
+        echo "scripts/test.sh: installing Chromium (Debian package chromium) for the norq preview browser test" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        $SUDO apt-get update -qq
+        $SUDO apt-get install -y -qq chromium >/dev/null
+    fi
+    export NORQ_REQUIRE_BROWSER=1
+fi
 
 if [ "${NORQ_SKIP_POSTGRES:-}" = "1" ] || [ -n "${NORQ_TEST_POSTGRES_URL:-}" ]; then
     exec swift test --no-parallel "$@"
 fi
 
-SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 if [ -z "$(pg_bin)" ] || [ ! -x "$(pg_bin)/initdb" ]; then
     echo "scripts/test.sh: installing PostgreSQL (Debian package postgresql)" >&2

@@ -23,6 +23,6 @@ struct NorqCommand: AsyncParsableCommand {
                       EmulatorCommand.self, ChannelsCommand.self,
                       NewCommand.self, InitCommand.self, ProviderCommand.self,
                       WorkerCommand.self, StatusCommand.self, TokensCommand.self, MigrateCommand.self,
-                      ServeCommand.self]
+                      ServeCommand.self, PreviewCommand.self]
     )
 }

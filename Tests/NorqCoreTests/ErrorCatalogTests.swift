@@ -6,7 +6,7 @@ import Testing
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static let codePattern = #""((?:config|push|template|apns|fcm|routing|provider|cli|webpush|expo|store|idempotency|token|server)/[a-z0-9-]+)""#
+    static let codePattern = #""((?:config|push|template|apns|fcm|routing|provider|cli|webpush|expo|store|idempotency|token|server|preview)/[a-z0-9-]+)""#
 
     /// Codes appearing as string literals in Swift files under `Sources/`.
     static func codesInSources() throws -> [String: String] {

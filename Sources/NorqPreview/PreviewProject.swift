@@ -1,0 +1,112 @@
+package import Logging
+package import Norq
+package import NorqConfig
+package import NorqCore
+package import NorqTemplates
+
+/// One finding shown beside a template: an error or a warning with where it is.
+package struct PreviewFinding: Sendable, Hashable {
+    package enum Severity: String, Sendable, Hashable {
+        case error, warning
+    }
+
+    package var severity: Severity
+    package var code: String
+    package var message: String
+    package var hint: String?
+    package var file: String?
+    package var line: Int?
+    package var column: Int?
+
+    package init(severity: Severity, code: String, message: String, hint: String? = nil, file: String? = nil,
+                 line: Int? = nil, column: Int? = nil) {
+        self.severity = severity
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.file = file
+        self.line = line
+        self.column = column
+    }
+
+    /// A `NorqError` as a finding (its location, when it has one, gives file, line and column).
+    package init(_ error: NorqError, severity: Severity) {
+        self.init(severity: severity, code: error.code.rawValue, message: error.message, hint: error.hint,
+                  file: error.location?.file, line: error.location?.line, column: error.location?.column)
+    }
+
+    var json: JSONValue {
+        [
+            "severity": .string(severity.rawValue), "code": .string(code), "message": .string(message),
+            "hint": hint.map(JSONValue.string) ?? .null, "file": file.map(JSONValue.string) ?? .null,
+            "line": line.map { .int(Int64($0)) } ?? .null, "column": column.map { .int(Int64($0)) } ?? .null,
+        ]
+    }
+}
+
+/// The seam through which the preview gets a project's findings: today the checks `norq validate` runs (the CLI
+/// plugs them in); a richer linter (`norq lint`) plugs in here without changing the preview.
+package protocol PreviewLinter: Sendable {
+    /// The findings of every template of `library`, by template id. Called once per load of the project (at start
+    /// and after each change on disk), never per request.
+    func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]]
+}
+
+/// A linter that finds nothing (a project previewed without checks).
+package struct NoPreviewLinter: PreviewLinter {
+    package init() {}
+    package func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]] {
+        [:]
+    }
+}
+
+/// A project as the preview sees it: the templates, the configuration (when there is one) and the router built
+/// from it for dry runs (nil without providers, or when building it failed: `routerError`).
+package struct PreviewProject: Sendable {
+    package var library: TemplateLibrary
+    package var configuration: NorqConfiguration?
+    package var router: NotificationRouter?
+    /// Why there is no router although a configuration was loaded (a provider's key cannot be read, ...).
+    package var routerError: NorqError?
+    /// The files and folders whose changes re-render the page: the templates directory and the config file.
+    package var watched: [String]
+
+    package init(library: TemplateLibrary, configuration: NorqConfiguration?, router: NotificationRouter?,
+                 routerError: NorqError? = nil, watched: [String]) {
+        self.library = library
+        self.configuration = configuration
+        self.router = router
+        self.routerError = routerError
+        self.watched = watched
+    }
+
+    /// Builds a project: the router from `configuration` and `registry` when the configuration declares providers.
+    package static func make(library: TemplateLibrary, configuration: NorqConfiguration?,
+                             registry: ProviderTypeRegistry,
+                             logger: Logger = Logger(label: "norq.preview.router")) -> PreviewProject {
+        var watched = [library.directory]
+        if let file = configuration?.file { watched.append(file) }
+        guard let configuration, !configuration.providers.isEmpty else {
+            return PreviewProject(library: library, configuration: configuration, router: nil, watched: watched)
+        }
+        do {
+            let router = try NotificationRouter(configuration: configuration, registry: registry, templates: library,
+                                                logger: logger)
+            return PreviewProject(library: library, configuration: configuration, router: router, watched: watched)
+        } catch {
+            return PreviewProject(library: library, configuration: configuration, router: nil, routerError: error,
+                                  watched: watched)
+        }
+    }
+}
+
+/// What the preview serves at one moment: the project loaded last (or why it could not be loaded), its findings,
+/// and a generation number that each reload after a change on disk increments.
+package struct PreviewSnapshot: Sendable {
+    package var generation: Int
+    package var project: PreviewProject?
+    package var loadError: NorqError?
+    package var findings: [String: [PreviewFinding]]
+    /// The paths watched for changes (kept from the last good load when a reload fails).
+    package var watched: [String]
+}

@@ -1,0 +1,237 @@
+import Foundation
+import Hummingbird
+package import Logging
+import Norq
+package import NorqCore
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// `norq preview`: the template author's page on 127.0.0.1 (never another address), a `Service`.
+///
+/// `run()` loads the project, listens, and owns the watcher: a task of its group that polls the watched files
+/// (see ``PreviewWatcher``) and, after a change, loads the project again and tells every open page
+/// (server-sent events on `/events`), which then renders again. Graceful shutdown ends the event streams and the
+/// listener (requests in flight finish), then the watcher.
+///
+/// Routes: `GET /` the page; `GET /api/templates`; `POST /api/render` `{"template", "sample"?, "data"?}`;
+/// `GET /events`.
+package final class PreviewService: Service {
+    /// Where and how much.
+    package struct Settings: Sendable {
+        /// The port on 127.0.0.1 (0: any free port).
+        package var port: Int
+        /// How often the watched files are looked at.
+        package var pollInterval: Duration = .milliseconds(200)
+        /// Pages subscribed to live updates at once (more get `preview/too-many-clients`).
+        package var maximumClients = 16
+        /// The largest render request (pasted data), in bytes (`preview/body-too-large`).
+        package var maximumBodyBytes = 256 * 1024
+        /// A comment on every event stream this often, so that proxies and browsers keep it open.
+        package var keepAliveInterval: Duration = .seconds(15)
+
+        package init(port: Int) {
+            self.port = port
+        }
+    }
+
+    /// The address the preview listens on, whatever the settings: the page shows templates and requests.
+    package static let host = "127.0.0.1"
+
+    let settings: Settings
+    let loader: @Sendable () throws(NorqError) -> PreviewProject
+    let linter: any PreviewLinter
+    let logger: Logger
+    let onListening: @Sendable (String, Int) -> Void
+    let current = Mutex(PreviewSnapshot(generation: 0, project: nil, loadError: nil, findings: [:], watched: []))
+    let events: PreviewEvents
+
+    /// - Parameters:
+    ///   - loader: reads the configuration and the templates (called at start and after each change on disk).
+    ///   - linter: the findings shown beside each template (see ``PreviewLinter``).
+    ///   - onListening: called with the bound host and port once the page can be loaded.
+    package init(settings: Settings, loader: @escaping @Sendable () throws(NorqError) -> PreviewProject,
+                 linter: any PreviewLinter, logger: Logger = Logger(label: "norq.preview"),
+                 onListening: @escaping @Sendable (String, Int) -> Void = { _, _ in }) {
+        self.settings = settings
+        self.loader = loader
+        self.linter = linter
+        self.logger = logger
+        self.onListening = onListening
+        self.events = PreviewEvents(maximumClients: settings.maximumClients)
+    }
+
+    /// What is served now.
+    package var snapshot: PreviewSnapshot { current.withLock { $0 } }
+
+    /// Loads the project again and makes it current (the next generation); a project that cannot be loaded
+    /// leaves its error on the page and the watched paths as they were. Returns the router it replaced.
+    @discardableResult
+    func reload() -> NotificationRouter? {
+        let loaded: Result<PreviewProject, NorqError>
+        do throws(NorqError) {
+            loaded = .success(try loader())
+        } catch {
+            loaded = .failure(error)
+        }
+        var findings: [String: [PreviewFinding]] = [:]
+        if case .success(let project) = loaded {
+            findings = linter.findings(library: project.library, configuration: project.configuration)
+        }
+        return current.withLock { snapshot in
+            let old = snapshot.project?.router
+            snapshot.generation += 1
+            switch loaded {
+            case .success(let project):
+                snapshot.project = project
+                snapshot.loadError = nil
+                snapshot.watched = project.watched
+            case .failure(let error):
+                snapshot.project = nil
+                snapshot.loadError = error
+            }
+            snapshot.findings = findings
+            return old
+        }
+    }
+
+    /// Serves until graceful shutdown or cancellation.
+    package func run() async throws {
+        reload()
+        let router = Router()
+        addRoutes(to: router)
+        let onListening = self.onListening
+        let port = settings.port
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(Self.host, port: port), serverName: "norq-preview"),
+            onServerRunning: { channel in onListening(Self.host, channel.localAddress?.port ?? port) },
+            logger: logger)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await self.watch() }
+                try await withGracefulShutdownHandler {
+                    try await app.run()
+                } onGracefulShutdown: {
+                    self.events.close()
+                }
+                group.cancelAll()
+            }
+        } catch let error as IOError {
+            await snapshot.project?.router?.shutdown(gracePeriod: .zero)
+            throw NorqError(.previewBindFailed, "could not listen on \(Self.host):\(port): \(error)",
+                            hint: "choose another --port (0: any free port)")
+        }
+        events.close()
+        await snapshot.project?.router?.shutdown(gracePeriod: .zero)
+    }
+
+    /// The watcher: polls until cancelled; after a change, reloads and tells the pages.
+    func watch() async {
+        var paths = snapshot.watched
+        var last = PreviewWatcher(paths: paths).look()
+        var sinceKeepAlive = Duration.zero
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: settings.pollInterval)
+            } catch {
+                return
+            }
+            let now = PreviewWatcher(paths: paths).look()
+            if now != last {
+                let started = ContinuousClock.now
+                let old = reload()
+                let loadTime = ContinuousClock.now - started
+                let snapshot = self.snapshot
+                // A reload may watch other paths (a config naming another templates directory).
+                if snapshot.watched != paths {
+                    paths = snapshot.watched
+                    last = PreviewWatcher(paths: paths).look()
+                } else {
+                    last = now
+                }
+                events.broadcast(.init(event: "change", data: #"{"generation":\#(snapshot.generation)}"#))
+                logger.debug("project changed: reloaded", metadata: [
+                    "generation": "\(snapshot.generation)", "load": "\(loadTime)",
+                ])
+                if let old { await old.shutdown(gracePeriod: .zero) }
+                sinceKeepAlive = .zero
+            } else {
+                sinceKeepAlive += settings.pollInterval
+                if sinceKeepAlive >= settings.keepAliveInterval {
+                    events.broadcast(.init(event: nil, data: "keep-alive"))
+                    sinceKeepAlive = .zero
+                }
+            }
+        }
+    }
+
+    // MARK: routes
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/") { _, _ in
+            Response(status: .ok,
+                     headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: PreviewPage.html)))
+        }
+        router.get("/api/templates") { _, _ in
+            Self.json(200, PreviewRenderer.templatesJSON(self.snapshot))
+        }
+        router.post("/api/render") { request, _ in
+            do {
+                let parsed = try await self.readRenderRequest(request)
+                let (status, body) = PreviewRenderer.render(parsed, snapshot: self.snapshot)
+                return Self.json(status, body)
+            } catch let error as NorqError {
+                return Self.json(error.previewStatus, ["error": PreviewRenderer.errorJSON(error)])
+            }
+        }
+        router.get("/events") { _, _ in
+            let generation = self.snapshot.generation
+            guard let stream = self.events.subscribe(
+                first: .init(event: "hello", data: #"{"generation":\#(generation)}"#)) else {
+                let error = NorqError(.previewTooManyClients,
+                                      "\(self.settings.maximumClients) pages are already subscribed to live updates",
+                                      hint: "close a preview tab")
+                return Self.json(error.previewStatus, ["error": PreviewRenderer.errorJSON(error)])
+            }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+                body: ResponseBody { writer in
+                    for await message in stream {
+                        try await writer.write(ByteBuffer(string: message.text))
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+    }
+
+    func readRenderRequest(_ request: Request) async throws(NorqError) -> PreviewRenderRequest {
+        let limit = settings.maximumBodyBytes
+        let tooLarge = NorqError(.previewBodyTooLarge, "the render request is larger than \(limit) bytes",
+                                 hint: "paste less data")
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit { throw tooLarge }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge
+        } catch {
+            throw NorqError(.previewInvalidRequest, "the body could not be read")
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64)
+        } catch {
+            throw NorqError(.previewInvalidRequest, "the body is not valid JSON: \(error.message)")
+        }
+        return try PreviewRenderRequest(json: json)
+    }
+
+    static func json(_ status: Int, _ body: JSONValue) -> Response {
+        Response(status: HTTPResponse.Status(code: status),
+                 headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: body.serialized())))
+    }
+}

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NorqConfig
 import NorqCore
+import Norq
 import NorqPreview
 import NorqTemplates
 import ServiceLifecycle
@@ -91,17 +92,17 @@ struct PreviewCommand: AsyncParsableCommand {
     }
 }
 
-/// The findings the page shows today: exactly the checks `norq validate` runs on the templates (`TemplateCheck`:
-/// compile errors and warnings, each sample against the data schema, each sample rendered and measured against
-/// the routed providers' payload limits). `norq lint` plugs in here as another `PreviewLinter`.
+/// The findings the page shows: `norq lint`'s template checks (`TemplateLinter`: compile errors and warnings, each
+/// sample against the data schema, nullable access, past expirations), without the provider pass (the page runs
+/// each routed provider's `prepare` itself for its requests and payload gauges; a second set of providers made per
+/// reload would hold connections the synchronous reload cannot close).
 struct ValidateChecksLinter: PreviewLinter {
     func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]] {
-        let checks = TemplateCheck.run(directory: library.directory, required: true, idStyle: library.idStyle,
-                                       configuration: configuration)
+        let report = TemplateLinter(library: library, providers: LintProviders(), options: TemplateLinter.Options()).lint()
         var result: [String: [PreviewFinding]] = [:]
-        for check in checks {
-            result[check.name] = check.errors.map { PreviewFinding($0, severity: .error) }
-                + check.warnings.map { PreviewFinding($0, severity: .warning) }
+        for template in report.templates {
+            result[template.template] = template.errors.map { PreviewFinding($0.error, severity: .error) }
+                + template.warnings.map { PreviewFinding($0.error, severity: .warning) }
         }
         return result
     }

@@ -1,0 +1,205 @@
+import NorqCore
+import PropertyBased
+import Testing
+
+@testable import NorqStore
+
+/// The segment values' binary forms (every field round-trips) and `SegmentLedger`'s rules, without a database.
+@Suite struct SegmentCodecTests {
+    static func text<R: RandomNumberGenerator>(_ rng: inout R) -> String {
+        let alphabet = Array("abcXYZ019-_\u{0}\u{7f}é😀\"\\{}")
+        return String((0..<Int.random(in: 0...12, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+    }
+
+    static func maybe<T>(_ present: Bool, _ value: @autoclosure () -> T) -> T? {
+        present ? value() : nil
+    }
+
+    static func outcome<R: RandomNumberGenerator>(_ rng: inout R) -> StoredOutcome {
+        StoredOutcome(state: [DeliveryState.delivered, .rejected, .failed, .skipped].randomElement(using: &rng)!,
+                      status: maybe(Bool.random(using: &rng), Int.random(in: -1...600, using: &rng)), reason: maybe(Bool.random(using: &rng), text(&rng)),
+                      code: maybe(Bool.random(using: &rng), text(&rng)), classification: maybe(Bool.random(using: &rng), text(&rng)),
+                      invalidSince: maybe(Bool.random(using: &rng), Int64.random(in: Int64.min...Int64.max, using: &rng)),
+                      messageID: maybe(Bool.random(using: &rng), text(&rng)), mayHaveBeenDelivered: Bool.random(using: &rng))
+    }
+
+    static func target<R: RandomNumberGenerator>(_ rng: inout R) -> SegmentTarget {
+        SegmentTarget(position: Int.random(in: 0...1_000_000, using: &rng), target: text(&rng), identity: text(&rng),
+                      provider: maybe(Bool.random(using: &rng), text(&rng)), recipientID: maybe(Bool.random(using: &rng), text(&rng)), messageID: maybe(Bool.random(using: &rng), text(&rng)),
+                      attempts: Int.random(in: 0...50, using: &rng), mayHaveBeenDelivered: Bool.random(using: &rng),
+                      last: maybe(Bool.random(using: &rng), outcome(&rng)))
+    }
+
+    static let targets = Generator<[SegmentTarget], Shrink.None<[SegmentTarget]>>(run: { rng in
+        (0..<Int.random(in: 0...20, using: &rng)).map { _ in target(&rng) }
+    })
+
+    static let progresses = Generator<SegmentProgress, Shrink.None<SegmentProgress>>(run: { rng in
+        let count = Int.random(in: 0...300, using: &rng)
+        var progress = SegmentProgress(count: count)
+        for index in 0..<count where Bool.random(using: &rng) {
+            progress.markDone(index)
+            switch Int.random(in: 0...3, using: &rng) {
+            case 0: progress.entries[index] = .finished(outcome(&rng), target(&rng),
+                                                         at: Int64.random(in: 0...Int64.max, using: &rng))
+            case 1: progress.entries[index] = .moved
+            case 2: progress.entries[index] = .delivered(messageID: maybe(Bool.random(using: &rng), text(&rng)),
+                                                          status: maybe(Bool.random(using: &rng), Int.random(in: 0...600, using: &rng)),
+                                                          mayHaveBeenDelivered: Bool.random(using: &rng))
+            default: break
+            }
+        }
+        return progress
+    })
+
+    @Test func everyFieldOfRandomTargetsRoundTrips() async {
+        await propertyCheck(count: 200, input: Self.targets) { targets in
+            let bytes = SegmentCodec.encode(targets: targets)
+            #expect((try? SegmentCodec.decodeTargets(bytes)) == targets)
+        }
+    }
+
+    @Test func everyEntryOfRandomProgressRoundTrips() async {
+        await propertyCheck(count: 200, input: Self.progresses) { progress in
+            let bytes = SegmentCodec.encode(progress: progress)
+            #expect((try? SegmentCodec.decodeProgress(bytes)) == progress)
+        }
+    }
+
+    @Test func positionsRoundTripAsRanges() throws {
+        let scattered = PositionRanges(positions: [7, 8, 9, 3, 100, 101, 0])
+        #expect(scattered.ranges == [7..<10, 3..<4, 100..<102, 0..<1])
+        #expect(try SegmentCodec.decodePositions(SegmentCodec.encode(positions: scattered)) == scattered)
+        #expect(scattered.positions == [7, 8, 9, 3, 100, 101, 0])
+        #expect(scattered.lowest == 0 && scattered.highest == 101)
+    }
+
+    /// A truncated or foreign blob is `store/corrupt`, never a crash.
+    @Test func damagedBlobsAreCorrupt() {
+        let bytes = SegmentCodec.encode(targets: [SegmentTarget(position: 1, target: "{}", identity: "t", provider: nil,
+                                                                recipientID: nil, messageID: "m")])
+        for cut in [0, 1, 2, bytes.count / 2, bytes.count - 1] {
+            #expect(throws: NorqError.self) { try SegmentCodec.decodeTargets(Array(bytes.prefix(cut))) }
+        }
+        #expect(throws: NorqError.self) { try SegmentCodec.decodeProgress([9, 9, 9]) }
+        #expect(throws: NorqError.self) { try SegmentCodec.decodePositions([1, 1, 0, 0]) }
+    }
+}
+
+@Suite struct SegmentLedgerTests {
+    static func send(_ count: Int) -> NewSend {
+        NewSend(id: "s", idempotencyKey: nil, fingerprint: "f", content: "{}",
+                targets: (0..<count).map {
+                    NewDelivery(position: $0, target: "{\"token\":\"t\($0)\"}", identity: "t\($0)", provider: "apns",
+                                messageID: "m\($0)")
+                })
+    }
+
+    static func leased(_ segment: NewSegment, id: Int64 = 1, attempts: Int = 1) -> SegmentRecord {
+        SegmentRecord(id: id, sendID: segment.sendID, count: segment.count, open: segment.open, state: .leased,
+                      attempts: attempts, nextAttemptAt: 0, leaseOwner: "w", leaseToken: "L", leaseExpiresAt: 100,
+                      counts: segment.counts, progress: segment.progress, positions: segment.positions, createdAt: 0)
+    }
+
+    @Test func sendsAreCutInOrderAndDecidedTargetsAreDoneAtOnce() {
+        var new = Self.send(5)
+        new.targets[3].outcome = StoredOutcome(state: .failed, code: "routing/no-provider")
+        let segments = SegmentLedger.segments(of: new, now: 7, size: 2) { $0.identity == "t4" ? InvalidTokenRecord(
+            token: "t4", provider: nil, reason: "Unregistered", invalidSince: 3, recordedAt: 3) : nil }
+        #expect(segments.map(\.count) == [2, 2, 1])
+        #expect(segments.map { $0.positions.ranges } == [[0..<2], [2..<4], [4..<5]])
+        #expect(segments.map(\.open) == [2, 1, 0])
+        #expect(segments[1].counts == SegmentCounts(failed: 1))
+        #expect(segments[2].isFinished && segments[2].counts == SegmentCounts(skipped: 1))
+        if case .finished(let outcome, let target, let at)? = segments[2].progress.entries[0] {
+            #expect(outcome.code == "token/invalid" && target.identity == "t4" && at == 7)
+        } else {
+            Issue.record("the skipped target keeps its outcome")
+        }
+    }
+
+    @Test func aCheckpointAppliesUnderTheLeaseOnlyOnce() {
+        let segment = SegmentLedger.segments(of: Self.send(3), now: 0, size: 10) { _ in nil }[0]
+        var record = Self.leased(segment)
+        let rows = SegmentLedger.claimedRows(record, targets: segment.targets)
+        #expect(rows.map(\.id) == [1 << 20, 1 << 20 | 1, 1 << 20 | 2])
+        #expect(rows.allSatisfy { $0.leaseToken == "L" && $0.attempts == 1 })
+        let delivered = StoredOutcome(state: .delivered, status: 200, messageID: "m0")
+        var applied = SegmentLedger.apply([.finish(rows[0].lease!, delivered),
+                                           .finish(Lease(rowID: rows[1].id, token: "other"), delivered)],
+                                          to: &record, targets: nil, now: 5)
+        #expect(applied.applied == [rows[0].id] && applied.lost == [rows[1].id])
+        #expect(record.open == 2 && record.counts.delivered == 1 && !applied.finished)
+        // The same target again: lost, nothing changes.
+        applied = SegmentLedger.apply([.finish(rows[0].lease!, delivered)], to: &record, targets: nil, now: 6)
+        #expect(applied.lost == [rows[0].id] && record.counts.delivered == 1)
+        // A rejection needs the targets (the kept target, the registry entry).
+        let gone = StoredOutcome(state: .rejected, status: 410, reason: "Unregistered", classification: "token-invalid",
+                                 invalidSince: 4, environment: "production")
+        applied = SegmentLedger.apply([.finish(rows[1].lease!, gone)], to: &record, targets: nil, now: 7)
+        #expect(applied.lost == [rows[1].id], "without the targets a non-delivery is not applied")
+        #expect(SegmentLedger.needsTargets([.finish(rows[1].lease!, gone)]))
+        applied = SegmentLedger.apply([.finish(rows[1].lease!, gone), .finish(rows[2].lease!, delivered)],
+                                      to: &record, targets: segment.targets, now: 8)
+        #expect(applied.finished && record.open == 0)
+        #expect(applied.registry == [RegistryUpdate(token: "t1", provider: "apns", environment: "production",
+                                                    outcome: StoredOutcome(state: .rejected, status: 410,
+                                                                           reason: "Unregistered",
+                                                                           classification: "token-invalid",
+                                                                           invalidSince: 4))])
+        let history = SegmentLedger.history(of: record, finishedAt: 9)
+        let shown = SegmentLedger.rows(history, targets: segment.targets, positions: 0..<10)
+        #expect(shown.map(\.state) == [.delivered, .rejected, .delivered])
+        #expect(shown.map(\.identity) == ["t0", "t1", "t2"])
+        #expect(shown[1].finishedAt == 9 && shown[1].last?.reason == "Unregistered")
+        // Without the targets (pruned), history still says each position's state.
+        #expect(SegmentLedger.rows(history, positions: 0..<10).map(\.state) == [.delivered, .rejected, .delivered])
+    }
+
+    @Test func retriesMoveToRetrySegmentsAndReleasesGiveTheClaimBack() {
+        let segment = SegmentLedger.segments(of: Self.send(5), now: 0, size: 10) { _ in nil }[0]
+        var record = Self.leased(segment, attempts: 2)
+        let rows = SegmentLedger.claimedRows(record, targets: segment.targets)
+        let busy = StoredOutcome(state: .rejected, status: 503, classification: "retryable", mayHaveBeenDelivered: true)
+        // Two retries a second apart share a segment; one a minute later gets its own. One target is given back
+        // while the fifth is still in flight: it moves to a segment due now, its claim uncounted.
+        let applied = SegmentLedger.apply([.retry(rows[0].lease!, at: 1_000, last: busy),
+                                           .retry(rows[1].lease!, at: 1_900, last: busy),
+                                           .retry(rows[2].lease!, at: 61_000, last: busy),
+                                           .release(rows[3].lease!)], to: &record, targets: segment.targets, now: 10)
+        #expect(!applied.finished && record.open == 1 && applied.applied.count == 4)
+        let retries = applied.newSegments.filter { $0.nextAttemptAt > 10 }
+        #expect(retries.map(\.nextAttemptAt) == [1_900, 61_000])
+        #expect(retries.map { $0.targets.map(\.identity) } == [["t0", "t1"], ["t2"]])
+        #expect(retries[0].targets.allSatisfy { $0.attempts == 2 && $0.mayHaveBeenDelivered && $0.last?.status == 503 })
+        let givenBack = applied.newSegments.filter { $0.nextAttemptAt == 10 }
+        #expect(givenBack.map { $0.targets.map(\.identity) } == [["t3"]])
+        #expect(givenBack.first?.targets.first?.attempts == 1, "the claim that did not send it is not counted")
+        // Every open target given back: the segment itself goes back, its claim uncounted.
+        var whole = Self.leased(segment, attempts: 1)
+        let all = SegmentLedger.claimedRows(whole, targets: segment.targets)
+        let released = SegmentLedger.apply(all.map { .release($0.lease!) }, to: &whole, targets: segment.targets,
+                                           now: 20)
+        #expect(released.newSegments.isEmpty && !released.finished)
+        #expect(whole.state == .pending && whole.attempts == 0 && whole.leaseToken == nil && whole.open == 5)
+    }
+
+    @Test func legacyRowsBecomeOneTargetSegments() {
+        let pending = OutboxRow(id: 1, sendID: "s", position: 0, target: "{}", identity: "a", provider: "apns",
+                                recipientID: nil, state: .pending, attempts: 1, nextAttemptAt: 5, messageID: "m-a")
+        var leased = pending
+        leased.position = 1
+        leased.state = .leased
+        leased.leaseExpiresAt = 90
+        var done = pending
+        done.position = 2
+        done.state = .failed
+        done.last = StoredOutcome(state: .failed, reason: "gone")
+        done.finishedAt = 40
+        let (segments, history) = SegmentLedger.legacy(hot: [pending, leased], finished: [done])
+        #expect(segments.map(\.0.nextAttemptAt) == [5, 90])
+        #expect(segments.map { $0.0.targets[0].mayHaveBeenDelivered } == [false, true])
+        #expect(segments.map { $0.0.targets[0].attempts } == [1, 1])
+        #expect(history.count == 1 && history[0].0.counts == SegmentCounts(failed: 1) && history[0].0.finishedAt == 40)
+    }
+}

@@ -183,16 +183,19 @@ package struct SegmentHistoryRecord: Sendable, Hashable {
     package var id: Int64
     package var sendID: String
     package var count: Int
+    /// Claims of the segment (a delivered target's attempts are its earlier ones plus these).
+    package var attempts: Int
     package var counts: SegmentCounts
     package var progress: SegmentProgress
     package var positions: PositionRanges
     package var finishedAt: Int64
 
-    package init(id: Int64, sendID: String, count: Int, counts: SegmentCounts, progress: SegmentProgress,
-                 positions: PositionRanges, finishedAt: Int64) {
+    package init(id: Int64, sendID: String, count: Int, attempts: Int = 0, counts: SegmentCounts,
+                 progress: SegmentProgress, positions: PositionRanges, finishedAt: Int64) {
         self.id = id
         self.sendID = sendID
         self.count = count
+        self.attempts = attempts
         self.counts = counts
         self.progress = progress
         self.positions = positions

@@ -239,8 +239,9 @@ package enum SegmentLedger {
     package static func history(of record: SegmentRecord, finishedAt: Int64) -> SegmentHistoryRecord {
         var progress = record.progress
         progress.done = []  // every target is done
-        return SegmentHistoryRecord(id: record.id, sendID: record.sendID, count: record.count, counts: record.counts,
-                                    progress: progress, positions: record.positions, finishedAt: finishedAt)
+        return SegmentHistoryRecord(id: record.id, sendID: record.sendID, count: record.count,
+                                    attempts: record.attempts, counts: record.counts, progress: progress,
+                                    positions: record.positions, finishedAt: finishedAt)
     }
 
     // MARK: reading
@@ -254,7 +255,8 @@ package enum SegmentLedger {
                 continue
             }
             if let row = finishedRow(segment: record.id, sendID: record.sendID, index: index, position: target.position,
-                                     entry: record.progress.entries[index], target: target, finishedAt: nil) {
+                                     entry: record.progress.entries[index], target: target, claims: record.attempts,
+                                     finishedAt: nil) {
                 rows.append(row)
             }
         }
@@ -274,7 +276,7 @@ package enum SegmentLedger {
                 let target = targets.flatMap { index < $0.count ? $0[index] : nil }
                 if let row = finishedRow(segment: history.id, sendID: history.sendID, index: index, position: position,
                                          entry: history.progress.entries[index], target: target,
-                                         finishedAt: history.finishedAt) {
+                                         claims: history.attempts, finishedAt: history.finishedAt) {
                     rows.append(row)
                 }
             }
@@ -283,7 +285,7 @@ package enum SegmentLedger {
     }
 
     private static func finishedRow(segment: Int64, sendID: String, index: Int, position: Int,
-                                    entry: SegmentProgress.Entry?, target: SegmentTarget?,
+                                    entry: SegmentProgress.Entry?, target: SegmentTarget?, claims: Int,
                                     finishedAt: Int64?) -> OutboxRow? {
         let id = targetID(segment: segment, index: index)
         switch entry {
@@ -297,18 +299,19 @@ package enum SegmentLedger {
                              finishedAt: finishedAt ?? at)
         case .delivered(let messageID, let status, let may):
             return deliveredRow(id: id, sendID: sendID, position: position, target: target, messageID: messageID,
-                                status: status ?? 200, may: may, finishedAt: finishedAt)
+                                status: status ?? 200, may: may, claims: claims, finishedAt: finishedAt)
         case nil:
             return deliveredRow(id: id, sendID: sendID, position: position, target: target, messageID: nil,
-                                status: 200, may: false, finishedAt: finishedAt)
+                                status: 200, may: false, claims: claims, finishedAt: finishedAt)
         }
     }
 
     private static func deliveredRow(id: Int64, sendID: String, position: Int, target: SegmentTarget?,
-                                     messageID: String?, status: Int, may: Bool, finishedAt: Int64?) -> OutboxRow {
+                                     messageID: String?, status: Int, may: Bool, claims: Int,
+                                     finishedAt: Int64?) -> OutboxRow {
         OutboxRow(id: id, sendID: sendID, position: position, target: target?.target ?? "",
                   identity: target?.identity ?? "", provider: target?.provider, recipientID: target?.recipientID,
-                  state: .delivered, attempts: target.map { $0.attempts + 1 } ?? 0, nextAttemptAt: 0,
+                  state: .delivered, attempts: (target?.attempts ?? 0) + claims, nextAttemptAt: 0,
                   messageID: target?.messageID ?? messageID, mayHaveBeenDelivered: may,
                   last: StoredOutcome(state: .delivered, status: status, messageID: messageID, mayHaveBeenDelivered: may),
                   finishedAt: finishedAt)
@@ -359,7 +362,7 @@ extension SegmentLedger {
                 outcome.mayHaveBeenDelivered = outcome.mayHaveBeenDelivered || row.mayHaveBeenDelivered
                 progress.entries[0] = .finished(outcome, target, at: row.finishedAt ?? 0)
             }
-            history.append((SegmentHistoryRecord(id: 0, sendID: row.sendID, count: 1, counts: counts,
+            history.append((SegmentHistoryRecord(id: 0, sendID: row.sendID, count: 1, attempts: 1, counts: counts,
                                                  progress: progress,
                                                  positions: PositionRanges([row.position..<(row.position + 1)]),
                                                  finishedAt: row.finishedAt ?? 0), kept))

@@ -19,8 +19,9 @@ extension PostgresDeliveryStore {
         recordColumns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }
             .joined(separator: ", ")
     }
-    typealias HistoryColumns = (Int64, String, Int, Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64)
-    static let historyColumns = "id, send_id, count, delivered, rejected, failed, skipped, progress, positions, finished_at"
+    typealias HistoryColumns = (Int64, String, Int, Int, Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64)
+    static let historyColumns =
+        "id, send_id, count, attempts, delivered, rejected, failed, skipped, progress, positions, finished_at"
 
     static func record(_ c: RecordColumns) throws(NorqError) -> SegmentRecord {
         SegmentRecord(id: c.0, sendID: c.1, count: c.2, open: c.3, state: DeliveryState(rawValue: c.4), attempts: c.5,
@@ -32,10 +33,10 @@ extension PostgresDeliveryStore {
     }
 
     static func history(_ c: HistoryColumns) throws(NorqError) -> SegmentHistoryRecord {
-        SegmentHistoryRecord(id: c.0, sendID: c.1, count: c.2,
-                             counts: SegmentCounts(delivered: c.3, rejected: c.4, failed: c.5, skipped: c.6),
-                             progress: try SegmentCodec.decodeProgress(Array(c.7.readableBytesView)),
-                             positions: try SegmentCodec.decodePositions(Array(c.8.readableBytesView)), finishedAt: c.9)
+        SegmentHistoryRecord(id: c.0, sendID: c.1, count: c.2, attempts: c.3,
+                             counts: SegmentCounts(delivered: c.4, rejected: c.5, failed: c.6, skipped: c.7),
+                             progress: try SegmentCodec.decodeProgress(Array(c.8.readableBytesView)),
+                             positions: try SegmentCodec.decodePositions(Array(c.9.readableBytesView)), finishedAt: c.10)
     }
 
     static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
@@ -97,6 +98,7 @@ extension PostgresDeliveryStore {
                               logger: Logger) async throws {
         guard !records.isEmpty else { return }
         let ids = records.map(\.id), sendIDs = records.map(\.sendID), counts = records.map(\.count)
+        let attempts = records.map(\.attempts)
         let delivered = records.map(\.counts.delivered), rejected = records.map(\.counts.rejected)
         let failed = records.map(\.counts.failed), skipped = records.map(\.counts.skipped)
         let progress = records.map { buffer(SegmentCodec.encode(progress: $0.progress)) }
@@ -104,9 +106,10 @@ extension PostgresDeliveryStore {
         let first = records.map(\.positions.lowest), last = records.map(\.positions.highest)
         let finishedAt = records.map(\.finishedAt)
         try await connection.query("""
-            INSERT INTO norq_segment_history (id, send_id, count, delivered, rejected, failed, skipped, progress,
-                positions, first_position, last_position, finished_at)
-            SELECT * FROM unnest(\(ids)::bigint[], \(sendIDs)::text[], \(counts)::int[], \(delivered)::int[],
+            INSERT INTO norq_segment_history (id, send_id, count, attempts, delivered, rejected, failed, skipped,
+                progress, positions, first_position, last_position, finished_at)
+            SELECT * FROM unnest(\(ids)::bigint[], \(sendIDs)::text[], \(counts)::int[], \(attempts)::int[],
+                \(delivered)::int[],
                 \(rejected)::int[], \(failed)::int[], \(skipped)::int[], \(progress)::bytea[], \(positions)::bytea[],
                 \(first)::int[], \(last)::int[], \(finishedAt)::bigint[])
             """, logger: logger)
@@ -297,13 +300,13 @@ extension PostgresDeliveryStore {
             result += SegmentLedger.rows(record, targets: try SegmentCodec.decodeTargets(Array(targets.readableBytesView)),
                                          positions: positions)
         }
-        for try await (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, targets) in try await client.query("""
+        for try await (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, targets) in try await client.query("""
             SELECT \(unescaped: historyColumns), (SELECT t.targets FROM norq_segment_targets t WHERE t.segment_id = h.id)
             FROM norq_segment_history h
             WHERE send_id = \(id) AND last_position >= \(lower) AND first_position < \(upper)
-            """, logger: logger).decode((Int64, String, Int, Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64,
+            """, logger: logger).decode((Int64, String, Int, Int, Int, Int, Int, Int, ByteBuffer, ByteBuffer, Int64,
                                          ByteBuffer?).self) {
-            let history = try history((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9))
+            let history = try history((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10))
             let decoded = try targets.map { buffer throws(NorqError) in
                 try SegmentCodec.decodeTargets(Array(buffer.readableBytesView))
             }

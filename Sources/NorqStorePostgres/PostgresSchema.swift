@@ -110,7 +110,8 @@ enum PostgresSchema {
             "CREATE TABLE norq_segment_targets (segment_id bigint PRIMARY KEY, targets bytea NOT NULL)",
             """
             CREATE TABLE norq_segment_history (
-                id bigint PRIMARY KEY, send_id text NOT NULL, count int NOT NULL, delivered int NOT NULL,
+                id bigint PRIMARY KEY, send_id text NOT NULL, count int NOT NULL, attempts int NOT NULL,
+                delivered int NOT NULL,
                 rejected int NOT NULL, failed int NOT NULL, skipped int NOT NULL, progress bytea NOT NULL,
                 positions bytea NOT NULL, first_position int NOT NULL, last_position int NOT NULL,
                 finished_at bigint NOT NULL)

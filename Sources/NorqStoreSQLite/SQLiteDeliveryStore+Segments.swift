@@ -11,7 +11,7 @@ extension SQLiteDeliveryStore {
         id, send_id, count, open, state, attempts, next_attempt_at, lease_owner, lease_token, lease_expires_at, \
         may_have_been_delivered, delivered, rejected, failed, skipped, progress, positions, created_at
         """
-    static let historyColumns = "id, send_id, count, delivered, rejected, failed, skipped, progress, positions, finished_at"
+    static let historyColumns = "id, send_id, count, attempts, delivered, rejected, failed, skipped, progress, positions, finished_at"
 
     static func blob(_ bytes: [UInt8]) -> SQLiteData { .blob(ByteBuffer(bytes: bytes)) }
 
@@ -39,11 +39,11 @@ extension SQLiteDeliveryStore {
         let columns = row.columns.map(\.data)
         func int(_ index: Int) -> Int64? { columns[index].integer.map(Int64.init) }
         return SegmentHistoryRecord(
-            id: int(0) ?? 0, sendID: columns[1].string ?? "", count: Int(int(2) ?? 0),
-            counts: SegmentCounts(delivered: Int(int(3) ?? 0), rejected: Int(int(4) ?? 0), failed: Int(int(5) ?? 0),
-                                  skipped: Int(int(6) ?? 0)),
-            progress: try SegmentCodec.decodeProgress(bytes(columns[7])),
-            positions: try SegmentCodec.decodePositions(bytes(columns[8])), finishedAt: int(9) ?? 0)
+            id: int(0) ?? 0, sendID: columns[1].string ?? "", count: Int(int(2) ?? 0), attempts: Int(int(3) ?? 0),
+            counts: SegmentCounts(delivered: Int(int(4) ?? 0), rejected: Int(int(5) ?? 0), failed: Int(int(6) ?? 0),
+                                  skipped: Int(int(7) ?? 0)),
+            progress: try SegmentCodec.decodeProgress(bytes(columns[8])),
+            positions: try SegmentCodec.decodePositions(bytes(columns[9])), finishedAt: int(10) ?? 0)
     }
 
     // MARK: writing
@@ -107,16 +107,16 @@ extension SQLiteDeliveryStore {
             var binds: [SQLiteData] = []
             for record in chunk {
                 binds += [.integer(Int(record.id)), .text(record.sendID), .integer(record.count),
-                          .integer(record.counts.delivered), .integer(record.counts.rejected),
+                          .integer(record.attempts), .integer(record.counts.delivered), .integer(record.counts.rejected),
                           .integer(record.counts.failed), .integer(record.counts.skipped),
                           blob(SegmentCodec.encode(progress: record.progress)),
                           blob(SegmentCodec.encode(positions: record.positions)), .integer(record.positions.lowest),
                           .integer(record.positions.highest), .integer(Int(record.finishedAt))]
             }
             try await connection.run("""
-                INSERT INTO norq_segment_history (id, send_id, count, delivered, rejected, failed, skipped, progress,
-                    positions, first_position, last_position, finished_at)
-                VALUES \(Array(repeating: "(?,?,?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ","))
+                INSERT INTO norq_segment_history (id, send_id, count, attempts, delivered, rejected, failed, skipped,
+                    progress, positions, first_position, last_position, finished_at)
+                VALUES \(Array(repeating: "(?,?,?,?,?,?,?,?,?,?,?,?,?)", count: chunk.count).joined(separator: ","))
                 """, binds)
         }
     }

@@ -202,7 +202,8 @@ enum SQLiteSchema {
             "CREATE TABLE norq_segment_targets (segment_id INTEGER PRIMARY KEY, targets BLOB NOT NULL)",
             """
             CREATE TABLE norq_segment_history (
-                id INTEGER PRIMARY KEY, send_id TEXT NOT NULL, count INTEGER NOT NULL, delivered INTEGER NOT NULL,
+                id INTEGER PRIMARY KEY, send_id TEXT NOT NULL, count INTEGER NOT NULL, attempts INTEGER NOT NULL,
+                delivered INTEGER NOT NULL,
                 rejected INTEGER NOT NULL, failed INTEGER NOT NULL, skipped INTEGER NOT NULL, progress BLOB NOT NULL,
                 positions BLOB NOT NULL, first_position INTEGER NOT NULL, last_position INTEGER NOT NULL,
                 finished_at INTEGER NOT NULL)

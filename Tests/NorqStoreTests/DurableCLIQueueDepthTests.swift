@@ -13,7 +13,10 @@ import Testing
         let store = try await SQLiteDeliveryStore.open(path: db)
         try await store.migrate()
         let now = StoreClock.system.nowMillis()
-        _ = try await store.enqueue(StoreConformance.send(tokens: ["a", "b", "c", "d"]), now: now,
+        // Two sends of two targets: two segments (a claim takes whole segments).
+        _ = try await store.enqueue(StoreConformance.send(tokens: ["a", "b"]), now: now,
+                                    idempotencyWindow: StoreConformance.window)
+        _ = try await store.enqueue(StoreConformance.send(tokens: ["c", "d"]), now: now,
                                     idempotencyWindow: StoreConformance.window)
         // One row retried an hour from now, one held under a long lease, two due; and a finished send (history).
         let claimed = try await store.claim(owner: "w", limit: 2, now: now, leaseUntil: now + 3_600_000)

@@ -14,12 +14,14 @@ struct DurableRig: Sendable {
     let key: P256.Signing.PrivateKey
 
     static func make(faults: APNsEmulator.Faults = .init(),
-                     retry: RetryPolicy = RetryPolicy(retries: 3, backoff: .milliseconds(20), maxBackoff: .milliseconds(50)))
+                     retry: RetryPolicy = RetryPolicy(retries: 3, backoff: .milliseconds(20), maxBackoff: .milliseconds(50)),
+                     recordLimit: Int = 10_000)
         async throws -> DurableRig {
         let key = P256.Signing.PrivateKey()
-        let configuration = APNsEmulator.Configuration(environmentName: "sandbox", teamID: "TEAM123ABC",
+        var configuration = APNsEmulator.Configuration(environmentName: "sandbox", teamID: "TEAM123ABC",
                                                        signingKeys: ["KEY123ABCD": key.publicKey.pemRepresentation],
                                                        faults: faults)
+        configuration.recordLimit = recordLimit
         let emulator = try APNsEmulator(configuration: configuration)
         try await emulator.start()
         var apns = APNsConfiguration(authentication: .token(keyID: "KEY123ABCD", teamID: "TEAM123ABC",

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NorqCore
 import NorqStore
-import NorqStorePostgres
+@testable import NorqStorePostgres
 import PostgresNIO
 import Testing
 
@@ -114,7 +114,7 @@ enum PostgresTestServer {
                 async let a: Void = first.migrate()
                 async let b: Void = second.migrate()
                 _ = try await (a, b)
-                #expect(try await first.schemaVersion() == 3)
+                #expect(try await first.schemaVersion() == PostgresSchema.migrations.count)
                 _ = try await first.enqueue(StoreConformance.send(tokens: (0..<300).map { "t\($0)" }), now: 0,
                                             idempotencyWindow: .seconds(60))
                 async let claimA = first.claim(owner: "a", limit: 200, now: 0, leaseUntil: 100)

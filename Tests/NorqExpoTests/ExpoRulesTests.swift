@@ -93,3 +93,25 @@ struct ReceiptPollingTests {
         #expect(ReceiptPolling.delay(beforePoll: 1_000_000, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
     }
 }
+
+@Suite("Expo batch body")
+struct ExpoBatchBodyTests {
+    @Test("a batch body is the prepared messages in one array, byte for byte")
+    func batchBody() async throws {
+        let provider = try ExpoProvider(name: "expo", configuration: ExpoConfiguration())
+        let requests = try (0..<3).map {
+            try provider.prepare(PushContent(title: "T\($0)", data: ["n": .int(Int64($0))]),
+                                 for: PushToken(token: "ExpoPushToken[b\($0)]", platform: $0 == 1 ? .android : .ios),
+                                 options: SendOptions())
+        }
+        let body = ExpoProvider.batchBody(requests)
+        guard case .array(let messages) = try JSONValue(parsing: body) else { Issue.record("not an array"); return }
+        #expect(messages.count == 3)
+        for (message, request) in zip(messages, requests) {
+            #expect(JSONValue.array([message]) == (try JSONValue(parsing: request.body)))
+        }
+        #expect(messages[1]["to"] == "ExpoPushToken[b1]")
+        #expect(ExpoProvider.batchBody([requests[0]]) == requests[0].body)
+        await provider.shutdown()
+    }
+}

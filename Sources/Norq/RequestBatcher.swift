@@ -2,33 +2,41 @@ import NorqCore
 import Synchronization
 
 /// The grouping rule of batch-capable providers (``BatchPushProvider``), pure: entries are grouped by the
-/// provider's batch key; a group leaves when it is full (`maxBatchSize`), or when its linger ends: `linger` after
-/// its first entry, never later than the earliest deadline among its entries. No clock of its own (`now` is passed
-/// in), no I/O: the caller arms the timers this returns and calls ``expire(key:generation:)`` when one fires.
+/// provider's batch key; a group leaves when it is full (`maxBatchSize`), or when it has been quiet for `linger` (no
+/// entry added for that long: a group still being filled, as after a full batch's answers free their slots, is not
+/// cut short), and at the latest `maxHold` after its first entry and at its earliest deadline. No clock of its own
+/// (`now` is passed in), no I/O: the caller arms the timers this returns and calls ``expire(key:generation:now:)``
+/// when one fires.
 ///
 /// Bound: a group holds at most `maxBatchSize` entries; there are at most as many groups as entries in flight
 /// (the router's `maxInFlight`).
 struct BatchAccumulator<Entry> {
     let maxBatchSize: Int
     let linger: Duration
+    let maxHold: Duration
 
     private struct Group {
         var entries: [Entry] = []
-        /// Bumped on each flush: a timer armed for an earlier group of the same key finds nothing.
+        /// Bumped on each flush and each re-arm: a timer armed before finds nothing to do.
         var generation = 0
-        var flushAt: ContinuousClock.Instant?
+        /// When the armed timer fires.
+        var timerAt: ContinuousClock.Instant?
+        /// The group leaves by then whatever happens: first entry + `maxHold`, or the earliest deadline if sooner.
+        var flushBy: ContinuousClock.Instant?
+        var lastAdd: ContinuousClock.Instant?
     }
     private var groups: [String: Group] = [:]
 
-    init(maxBatchSize: Int, linger: Duration) {
+    init(maxBatchSize: Int, linger: Duration, maxHold: Duration? = nil) {
         self.maxBatchSize = max(1, maxBatchSize)
         self.linger = linger
+        self.maxHold = max(linger, maxHold ?? linger * 5)
     }
 
     enum Step {
         /// Send these entries now.
         case flush([Entry])
-        /// Arm a timer for `key` at `at`; when it fires call `expire(key:generation:)`.
+        /// Arm a timer for `key` at `at`; when it fires call `expire(key:generation:now:)`.
         case arm(key: String, generation: Int, at: ContinuousClock.Instant)
         /// Nothing to do (the group waits for more, its timer armed already).
         case wait
@@ -36,30 +44,45 @@ struct BatchAccumulator<Entry> {
 
     /// Adds `entry` (due by `deadline`) to the group of `key`.
     mutating func add(_ entry: Entry, key: String, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Step {
-        var group = groups[key] ?? Group()
+        // In place (`groups[key, default:]` passed inout): a copy of the group out of the dictionary made every append
+        // copy its whole array, O(n^2) per batch (found by Benchmarks/expo.sh under perf).
+        add(entry, to: &groups[key, default: Group()], key: key, deadline: deadline, now: now)
+    }
+
+    private func add(_ entry: Entry, to group: inout Group, key: String, deadline: ContinuousClock.Instant,
+                     now: ContinuousClock.Instant) -> Step {
+        if group.entries.isEmpty { group.entries.reserveCapacity(maxBatchSize) }
         group.entries.append(entry)
         if group.entries.count >= maxBatchSize {
             let entries = group.entries
-            groups[key] = Group(generation: group.generation + 1)
+            group = Group(generation: group.generation + 1)
             return .flush(entries)
         }
-        let due = min(now + linger, deadline)
-        if let flushAt = group.flushAt, flushAt <= due {
-            groups[key] = group
-            return .wait
-        }
+        group.lastAdd = now
+        let flushBy = min(group.flushBy ?? now + maxHold, deadline)
+        group.flushBy = flushBy
+        let due = min(now + linger, flushBy)
+        if let timerAt = group.timerAt, timerAt <= due { return .wait }
         // The first entry, or one whose deadline comes before the group's timer: (re)arm earlier.
         group.generation += 1
-        group.flushAt = due
-        groups[key] = group
+        group.timerAt = due
         return .arm(key: key, generation: group.generation, at: due)
     }
 
-    /// A timer of `key` fired: the group's entries when the timer is its current one, else nothing.
-    mutating func expire(key: String, generation: Int) -> [Entry] {
-        guard let group = groups[key], group.generation == generation, !group.entries.isEmpty else { return [] }
-        groups[key] = Group(generation: group.generation + 1)
-        return group.entries
+    /// A timer of `key` fired at `now`: the group's entries when it is due (quiet for `linger`, or at its `flushBy`),
+    /// a new timer when entries still came in meanwhile, nothing when the timer is not the group's current one.
+    mutating func expire(key: String, generation: Int, now: ContinuousClock.Instant) -> Step {
+        guard let group = groups[key], group.generation == generation, !group.entries.isEmpty,
+              let lastAdd = group.lastAdd, let flushBy = group.flushBy else { return .wait }
+        if now >= flushBy || lastAdd.duration(to: now) >= linger {
+            let entries = group.entries
+            groups[key] = Group(generation: generation + 1)
+            return .flush(entries)
+        }
+        let at = min(lastAdd + linger, flushBy)
+        groups[key]?.generation = generation + 1
+        groups[key]?.timerAt = at
+        return .arm(key: key, generation: generation + 1, at: at)
     }
 
     /// Entries waiting, all groups.
@@ -94,6 +117,10 @@ final class RequestBatcher: Sendable {
         let entry = Entry(request: request, deadline: deadline, completion: completion)
         let now = clock.now()
         let step = accumulator.withLock { $0.add(entry, key: key, deadline: deadline, now: now) }
+        perform(step, now: now)
+    }
+
+    private func perform(_ step: BatchAccumulator<Entry>.Step, now: ContinuousClock.Instant) {
         switch step {
         case .flush(let entries):
             send(entries)
@@ -101,8 +128,8 @@ final class RequestBatcher: Sendable {
             let delay = now.duration(to: at)
             Task { [self] in
                 if delay > .zero { try? await clock.sleep(delay) }
-                let entries = accumulator.withLock { $0.expire(key: key, generation: generation) }
-                if !entries.isEmpty { send(entries) }
+                let now = clock.now()
+                perform(accumulator.withLock { $0.expire(key: key, generation: generation, now: now) }, now: now)
             }
         case .wait:
             break
@@ -111,11 +138,15 @@ final class RequestBatcher: Sendable {
 
     private func send(_ entries: [Entry]) {
         let deadline = entries.map(\.deadline).min()!
-        provider.startBatchDelivery(entries.map(\.request), deadline: deadline) { results in
-            for (entry, result) in zip(entries, results) { entry.completion(result) }
-            if results.count < entries.count {
-                let missing = NorqError(.transportFailed, "the provider answered \(results.count) results for \(entries.count) requests")
-                for entry in entries[results.count...] { entry.completion(.failure(missing)) }
+        provider.startBatchDelivery(entries.map(\.request), deadline: deadline) { [self] results in
+            // As one filling batch: the slots these answers free are refilled together when the last one is handled
+            // (`CompletionBatch`), so the next request's targets are prepared in one loop, not one per answer.
+            CompletionBatch.runFilling(ObjectIdentifier(self)) {
+                for (entry, result) in zip(entries, results) { entry.completion(result) }
+                if results.count < entries.count {
+                    let missing = NorqError(.transportFailed, "the provider answered \(results.count) results for \(entries.count) requests")
+                    for entry in entries[results.count...] { entry.completion(.failure(missing)) }
+                }
             }
         }
     }

@@ -3,12 +3,13 @@ import CNorqZlib
 /// Gzip (RFC 1952) of request bodies with the system zlib: Expo accepts `Content-Encoding: gzip` request bodies,
 /// and its SDK compresses those over 1 KiB.
 package enum ExpoGzip {
-    /// `bytes` gzipped at zlib's default level, or nil when zlib fails (the caller then sends them as they are).
-    /// The output is bounded by zlib's `deflateBound` of the input.
+    /// `bytes` gzipped at zlib's fastest level (1: a batch of 100 similar messages shrinks ~10x all the same, at a
+    /// fraction of the default level's CPU), or nil when zlib fails (the caller then sends them as they are). The
+    /// output is bounded by zlib's `deflateBound` of the input.
     package static func compress(_ bytes: [UInt8]) -> [UInt8]? {
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-        guard deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+        guard deflateInit2_(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
                             ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
         defer { deflateEnd(&stream) }
         let bound = Int(deflateBound(&stream, UInt(bytes.count))) + 32

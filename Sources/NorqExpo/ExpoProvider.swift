@@ -243,8 +243,15 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         body.reserveCapacity(requests.reduce(2) { $0 + $1.requestBody.count })
         for (index, request) in requests.enumerated() {
             if index > 0 { body.append(44) }
-            let bytes = request.body
-            body.append(contentsOf: bytes[1..<(bytes.count - 1)])
+            // Written part by part: a spliced body is not joined into an array of its own first.
+            switch request.requestBody {
+            case .spliced(let head, let middle, let tail):
+                body.append(contentsOf: head.dropFirst())
+                body.append(contentsOf: middle.utf8)
+                body.append(contentsOf: tail.dropLast())
+            case .bytes(let bytes):
+                body.append(contentsOf: bytes[1..<(bytes.count - 1)])
+            }
         }
         body.append(93)
         return body

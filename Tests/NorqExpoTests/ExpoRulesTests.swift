@@ -63,7 +63,9 @@ struct ExpoRulesTests {
         guard case .flush(let full) = batches.add(3, key: "p", deadline: far, now: now) else { Issue.record("full"); return }
         #expect(full == [1, 2, 3])
         // The timer armed for the flushed group finds nothing.
-        #expect(batches.expire(key: "p", generation: generation).isEmpty)
+        guard case .wait = batches.expire(key: "p", generation: generation, now: now + .milliseconds(5)) else {
+            Issue.record("a stale timer flushed"); return
+        }
         // Another key is its own group; an entry due before the linger ends re-arms earlier.
         guard case .arm(_, _, _) = batches.add(10, key: "q", deadline: far, now: now) else { Issue.record("q"); return }
         guard case .arm(_, let soon, let soonAt) = batches.add(11, key: "q", deadline: now + .milliseconds(1), now: now) else {
@@ -71,8 +73,44 @@ struct ExpoRulesTests {
         }
         #expect(soonAt == now + .milliseconds(1))
         #expect(batches.pending == 2)
-        #expect(batches.expire(key: "q", generation: soon) == [10, 11])
+        guard case .flush(let due) = batches.expire(key: "q", generation: soon, now: now + .milliseconds(1)) else {
+            Issue.record("the deadline did not flush"); return
+        }
+        #expect(due == [10, 11])
         #expect(batches.pending == 0)
+    }
+
+    @Test("batching: a group still being filled is not cut at its linger, but leaves at maxHold")
+    func accumulatorQuietRule() {
+        var batches = BatchAccumulator<Int>(maxBatchSize: 100, linger: .milliseconds(2), maxHold: .milliseconds(10))
+        let start = ContinuousClock.now
+        let far = start + .seconds(10)
+        guard case .arm(_, var generation, var at) = batches.add(0, key: "", deadline: far, now: start) else {
+            Issue.record("no timer"); return
+        }
+        // Entries keep coming every millisecond: each expiry re-arms, until maxHold.
+        var added = 1
+        var flushed: [Int] = []
+        while flushed.isEmpty && added < 50 {
+            _ = batches.add(added, key: "", deadline: far, now: start + .milliseconds(added))
+            added += 1
+            guard at <= start + .milliseconds(added) else { continue }
+            switch batches.expire(key: "", generation: generation, now: at) {
+            case .flush(let entries): flushed = entries
+            case .arm(_, let next, let nextAt): (generation, at) = (next, nextAt)
+            case .wait: Issue.record("the current timer found nothing"); return
+            }
+        }
+        #expect(at <= start + .milliseconds(10))
+        #expect(flushed.count >= 9 && flushed.count <= 11, "\(flushed.count)")
+        // A quiet group leaves at its linger.
+        guard case .arm(_, let quiet, let quietAt) = batches.add(7, key: "q", deadline: far, now: start) else {
+            Issue.record("q"); return
+        }
+        guard case .flush(let alone) = batches.expire(key: "q", generation: quiet, now: quietAt) else {
+            Issue.record("a quiet group was held"); return
+        }
+        #expect(alone == [7])
     }
 
     @Test("chunked splits into bounded chunks")
@@ -91,5 +129,27 @@ struct ReceiptPollingTests {
         #expect(ReceiptPolling.delay(beforePoll: 3, first: .seconds(1), maximum: .seconds(60)) == .seconds(8))
         #expect(ReceiptPolling.delay(beforePoll: 10, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
         #expect(ReceiptPolling.delay(beforePoll: 1_000_000, first: .seconds(1), maximum: .seconds(60)) == .seconds(60))
+    }
+}
+
+@Suite("Expo batch body")
+struct ExpoBatchBodyTests {
+    @Test("a batch body is the prepared messages in one array, byte for byte")
+    func batchBody() async throws {
+        let provider = try ExpoProvider(name: "expo", configuration: ExpoConfiguration())
+        let requests = try (0..<3).map {
+            try provider.prepare(PushContent(title: "T\($0)", data: ["n": .int(Int64($0))]),
+                                 for: PushToken(token: "ExpoPushToken[b\($0)]", platform: $0 == 1 ? .android : .ios),
+                                 options: SendOptions())
+        }
+        let body = ExpoProvider.batchBody(requests)
+        guard case .array(let messages) = try JSONValue(parsing: body) else { Issue.record("not an array"); return }
+        #expect(messages.count == 3)
+        for (message, request) in zip(messages, requests) {
+            #expect(JSONValue.array([message]) == (try JSONValue(parsing: request.body)))
+        }
+        #expect(messages[1]["to"] == "ExpoPushToken[b1]")
+        #expect(ExpoProvider.batchBody([requests[0]]) == requests[0].body)
+        await provider.shutdown()
     }
 }

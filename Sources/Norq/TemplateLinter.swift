@@ -119,6 +119,10 @@ public struct TemplateLinter: Sendable {
                 error.message += " (sample \"\(sample)\")"
                 findings.append(LintFinding(error, severity: .error, template: name, sample: sample))
             }
+            for var warning in compiled.schema?.formatMismatches(data) ?? [] {
+                warning.message += " (sample \"\(sample)\")"
+                findings.append(LintFinding(warning, severity: .warning, template: name, sample: sample))
+            }
         }
         let content: PushContent
         do throws(NorqError) {

@@ -134,7 +134,7 @@ public struct TemplateLinter: Sendable {
         } catch {
             var error = error
             error.message += " (sample \"\(sample)\")"
-            findings.append(LintFinding(error, severity: .error, template: name, sample: sample))
+            findings.append(located(LintFinding(error, severity: .error, template: name, sample: sample), compiled))
             return findings
         }
         guard compiled.enabled else { return findings }

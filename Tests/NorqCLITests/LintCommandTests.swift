@@ -207,4 +207,12 @@ KkZ/jZbiSD1EaIEFEwFqTvpHZ2VpZFpr+C/WpsncnrKuNIcGm9s=
         #expect(syntax["norqCode"] as? String == "parse/error")
         #expect(syntax["line"] as? Int == 4, "\(syntax)")
     }
+
+    /// `apns/invalid-live-activity` names the template, the sample and a line (issue 32's "names no template").
+    @Test func anIncompleteLiveActivityNamesTheTemplateAndLine() throws {
+        let dir = try project(pushMD: "---\nheaders:\n  apns-push-type: liveactivity\nios:\n  event: update\n---\n")
+        let validate = try CLI.run(["validate", "--config", dir.appendingPathComponent("norq.yaml").path])
+        #expect(validate.status == 1, "\(validate)")
+        #expect(validate.stderr.contains("templates/t/push.md:5:3: error[apns/invalid-live-activity]: provider apns for ios tokens refuses template \"t\" (sample \"Default\"): a Live Activity update needs content-state"), "\(validate)")
+    }
 }

@@ -74,11 +74,24 @@ public struct LintFinding: Sendable, Hashable, CustomStringConvertible {
         return text
     }
 
+    /// Norq's code for the same finding where Norq names it differently, else nil: a template that does not parse
+    /// is Norq's `parse/error` and our `template/syntax-error`, `template/unbalanced-block`,
+    /// `template/unknown-directive` or `template/invalid-frontmatter` (ours are stable API and say which).
+    public var norqCode: String? {
+        Self.parseErrorCodes.contains(code) ? "parse/error" : nil
+    }
+
+    static let parseErrorCodes: Set<NorqError.Code> = [
+        "template/syntax-error", "template/unbalanced-block", "template/unknown-directive",
+        "template/invalid-frontmatter",
+    ]
+
     /// The finding as JSON (`norq lint --json`): every field, null when unknown.
     public var json: JSONValue {
         [
             "severity": .string(severity.rawValue),
             "code": .string(code.rawValue),
+            "norqCode": norqCode.map(JSONValue.string) ?? .null,
             "message": .string(message),
             "hint": hint.map(JSONValue.string) ?? .null,
             "file": file.map(JSONValue.string) ?? .null,

@@ -38,11 +38,12 @@ extension NotificationRouter {
                 providers.append(try type.makeProvider(name: instance.name, configuration: instance.configuration,
                                                        policy: policy, context: ProviderContext(logger: providerLogger)))
             } catch {
-                guard deferProviderErrors else { throw error }
+                // Either way the error names the instance, its type and its place in the config file.
                 let finding = LintProviders.failure(error, instance: instance)
                 var named = error
                 named.message = finding.message
                 named.location = finding.location
+                guard deferProviderErrors else { throw named }
                 providers.append(UnavailableProvider(name: instance.name, typeName: instance.typeName,
                                                      platforms: type.platforms, error: named, policy: policy))
             }

@@ -2,11 +2,9 @@ public import NorqConfig
 public import NorqCore
 public import NorqTemplates
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
+import Dispatch
 import Foundation
-#endif
+import Synchronization
 
 /// What `norq lint` and `norq validate` check, as a library: compile every template (its warnings:
 /// `template/raw-expression`, `template/nullable-access`, `push/implausible-expiration`), validate each sample
@@ -43,13 +41,19 @@ public struct TemplateLinter: Sendable {
     public func lint(_ ids: [String]? = nil) -> LintReport {
         var report = LintReport(configuration: providers.failures)
         let names = (ids?.isEmpty ?? true) ? library.templateNames : ids!
-        for name in names {
+        // Templates are independent: linted on every core, results kept in id order.
+        let results = Mutex<[TemplateLintResult?]>(Array(repeating: nil, count: names.count))
+        DispatchQueue.concurrentPerform(iterations: names.count) { index in
+            let name = names[index]
+            let result: TemplateLintResult
             if ids?.isEmpty == false, let channels = library.otherChannelNotifications[name] {
-                report.templates.append(otherChannelResult(name, channels: channels))
-                continue
+                result = otherChannelResult(name, channels: channels)
+            } else {
+                result = lint(template: name)
             }
-            report.templates.append(lint(template: name))
+            results.withLock { $0[index] = result }
         }
+        report.templates = results.withLock { $0.compactMap { $0 } }
         if ids?.isEmpty ?? true {
             for (name, channels) in library.otherChannelNotifications {
                 report.templates.append(otherChannelResult(name, channels: channels))
@@ -119,6 +123,10 @@ public struct TemplateLinter: Sendable {
                 error.message += " (sample \"\(sample)\")"
                 findings.append(LintFinding(error, severity: .error, template: name, sample: sample))
             }
+            for var warning in compiled.schema?.formatMismatches(data) ?? [] {
+                warning.message += " (sample \"\(sample)\")"
+                findings.append(LintFinding(warning, severity: .warning, template: name, sample: sample))
+            }
         }
         let content: PushContent
         do throws(NorqError) {
@@ -126,7 +134,7 @@ public struct TemplateLinter: Sendable {
         } catch {
             var error = error
             error.message += " (sample \"\(sample)\")"
-            findings.append(LintFinding(error, severity: .error, template: name, sample: sample))
+            findings.append(located(LintFinding(error, severity: .error, template: name, sample: sample), compiled))
             return findings
         }
         guard compiled.enabled else { return findings }
@@ -252,14 +260,18 @@ public struct TemplateLinter: Sendable {
         "webpush/invalid-endpoint", "webpush/invalid-p256dh", "webpush/invalid-auth-secret", .emptyToken,
     ]
 
-    /// Drops repeats (the same code and message at the same place from another sample or platform).
+    /// Drops repeats: the same code and message at the same place from another sample (the first sample's
+    /// finding is kept; its message names that sample).
     static func unique(_ findings: [LintFinding]) -> [LintFinding] {
         var seen = Set<String>()
         return findings.filter { finding in
             var key = finding
+            if let sample = finding.sample {
+                key.message = key.message.replacingOccurrences(of: " (sample \"\(sample)\")", with: "")
+                    .replacingOccurrences(of: ", sample \"\(sample)\"", with: "")
+            }
             key.sample = nil
-            key.platform = nil
-            let text = key.description + (key.provider ?? "")
+            let text = key.description + (key.provider ?? "") + (key.platform?.rawValue ?? "")
             return seen.insert(text).inserted
         }
     }

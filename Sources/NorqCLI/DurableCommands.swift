@@ -66,7 +66,7 @@ extension SendCommand {
         let started = ContinuousClock.now
         do {
             let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
-                                                templates: library, logger: logger)
+                                                templates: library, deferProviderErrors: true, logger: logger)
             let waitLimit = Duration.seconds(max(60, 4 * deadline))
             let (receipt, report) = try await DurableCLI.withStore(storeConfiguration, logger: logger) { store, postgres in
                 let durable = DurableDelivery(router: router, store: store, settings: storeConfiguration.settings,

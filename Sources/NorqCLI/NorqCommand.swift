@@ -19,7 +19,7 @@ struct NorqCommand: AsyncParsableCommand {
 
             \(ExitCodes.help)
             """,
-        subcommands: [RenderCommand.self, SendCommand.self, ValidateCommand.self, LintCommand.self, FmtCommand.self, TestCommand.self,
+        subcommands: [RenderCommand.self, SendCommand.self, ValidateCommand.self, LintCommand.self, FmtCommand.self, CompileCommand.self, TestCommand.self,
                       EmulatorCommand.self, ChannelsCommand.self,
                       NewCommand.self, InitCommand.self, ProviderCommand.self,
                       WorkerCommand.self, StatusCommand.self, TokensCommand.self, MigrateCommand.self,

@@ -48,6 +48,9 @@ struct NewCommand: AsyncParsableCommand {
     @Argument(help: "The notification id.")
     var id: String
 
+    @Option(name: .long, help: ArgumentHelp("Channels to scaffold, comma-separated: push (served here), email, sms, slack (files for a Norq project, not served by this router). Default: push.", valueName: "LIST"))
+    var channels: String = "push"
+
     @OptionGroup var configOptions: ConfigOptions
 
     func run() async throws {
@@ -58,7 +61,12 @@ struct NewCommand: AsyncParsableCommand {
             let folder = configOptions.templatesDirectory(configuration) + "/" + id
             let name = id.split(separator: "/").last.map(String.init) ?? id
             let title = name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: " ")
-            let files = Self.files(folder: folder, title: title)
+            let wanted = channels.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            for channel in wanted where !Self.knownChannels.contains(channel) {
+                throw NorqError("cli/invalid-option", "--channels: unknown channel \"\(channel.prefix(40))\"",
+                                hint: "one or more of " + Self.knownChannels.joined(separator: ", "))
+            }
+            let files = Self.files(folder: folder, title: title, channels: Set(wanted))
             try Scaffold.write(files)
             for file in files { Console.out("created \(file.path)\n") }
         } catch let error as NorqError {
@@ -66,7 +74,38 @@ struct NewCommand: AsyncParsableCommand {
         }
     }
 
-    static func files(folder: String, title: String) -> [(path: String, text: String)] {
+    /// The channels `--channels` knows: push, and Norq's other channels' files.
+    static let knownChannels = ["push", "email", "sms", "slack"]
+
+    /// The files of `channels` (push.md with its tests.yaml; email.md, sms.md, slack.md in Norq's format) and the
+    /// shared data.samples.yaml.
+    static func files(folder: String, title: String, channels: Set<String>) -> [(path: String, text: String)] {
+        var files = pushFiles(folder: folder, title: title)
+        if !channels.contains("push") {
+            files.removeAll { $0.path.hasSuffix("/push.md") || $0.path.hasSuffix("/tests.yaml") }
+        }
+        if channels.contains("email") {
+            files.append((folder + "/email.md", """
+                ---
+                subject: "\(title)"
+                preheader: "\(title) for {{user.first_name | default "you"}}"
+                ---
+                # \(title)
+
+                Hi {{user.first_name | default "there"}}, this is \(title).
+
+                """))
+        }
+        if channels.contains("sms") {
+            files.append((folder + "/sms.md", "Hi {{user.first_name | default \"there\"}}, this is \(title).\n"))
+        }
+        if channels.contains("slack") {
+            files.append((folder + "/slack.md", "*\(title)*\nHi {{user.first_name | default \"there\"}}, this is \(title).\n"))
+        }
+        return files
+    }
+
+    static func pushFiles(folder: String, title: String) -> [(path: String, text: String)] {
         [
             (folder + "/push.md", """
                 ---
@@ -123,6 +162,9 @@ struct InitCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Where to create the project (default: the current directory).")
     var directory: String = "."
 
+    @Flag(name: .long, help: "Add Norq's three example notifications (system/security-alert, transactional/order-confirmation, promotional/weekly-digest), each with push, email, sms and slack templates, a data schema, samples and tests.")
+    var example = false
+
     func run() async throws {
         do {
             for name in ConfigurationLoader.fileNames {
@@ -131,12 +173,16 @@ struct InitCommand: AsyncParsableCommand {
                     throw NorqError(.cliAlreadyExists, "\(path) exists; nothing was written", at: SourceLocation(file: path))
                 }
             }
-            let files: [(path: String, text: String)] = [
+            var files: [(path: String, text: String)] = [
                 ((directory as NSString).appendingPathComponent("norq.config.yaml"), Self.config),
                 ((directory as NSString).appendingPathComponent("notifications/_shared/.keep"), ""),
             ]
+            if example {
+                files += ExampleProject.files.map { ((directory as NSString).appendingPathComponent("notifications/" + $0.path), $0.text) }
+            }
             try Scaffold.write(files)
             Console.out("created \(files[0].path)\ncreated \((directory as NSString).appendingPathComponent("notifications/"))\n")
+            for file in files.dropFirst(2) { Console.out("created \(file.path)\n") }
         } catch let error as NorqError {
             throw Console.fail(error)
         }

@@ -31,6 +31,7 @@ public struct ConfigurationLoader: Sendable {
             throw NorqError(.configNotFound, "config file \(path) does not exist", at: SourceLocation(file: path))
         }
         if isDirectory.boolValue {
+            try Self.checkOneConfigFile(in: path)
             guard let file = Self.configFile(in: path) else {
                 throw NorqError(.configNotFound,
                                 "\(path) is a folder without \(Self.fileNames.joined(separator: " or "))",
@@ -54,7 +55,11 @@ public struct ConfigurationLoader: Sendable {
     /// found, returns the env-var-only configuration when some provider type found its variables, else throws
     /// `config/not-found`.
     public func discover(from directory: String) throws(NorqError) -> NorqConfiguration {
-        if let path = Self.find(from: directory) { return try load(path: path) }
+        if let path = Self.find(from: directory) {
+            let folder = (path as NSString).deletingLastPathComponent
+            try Self.checkOneConfigFile(in: folder.isEmpty ? "." : folder)
+            return try load(path: path)
+        }
         let configuration = try load(yaml: "", file: nil, baseDirectory: workingDirectory)
         guard !configuration.providers.isEmpty else {
             throw NorqError(.configNotFound,
@@ -79,6 +84,19 @@ public struct ConfigurationLoader: Sendable {
     /// Folders the downward scan never enters (besides dot-folders and `_`-prefixed ones), as in Norq.
     public static let skippedFolders: Set<String> = ["node_modules", "target", ".git", "vendor", "dist", "build",
                                                      "__pycache__"]
+
+    /// Throws `config/both-config-files`, naming both, when `folder` holds both `norq.yaml` and
+    /// `norq.config.yaml`: which one is meant is not ours to guess (an explicit `--config FILE` chooses).
+    public static func checkOneConfigFile(in folder: String) throws(NorqError) {
+        let present = fileNames.map { (folder as NSString).appendingPathComponent($0) }.filter { candidate in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+        guard present.count > 1 else { return }
+        throw NorqError(.configBothFiles, "both \(present.joined(separator: " and ")) exist; which one is meant is ambiguous",
+                        at: SourceLocation(file: present[0]),
+                        hint: "keep one (Norq's name is norq.config.yaml), or pass --config with the file to use")
+    }
 
     /// The config file of `folder` itself (`norq.yaml` first, then `norq.config.yaml`), or nil.
     public static func configFile(in folder: String) -> String? {

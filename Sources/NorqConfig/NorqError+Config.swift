@@ -1,6 +1,8 @@
 public import NorqCore
 
 extension NorqError.Code {
+    /// A folder holds both `norq.yaml` and `norq.config.yaml` (found by discovery or given as `--config FOLDER`).
+    public static let configBothFiles: Self = "config/both-config-files"
     /// The YAML text does not parse, is not UTF-8, is too large or nests too deeply.
     public static let configInvalidYAML: Self = "config/invalid-yaml"
     /// `${VAR}` names an environment variable that is not set, and has no `:-default`.

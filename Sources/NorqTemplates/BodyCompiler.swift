@@ -17,6 +17,9 @@ struct BodyCompiler {
     let partials: PartialResolver
     var partialStack: [String]
     var tags: [RawTag] = []
+    /// `{{> name}}` calls with no `_shared/name.md`: rendered as the literal tag, as Norq does; the template
+    /// gets a `template/missing-partial` warning for each.
+    var missingPartials: [NorqError] = []
 
     init(file: String?, partials: PartialResolver, partialStack: [String] = []) {
         self.file = file
@@ -347,6 +350,9 @@ struct BodyCompiler {
         }
         let paramsText = content.dropFirst(name.count)
         guard let (source, partialFile) = partials.resolve(name) else {
+            missingPartials.append(NorqError(.templateMissingPartial,
+                                             "no partial \(name) (_shared/\(name).md): the tag is sent as written, as Norq does",
+                                             at: tag.location, hint: "add _shared/\(name).md or remove the tag"))
             return .missingPartial(tag: "{{> \(content)}}", location: tag.location)
         }
         if partialStack.contains(name) {

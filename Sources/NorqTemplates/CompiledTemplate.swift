@@ -85,7 +85,7 @@ public struct CompiledTemplate: Sendable {
                                         samples: samples, body: .markdown(nodes), base: base, setters: front.setters,
                                         titleTemplate: front.titleTemplate, testsSource: testsSource,
                                         testsFile: testsFile)
-        compiled.warnings = front.warnings + rawExpressionWarnings(source, file: file)
+        compiled.warnings = front.warnings + rawExpressionWarnings(source, file: file) + compiler.missingPartials
         compiled.rules = rules
         return compiled
     }

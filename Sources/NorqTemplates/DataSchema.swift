@@ -1,15 +1,27 @@
 public import NorqCore
 public import OrderedCollections
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A notification's `data.schema.yaml`: JSON Schema (draft 2020-12) written in YAML, the subset Norq
 /// templates use. As in Norq, a property not listed in `required` is nullable (absent or `null`); a required
 /// one must be present and not null unless its `type` allows `null`.
 ///
 /// Understood keywords: `type` (a name or a list), `properties`, `required`, `additionalProperties` (a
-/// boolean), `items`, `enum`, `const`, `oneOf` / `anyOf`, `minLength`, `maxLength`, `minimum`, `maximum`,
-/// `minItems`, `maxItems`; annotations (`$schema`, `$id`, `$comment`, `title`, `description`, `default`,
-/// `examples`, `format`, `deprecated`, `readOnly`, `writeOnly`) are accepted and ignored. Any other keyword is
-/// `template/invalid-schema` with its file:line:col, so that a constraint is never silently dropped.
+/// boolean or a schema), `items`, `enum`, `const`, `oneOf` / `anyOf`, `minLength`, `maxLength`, `minimum`,
+/// `maximum`, `minItems`, `maxItems`, `pattern` (an ECMA-262-style regular expression, unanchored, as Swift's
+/// `Regex` reads it), `format` (an annotation in validation, as
+/// draft 2020-12 and Norq's validator have it; ``formatMismatches(_:)`` checks `date-time`, `date`, `time`,
+/// `email`, `uri`, `uuid`, `ipv4` for `norq lint`'s `template/data-format` warning), `$ref` to `#`, `#/$defs/<name>` or
+/// `#/definitions/<name>` of the same file, with `$defs` / `definitions`; annotations (`$schema`, `$id`,
+/// `$comment`, `title`, `description`, `default`, `examples`, `deprecated`, `readOnly`, `writeOnly`) are accepted
+/// and ignored. Any other keyword (or a `$ref` to another file) is `template/invalid-schema` with its
+/// file:line:col, so that a constraint is never silently dropped. No maintained Swift JSON Schema validator is in
+/// the package mirror, so this one is ours.
 public struct DataSchema: Sendable {
     /// One schema node.
     public indirect enum Node: Sendable {
@@ -35,6 +47,15 @@ public struct DataSchema: Sendable {
         public var maximum: Double?
         public var minItems: Int?
         public var maxItems: Int?
+        /// `pattern`, as written.
+        public var pattern: String?
+        /// `format`, as written (asserted only for the formats listed on ``DataSchema``).
+        public var format: String?
+        /// `$ref`, normalized to a key of the schema's definitions (`#`, `#/$defs/name`).
+        public var reference: String?
+        /// `additionalProperties` given as a schema: what properties not listed must match.
+        public var additionalSchema: Node?
+        var regex: PatternBox?
         var location: SourceLocation
         var propertyLocations: [String: SourceLocation] = [:]
     }
@@ -42,11 +63,24 @@ public struct DataSchema: Sendable {
     public let root: Node
     /// The schema file, for messages.
     public let file: String?
+    /// The schemas `$ref` can name: `#` (the root) and each `#/$defs/<name>` / `#/definitions/<name>`.
+    public private(set) var definitions: [String: Node] = [:]
+    /// Whether `format` mismatches are reported (``formatMismatches(_:)``), as `template/data-format`.
+    var assertFormats = false
+
+    /// A compiled `pattern` (a `Regex` is not `Sendable`; this one is never mutated after it is made).
+    final class PatternBox: @unchecked Sendable {
+        let regex: Regex<AnyRegexOutput>
+        init(_ regex: Regex<AnyRegexOutput>) { self.regex = regex }
+    }
 
     static let annotations: Set<String> = ["$schema", "$id", "$comment", "title", "description", "default",
-                                           "examples", "format", "deprecated", "readOnly", "writeOnly"]
+                                           "examples", "deprecated", "readOnly", "writeOnly"]
     static let keywords = ["type", "properties", "required", "additionalProperties", "items", "enum", "const",
-                           "oneOf", "anyOf", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"]
+                           "oneOf", "anyOf", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems",
+                           "pattern", "format", "$ref", "$defs", "definitions"]
+    /// The `format` values checked (others are annotations).
+    public static let assertedFormats: Set<String> = ["date-time", "date", "time", "email", "uri", "uuid", "ipv4"]
     static let typeNames: Set<String> = ["string", "number", "integer", "boolean", "object", "array", "null"]
     /// Most nested schema objects (bounds the work a hostile file can cause).
     public static let maximumDepth = 32
@@ -59,7 +93,16 @@ public struct DataSchema: Sendable {
             root = .boolean(true)
             return
         }
-        root = try Self.parse(tree, depth: 0)
+        var definitions: [String: Node] = [:]
+        var references: [(String, SourceLocation)] = []
+        root = try Self.parse(tree, depth: 0, definitions: &definitions, references: &references)
+        definitions["#"] = root
+        for (reference, location) in references where definitions[reference] == nil {
+            throw Self.invalid("$ref \"\(reference.prefix(80))\" names no schema of this file", location,
+                               hint: definitions.keys.filter { $0 != "#" }.isEmpty
+                                   ? "define it under $defs" : "defined: " + definitions.keys.sorted().joined(separator: ", "))
+        }
+        self.definitions = definitions
     }
 
     /// Largest accepted schema file.
@@ -103,7 +146,8 @@ public struct DataSchema: Sendable {
         NorqError(.templateInvalidSchema, message, at: location, hint: hint)
     }
 
-    static func parse(_ tree: YAMLTree, depth: Int) throws(NorqError) -> Node {
+    static func parse(_ tree: YAMLTree, depth: Int, definitions: inout [String: Node],
+                      references: inout [(String, SourceLocation)]) throws(NorqError) -> Node {
         guard depth < maximumDepth else {
             throw invalid("data.schema.yaml nests more than \(maximumDepth) levels", tree.location)
         }
@@ -135,7 +179,7 @@ public struct DataSchema: Sendable {
             case "properties":
                 guard let properties = value.object else { throw invalid("properties must be a mapping", value.location) }
                 for (name, schema) in properties {
-                    rules.properties[name] = try parse(schema, depth: depth + 1)
+                    rules.properties[name] = try parse(schema, depth: depth + 1, definitions: &definitions, references: &references)
                     rules.propertyLocations[name] = value.keyLocation(name)
                 }
             case "required":
@@ -145,11 +189,40 @@ public struct DataSchema: Sendable {
                     rules.required.insert(s)
                 }
             case "additionalProperties":
-                guard case .bool(let b) = value.kind else {
-                    throw invalid("additionalProperties must be true or false here", value.location)
+                if case .bool(let b) = value.kind {
+                    rules.additionalProperties = b
+                } else {
+                    rules.additionalSchema = try parse(value, depth: depth + 1, definitions: &definitions,
+                                                       references: &references)
                 }
-                rules.additionalProperties = b
-            case "items": rules.items = try parse(value, depth: depth + 1)
+            case "pattern":
+                guard case .string(let pattern) = value.kind else { throw invalid("pattern must be a string", value.location) }
+                do {
+                    rules.regex = PatternBox(try Regex(pattern))
+                } catch {
+                    throw invalid("pattern \"\(pattern.prefix(60))\" is not a regular expression this router reads",
+                                  value.location)
+                }
+                rules.pattern = pattern
+            case "format":
+                guard case .string(let format) = value.kind else { throw invalid("format must be a string", value.location) }
+                rules.format = format
+            case "$ref":
+                guard case .string(let reference) = value.kind else { throw invalid("$ref must be a string", value.location) }
+                let normalized = reference.replacingOccurrences(of: "#/definitions/", with: "#/$defs/")
+                guard normalized == "#" || normalized.hasPrefix("#/$defs/") else {
+                    throw invalid("$ref \"\(reference.prefix(80))\" is not supported: only #, #/$defs/<name> and #/definitions/<name> of the same file",
+                                  value.location)
+                }
+                rules.reference = normalized
+                references.append((normalized, value.location))
+            case "$defs", "definitions":
+                guard let defined = value.object else { throw invalid("\(key) must be a mapping of schemas", value.location) }
+                for (name, schema) in defined {
+                    definitions["#/$defs/" + name] = try parse(schema, depth: depth + 1, definitions: &definitions,
+                                                                references: &references)
+                }
+            case "items": rules.items = try parse(value, depth: depth + 1, definitions: &definitions, references: &references)
             case "enum":
                 guard case .array(let items) = value.kind else { throw invalid("enum must be a list", value.location) }
                 rules.enumValues = items.map(\.json)
@@ -159,7 +232,7 @@ public struct DataSchema: Sendable {
                     throw invalid("\(key) must be a non-empty list of schemas", value.location)
                 }
                 var nodes: [Node] = []
-                for item in items { nodes.append(try parse(item, depth: depth + 1)) }
+                for item in items { nodes.append(try parse(item, depth: depth + 1, definitions: &definitions, references: &references)) }
                 if key == "oneOf" { rules.oneOf = nodes } else { rules.anyOf = nodes }
             case "minLength", "maxLength", "minItems", "maxItems":
                 guard case .int(let i) = value.kind, i >= 0, i <= Int64(Int32.max) else {
@@ -208,11 +281,22 @@ public struct DataSchema: Sendable {
     /// Most value-against-schema checks one validation makes (nested `oneOf` multiply).
     public static let validationBudget = 200_000
 
+    /// The strings of `data` that do not match their `format` (`date-time`, `date`, `time`, `email`, `uri`,
+    /// `uuid`, `ipv4`), each `template/data-format`: what `norq lint` warns about in a sample. Not part of
+    /// ``validate(_:limit:)``: in draft 2020-12 `format` is an annotation.
+    public func formatMismatches(_ data: JSONValue, limit: Int = 20) -> [NorqError] {
+        var asserting = self
+        asserting.assertFormats = true
+        return asserting.validate(data, limit: limit).filter { $0.code == .templateDataFormat }
+    }
+
     /// Whether `data` conforms (no error).
     public func conforms(_ data: JSONValue) -> Bool { validate(data, limit: 1).isEmpty }
 
+    /// - Parameter references: `$ref`s followed in a row on this same value (bounded: `$ref: "#"` at the root
+    ///   would recurse forever).
     func check(_ value: JSONValue, against node: Node, path: String, errors: inout [NorqError], limit: Int,
-               budget: inout Int) {
+               budget: inout Int, references: Int = 0) {
         budget -= 1
         guard errors.count < limit, budget >= 0 else { return }
         func fail(_ message: String, _ location: SourceLocation?) {
@@ -226,6 +310,14 @@ public struct DataSchema: Sendable {
         case .schema(let r): rules = r
         }
         let at = rules.location
+        if let reference = rules.reference, let target = definitions[reference] {
+            guard references < Self.maximumDepth else {
+                fail("$ref \(reference) refers to itself without consuming the value (\(Self.maximumDepth) in a row)", at)
+                return
+            }
+            check(value, against: target, path: path, errors: &errors, limit: limit, budget: &budget,
+                  references: references + 1)
+        }
         if let types = rules.types, !Self.matches(value, types: types) {
             fail("expected \(types.sorted().joined(separator: " or ")), got \(Self.kind(of: value))", at)
             return
@@ -257,6 +349,13 @@ public struct DataSchema: Sendable {
             let length = s.count
             if let min = rules.minLength, length < min { fail("is \(length) characters; the minimum is \(min)", at) }
             if let max = rules.maxLength, length > max { fail("is \(length) characters; the maximum is \(max)", at) }
+            if let box = rules.regex, let pattern = rules.pattern, (try? box.regex.firstMatch(in: s)) == nil {
+                fail("\(Self.short(value)) does not match pattern \(pattern)", at)
+            }
+            if assertFormats, let format = rules.format, !Self.conforms(s, format: format) {
+                errors.append(NorqError(.templateDataFormat, "\(path): \(Self.short(value)) is not a valid \(format)",
+                                        at: at))
+            }
         case .int(let i):
             let number = Double(i)
             if let min = rules.minimum, number < min { fail("\(Self.short(value)) is less than \(NumberFormat.plain(min))", at) }
@@ -290,12 +389,30 @@ public struct DataSchema: Sendable {
                     if case .null = member { continue }
                     check(member, against: schema, path: "\(path).\(name)", errors: &errors, limit: limit,
                           budget: &budget)
+                } else if let extra = rules.additionalSchema {
+                    check(member, against: extra, path: "\(path).\(name)", errors: &errors, limit: limit,
+                          budget: &budget)
                 } else if !rules.additionalProperties {
                     fail("has \"\(name)\", which the schema does not list (additionalProperties: false)", at)
                 }
             }
         default: break
         }
+    }
+
+    /// Whether `text` is a valid `format` (true for a format that is not asserted).
+    static func conforms(_ text: String, format: String) -> Bool {
+        let patterns: [String: String] = [
+            "date-time": #"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"#,
+            "date": #"^\d{4}-\d{2}-\d{2}$"#,
+            "time": #"^\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?$"#,
+            "email": #"^[^@\s]+@[^@\s]+\.[^@\s]+$"#,
+            "uri": #"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"#,
+            "uuid": #"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"#,
+            "ipv4": #"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$"#,
+        ]
+        guard let pattern = patterns[format], let regex = try? Regex(pattern) else { return true }
+        return (try? regex.wholeMatch(in: text)) != nil
     }
 
     static func allowsNull(_ node: Node?) -> Bool {

@@ -66,6 +66,8 @@ extension NorqError.Code {
     /// Warning: a literal `apns-expiration` number is a UNIX epoch in the past (often seconds meant as a
     /// duration: write `"1h"`).
     public static let implausibleExpiration: Self = "push/implausible-expiration"
+    /// *Warning* (`norq lint`): a sample's string does not match the `format` its schema declares.
+    public static let templateDataFormat: Self = "template/data-format"
     /// `headers.apns-topic` is not a bundle identifier.
     public static let invalidTopic: Self = "push/invalid-topic"
     /// A frontmatter value has the wrong type (e.g. `badge: many`).

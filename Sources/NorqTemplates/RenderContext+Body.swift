@@ -62,10 +62,8 @@ extension RenderContext {
                 var sink = BodySink(maxBytes: limits.maxOutputBytes)
                 try renderNodes(nodes, mode: .directiveBody, sink: &sink)  // shares the loop budget
                 out += sink.body
-            case .missingPartial(let tag, let location):
-                if strict {
-                    throw NorqError(.templateMissingPartial, "no partial for \(tag)", at: location)
-                }
+            case .missingPartial(let tag, _):
+                // Norq: a partial that is not found is left in the output as the literal tag (a compile warning).
                 out += tag
             }
             guard out.utf8.count <= limits.maxOutputBytes else {
@@ -119,8 +117,7 @@ extension RenderContext {
                 while locals.count > slot { locals.removeLast() }
             case .group(let nodes):
                 try renderNodes(nodes, mode: mode, sink: &sink)
-            case .missingPartial(let tag, let location):
-                if strict { throw NorqError(.templateMissingPartial, "no partial for \(tag)", at: location) }
+            case .missingPartial(let tag, _):
                 if mode == .body || mode == .directiveBody { try sink.emit(tag) }
             case .directive(let kind, let children):
                 try renderDirective(kind, children, outer: mode, sink: &sink)

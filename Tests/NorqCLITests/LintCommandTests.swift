@@ -195,4 +195,24 @@ KkZ/jZbiSD1EaIEFEwFqTvpHZ2VpZFpr+C/WpsncnrKuNIcGm9s=
         let unknown = try CLI.run(["lint", "no-such-template", "--config", quickstart])
         #expect(unknown.status == 1 && unknown.stdout.contains("error[template/not-found]"), "\(unknown)")
     }
+
+    /// Norq's `parse/error` is `template/syntax-error` here (and three finer codes); `--json` gives both.
+    @Test func aSyntaxErrorCarriesNorqsParseErrorCode() throws {
+        let dir = try project(pushMD: "---\ntitle: Hi\n---\nHello {{name\n")
+        let lint = try CLI.run(["lint", "--config", dir.appendingPathComponent("norq.yaml").path, "--json"])
+        #expect(lint.status == 1, "\(lint)")
+        let object = try #require(try parseJSON(lint.stdout) as? [String: Any])
+        let findings = try #require(object["findings"] as? [[String: Any]])
+        let syntax = try #require(findings.first { $0["code"] as? String == "template/syntax-error" }, "\(lint)")
+        #expect(syntax["norqCode"] as? String == "parse/error")
+        #expect(syntax["line"] as? Int == 4, "\(syntax)")
+    }
+
+    /// `apns/invalid-live-activity` names the template, the sample and a line (issue 32's "names no template").
+    @Test func anIncompleteLiveActivityNamesTheTemplateAndLine() throws {
+        let dir = try project(pushMD: "---\nheaders:\n  apns-push-type: liveactivity\nios:\n  event: update\n---\n")
+        let validate = try CLI.run(["validate", "--config", dir.appendingPathComponent("norq.yaml").path])
+        #expect(validate.status == 1, "\(validate)")
+        #expect(validate.stderr.contains("templates/t/push.md:5:3: error[apns/invalid-live-activity]: provider apns for ios tokens refuses template \"t\" (sample \"Default\"): a Live Activity update needs content-state"), "\(validate)")
+    }
 }

@@ -140,4 +140,20 @@ import Testing
         #expect(empty.code == .configNotFound)
         #expect(empty.hint == "--config takes the config file or the folder that holds it")
     }
+
+    /// Both file names in one folder is an error naming both (issue 32), found by discovery or given as a folder;
+    /// an explicit file still loads.
+    @Test func bothConfigFilesInOneFolderIsAnErrorNamingBoth() throws {
+        let root = try Self.tree(["project/norq.yaml", "project/norq.config.yaml", "project/sub/"])
+        defer { try? FileManager.default.removeItem(at: root) }
+        let folder = root.appendingPathComponent("project")
+        for thrown in [error { _ = try loader().load(path: folder.path) },
+                       error { _ = try loader().discover(from: folder.appendingPathComponent("sub").path) }] {
+            let found = try #require(thrown)
+            #expect(found.code == .configBothFiles)
+            #expect(found.message.contains("norq.yaml and ") && found.message.contains("norq.config.yaml exist"), "\(found)")
+        }
+        let explicit = try loader().load(path: folder.appendingPathComponent("norq.config.yaml").path)
+        #expect(explicit.file?.hasSuffix("norq.config.yaml") == true)
+    }
 }

@@ -210,9 +210,12 @@ struct BodyTests {
         #expect(content.body == "Mug: $12.50\nFeatured: $5.00\n— The Shop\n— Support")
         #expect(errorCode { _ = try compile("{{> loop}}", partials: partials) } == .templateRecursivePartial)
         #expect(errorCode { _ = try compile("x {{> a}}", partials: partials) } == .templateRecursivePartial)
-        // missing partials: error in strict mode, literal tag otherwise
-        #expect(errorCode { _ = try render("{{> nope}}") } == .templateMissingPartial)
+        // missing partials: the literal tag in the output, as Norq says, strict or not; a compile warning
+        #expect(try render("{{> nope}}").body == "{{> nope}}")
         #expect(try render("{{> nope}}", strict: false).body == "{{> nope}}")
+        let warned = try compile("Hi\n{{> nope x=1}}")
+        #expect(warned.warnings.map(\.code) == [.templateMissingPartial])
+        #expect(warned.warnings.first?.location?.line == 2)
         // multi-line call
         #expect(try render("{{> card\n  title=\"A\"\n  price=1}}", partials: partials).body == "A: $1.00")
     }

@@ -111,7 +111,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("type: text", 1), ("properties: [a]", 1), ("pattern: \"^A\"", 1), ("properties:\n  a: { minLength: -1 }", 2),
+        ("type: text", 1), ("properties: [a]", 1), ("pattern: \"(unclosed\"", 1), ("$ref: other.yaml#/x", 1), ("$ref: \"#/$defs/missing\"", 1), ("properties:\n  a: { minLength: -1 }", 2),
         ("required: x", 1), ("type: object\nproperties:\n  a:\n    patern: x", 4),
     ])
     func invalidSchemas(_ yaml: String, _ line: Int) throws {

@@ -50,7 +50,11 @@ struct PreviewCommand: AsyncParsableCommand {
         var logger = Logger(label: "norq.preview")
         logger.logLevel = verbose ? .debug : .warning
         let routerLogger = logger
-        let loader: @Sendable () throws(NorqError) -> PreviewProject = { () throws(NorqError) in
+        let loader: PreviewProject.Loader = { previous throws(NorqError) in
+            if let previous {
+                // The config file did not change: the same providers (their keys are not read again), new templates.
+                return previous.replacingLibrary(try options.library(previous.configuration))
+            }
             let configuration = try options.loadConfigurationIfPresent()
             let library = try options.library(configuration)
             return PreviewProject.make(library: library, configuration: configuration,

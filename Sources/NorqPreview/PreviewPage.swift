@@ -235,6 +235,7 @@ async function render() {
       meta(section, [["icon", v.icon], ["badge", v.badge], ["opens", v.actionUrl], ["stays until dismissed", v.requireInteraction ? "yes" : null], ["tag", v.tag], ["drawn from", v.source]]);
     }
   }
+  if (r.enabled === false) $("#error").append(el("div", { className: "error-box", textContent: "disabled (enabled: false): a send skips every token of this template" }));
   document.body.dataset.rendered = state.template + "@" + r.generation;
   document.body.dataset.generation = String(r.generation);
   $("#status").textContent = "generation " + r.generation + " · rendered in " + (r.renderMicroseconds / 1000).toFixed(1) + " ms on the server, " + (performance.now() - started).toFixed(0) + " ms here";
@@ -252,6 +253,11 @@ fromHash();
 refresh().catch(e => { $("#status").textContent = "error: " + e; });
 const events = new EventSource("/events");
 events.addEventListener("change", () => { refresh().catch(e => { $("#status").textContent = "error: " + e; }); });
+// On (re)connecting: a change made before this page subscribed (or while it was away) renders it again.
+events.addEventListener("hello", e => {
+  const shown = document.body.dataset.generation;
+  if (shown !== "0" && JSON.parse(e.data).generation !== Number(shown)) refresh().catch(() => {});
+});
 events.onerror = () => { document.body.dataset.live = "reconnecting"; };
 events.onopen = () => { document.body.dataset.live = "open"; };
 </script>

@@ -96,6 +96,31 @@ import Testing
         }
     }
 
+    /// A body longer than a platform shows is cut where that platform cuts it: four lines on an iOS banner, one
+    /// line on a collapsed Android notification; the full text is kept beside it.
+    @Test func longTextIsCutPerPlatform() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try await withPreview(fixture) { _, url in
+            let app = String(repeating: "a very long app name ", count: 10)
+            let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome", "sample": "Ada", "data": {"app": "\#(app)"}}"#)
+            let platforms = try #require(answer.json["platforms"], "\(answer.text)")
+            let full = try #require(platforms["ios"]?["body"]?["full"])
+            for platform in ["ios", "android", "web"] {
+                #expect(platforms[platform]?["body"]?["truncated"] == true, "\(platform)")
+                #expect(platforms[platform]?["body"]?["full"] == full)
+                guard case .string(let shown)? = platforms[platform]?["body"]?["shown"],
+                      case .int(let limit)? = platforms[platform]?["body"]?["limit"] else {
+                    Issue.record("\(platform): no cut body")
+                    continue
+                }
+                #expect(shown.hasSuffix("…") && shown.count <= Int(limit) + 1, "\(platform): \(shown)")
+            }
+            #expect(platforms["android"]?["body"]?["limit"] == .int(Int64(PreviewPlatforms.androidCuts.body)))
+            #expect(platforms["ios"]?["title"]?["truncated"] == false)
+        }
+    }
+
     @Test func aTemplateThatDoesNotRenderIsShownWithItsErrorNotAnHTTPError() async throws {
         let fixture = try PreviewFixture()
         defer { fixture.remove() }
@@ -174,6 +199,29 @@ import Testing
                 #expect(service.snapshot.generation == 2)
                 group.cancelAll()
             }
+        }
+    }
+
+    /// A template saved: the templates are read again, the providers kept (their keys are not read again); the
+    /// config saved: the providers are made again from it.
+    @Test func aTemplateSaveKeepsTheProvidersAndAConfigSaveRemakesThem() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try await withPreview(fixture) { service, url in
+            let first = try #require(service.snapshot.project?.router)
+            try fixture.write("welcome/push.md", PreviewFixture.welcome(title: "Saved, {{user.name}}"))
+            try await waitForGeneration(service, 2)
+            #expect(service.snapshot.project?.router === first)
+            let saved = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
+            #expect(saved.json["platforms"]?["android"]?["title"]?["full"] == "Saved, Ada")
+            let config = try String(contentsOfFile: fixture.config, encoding: .utf8)
+            try config.replacingOccurrences(of: "com.example.Preview", with: "com.example.Other")
+                .write(toFile: fixture.config, atomically: false, encoding: .utf8)
+            try await waitForGeneration(service, 3)
+            let remade = try #require(service.snapshot.project?.router)
+            #expect(remade !== first)
+            let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
+            #expect(answer.text.contains(#""value":"com.example.Other""#), "the new bundle id is the apns-topic")
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 package import Logging
 import Norq
-package import NorqCore
+import NorqCore
 import NIOCore
 import ServiceLifecycle
 import Synchronization
@@ -78,6 +78,8 @@ package final class PreviewService: Service {
             loaded = .success(try loader(previous))
         } catch {
             loaded = .failure(error)
+            // Also on the page, until a save fixes it.
+            logger.warning("the project could not be loaded: \(error)")
         }
         var findings: [String: [PreviewFinding]] = [:]
         if case .success(let project) = loaded {

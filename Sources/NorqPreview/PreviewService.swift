@@ -184,6 +184,7 @@ package final class PreviewService: Service {
     // MARK: routes
 
     func addRoutes(to router: Router<BasicRequestContext>) {
+        router.add(middleware: LoopbackHostMiddleware())
         router.get("/") { _, _ in
             Response(status: .ok,
                      headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
@@ -248,5 +249,36 @@ package final class PreviewService: Service {
         Response(status: HTTPResponse.Status(code: status),
                  headers: [.contentType: "application/json", .cacheControl: "no-store"],
                  body: ResponseBody(byteBuffer: ByteBuffer(bytes: body.serialized())))
+    }
+}
+
+/// Answers only requests addressed to a loopback name: the preview listens on 127.0.0.1, but a page of another site
+/// could still reach it under its own name through DNS rebinding (its name resolving to 127.0.0.1) and read the
+/// templates and requests; its `Host` gives it away (`preview/forbidden-host`, 403).
+struct LoopbackHostMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        let authority = request.head.authority ?? ""
+        guard Self.isLoopback(authority: authority) else {
+            let error = NorqError(.previewForbiddenHost,
+                                  "the preview answers requests to 127.0.0.1 or localhost only, not to \"\(authority.prefix(100))\"",
+                                  hint: "open http://127.0.0.1:<port>/")
+            return PreviewService.json(error.previewStatus, ["error": PreviewRenderer.errorJSON(error)])
+        }
+        return try await next(request, context)
+    }
+
+    /// `127.0.0.1`, `localhost` or `[::1]`, with or without a port.
+    static func isLoopback(authority: String) -> Bool {
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[...close]
+        } else {
+            host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        }
+        return ["127.0.0.1", "localhost", "[::1]"].contains(host.lowercased())
     }
 }

@@ -150,6 +150,24 @@ import Testing
         }
     }
 
+    /// DNS rebinding: a request naming another host (a site whose name resolves to 127.0.0.1) is refused.
+    @Test func requestsToAnotherHostNameAreRefused() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try await withPreview(fixture) { _, url in
+            for path in ["/", "/api/templates", "/events"] {
+                var request = HTTPClientRequest(url: url.absoluteString + path)
+                request.headers.replaceOrAdd(name: "Host", value: "rebind.example:\(url.port ?? 0)")
+                let answer = try await PreviewHTTP.send(request)
+                #expect(answer.status == 403, "\(path)")
+                #expect(answer.json["error"]?["code"] == "preview/forbidden-host", "\(path): \(answer.text)")
+            }
+            var local = HTTPClientRequest(url: url.absoluteString + "/api/templates")
+            local.headers.replaceOrAdd(name: "Host", value: "localhost:\(url.port ?? 0)")
+            #expect(try await PreviewHTTP.send(local).status == 200)
+        }
+    }
+
     @Test func pastedDataIsBounded() async throws {
         let fixture = try PreviewFixture()
         defer { fixture.remove() }

@@ -121,6 +121,48 @@ import Testing
         }
     }
 
+    /// A hand-written APNs payload (`push.json`): iOS draws it from `aps.alert`; FCM refuses it for Android, which
+    /// its platform view says; a background push says the system shows nothing.
+    @Test func whatTheRoutedProviderRefusesIsMarkedOnItsPlatform() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try fixture.write("native/push.json", #"""
+            {"aps": {"alert": {"title": "{{who}} wrote", "body": "Lunch?"}, "sound": "default"}, "id": "c-1"}
+            """#)
+        try fixture.write("native/data.samples.yaml", "Default:\n  who: Ana\n")
+        try fixture.write("quiet/push.md", """
+            ---
+            ios:
+              content-available: true
+            headers:
+              apns-push-type: background
+              apns-priority: 5
+            data:
+              kind: refresh
+            ---
+
+            """)
+        try await withPreview(fixture) { _, url in
+            let native = try await PreviewHTTP.post(url, "/api/render", #"{"template": "native"}"#)
+            let platforms = try #require(native.json["platforms"], "\(native.text)")
+            #expect(platforms["ios"]?["title"]?["full"] == "Ana wrote")
+            #expect(platforms["ios"]?["body"]?["full"] == "Lunch?")
+            #expect(platforms["ios"]?["refused"] == .null)
+            #expect(platforms["android"]?["refused"]?["kind"] == "failed", "\(native.text)")
+            #expect(platforms["android"]?["refused"]?["code"] == "fcm/invalid-message")
+
+            let quiet = try await PreviewHTTP.post(url, "/api/render", #"{"template": "quiet"}"#)
+            let views = try #require(quiet.json["platforms"], "\(quiet.text)")
+            #expect(views["ios"]?["silent"] == true)
+            #expect(views["ios"]?["title"] == .null)
+            guard case .string(let note)? = views["android"]?["note"] else {
+                Issue.record("no note for a data message: \(quiet.text)")
+                return
+            }
+            #expect(note.hasPrefix("data message"))
+        }
+    }
+
     @Test func aTemplateThatDoesNotRenderIsShownWithItsErrorNotAnHTTPError() async throws {
         let fixture = try PreviewFixture()
         defer { fixture.remove() }

@@ -124,7 +124,8 @@ async function loadTemplates() {
       : t.warnings ? el("span", { className: "count", textContent: t.warnings + " ⚠", style: "color:var(--warn)" }) : "";
     const b = el("button", { textContent: t.id, className: t.id === state.template ? "active" : "" }, count);
     b.dataset.template = t.id;
-    b.onclick = () => { state.template = t.id; state.sample = null; toHash(); render(); markActive(); };
+    // Pasted data belongs to the template it was pasted for: another template starts from its own first sample.
+    b.onclick = () => { state.template = t.id; state.sample = null; state.data = null; $("#data").value = ""; toHash(); render(); markActive(); };
     list.append(el("li", {}, b));
   }
   $("#project").textContent = answer.directory ? "templates: " + answer.directory + (answer.config ? " · config: " + answer.config : " · no config") : "";

@@ -121,9 +121,10 @@ final class NorqProcess: Sendable {
     let process = Process()
     let collected = Mutex<[UInt8]>([])
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String]? = nil) throws {
         process.executableURL = Self.executable
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -32,6 +32,36 @@ import Testing
         #expect(first.stop() == 0)
     }
 
+    /// `--open` starts `xdg-open` with the page's address (a stand-in on PATH records it), and says so when there
+    /// is none.
+    @Test func openStartsTheBrowserWithThePageAddress() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        let bin = fixture.root.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        let record = fixture.root.appendingPathComponent("opened.txt").path
+        try "#!/bin/sh\necho \"$1\" > '\(record)'\n".write(toFile: bin.appendingPathComponent("xdg-open").path,
+                                                       atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin.appendingPathComponent("xdg-open").path)
+        var environment = ProcessInfo.processInfo.environment
+        environment["PATH"] = bin.path + ":/bin"
+        let preview = try NorqProcess(["preview", "--config", fixture.config, "--port", "0", "--open"], environment: environment)
+        defer { preview.stop() }
+        let line = try #require(preview.waitForOutput { $0.contains("norq preview: http://127.0.0.1:") }, "\(preview.output)")
+        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let end = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: record), Date() < end { usleep(20_000) }
+        usleep(100_000)
+        #expect((try? String(contentsOfFile: record, encoding: .utf8)) == url + "\n")
+        #expect(preview.stop() == 0)
+
+        environment["PATH"] = fixture.root.appendingPathComponent("empty").path
+        let without = try NorqProcess(["preview", "--config", fixture.config, "--port", "0", "--open"], environment: environment)
+        defer { without.stop() }
+        #expect(without.waitForOutput { $0.contains("--open: no xdg-open on PATH; open http://127.0.0.1:") } != nil,
+                "\(without.output)")
+    }
+
     @Test func helpSaysItListensOnLoopbackOnly() throws {
         let (status, output) = try Self.run(["preview", "--help"])
         #expect(status == 0)

@@ -22,7 +22,7 @@ package final class PreviewService: Service {
         /// The port on 127.0.0.1 (0: any free port).
         package var port: Int
         /// How often the watched files are looked at.
-        package var pollInterval: Duration = .milliseconds(200)
+        package var pollInterval: Duration = .milliseconds(100)
         /// Pages subscribed to live updates at once (more get `preview/too-many-clients`).
         package var maximumClients = 16
         /// The largest render request (pasted data), in bytes (`preview/body-too-large`).

@@ -232,7 +232,7 @@ import Testing
         }
     }
 
-    /// Saving a template: the event stream says `change` (the watcher polls every 200 ms), and a render then shows
+    /// Saving a template: the event stream says `change` (the watcher polls every 100 ms), and a render then shows
     /// the new text; the project is loaded again (generation 2).
     @Test func savingATemplateSendsAChangeEventAndTheNextRenderShowsIt() async throws {
         let fixture = try PreviewFixture()
@@ -251,7 +251,7 @@ import Testing
                 _ = try await log.wait(for: "event: hello\ndata: {\"generation\":1}")
                 try fixture.write("welcome/push.md", PreviewFixture.welcome(title: "Hello again, {{user.name}}"))
                 let waited = try await log.wait(for: "event: change\ndata: {\"generation\":2}", timeout: .seconds(3))
-                // A functional bound (the watcher polls every 200 ms); speed is measured apart, not by unit tests.
+                // A functional bound (the watcher polls every 100 ms); speed is measured apart, not by unit tests.
                 #expect(waited < .seconds(3), "the change was seen after \(waited)")
                 let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
                 #expect(answer.json["platforms"]?["ios"]?["title"]?["full"] == "Hello again, Ada")

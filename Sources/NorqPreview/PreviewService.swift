@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 package import Logging
-import Norq
+package import Norq
 import NorqCore
 import NIOCore
 import ServiceLifecycle
@@ -71,7 +71,7 @@ package final class PreviewService: Service {
     /// - Parameter keepConfiguration: the config file did not change: the loader may keep the configuration and
     ///   the router of the project loaded last (reading provider keys again is most of a reload's time).
     @discardableResult
-    func reload(keepConfiguration: Bool = false) -> NotificationRouter? {
+    package func reload(keepConfiguration: Bool = false) -> NotificationRouter? {
         let previous = keepConfiguration ? snapshot.project : nil
         let loaded: Result<PreviewProject, NorqError>
         do throws(NorqError) {

@@ -2,7 +2,10 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NorqCore
+import NorqBuiltIns
+import NorqConfig
 import NorqPreview
+import NorqTemplates
 import Testing
 
 /// `norq preview`'s JSON endpoints, against a running preview service on 127.0.0.1.
@@ -79,6 +82,33 @@ import Testing
             #expect(findings.first?["code"] == "test/line-two")
             #expect(findings.first?["line"] == 2)
         }
+    }
+
+    /// Templates without a config (`norq preview --templates DIR`): each platform drawn from the rendered content,
+    /// no request, and a note saying why.
+    @Test func withoutAConfigThePlatformsAreDrawnAndNoRequestIsShown() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        let templates = fixture.templates.path
+        let loader: PreviewProject.Loader = { _ throws(NorqError) in
+            let registry = ProviderTypeRegistry.builtIn(consoleOutput: { _ in })
+            let library = try TemplateLibrary(directory: templates, rules: TemplateRules(providerTypes: registry.registeredTypes))
+            return PreviewProject.make(library: library, configuration: nil, registry: registry)
+        }
+        let service = PreviewService(settings: .init(port: 0), loader: loader, linter: NoPreviewLinter())
+        service.reload()
+        let (status, body) = PreviewRenderer.render(PreviewRenderRequest(template: "welcome", sample: "Grace"),
+                                                    snapshot: service.snapshot)
+        #expect(status == 200)
+        #expect(body["platforms"]?["ios"]?["title"]?["full"] == "Welcome, Grace")
+        #expect(body["platforms"]?["ios"]?["source"] == "rendered content")
+        #expect(body["requests"] == [])
+        guard case .string(let note)? = body["providers"]?["note"] else {
+            Issue.record("no note: \(body)")
+            return
+        }
+        #expect(note.hasPrefix("no norq.yaml"))
+        #expect(body["findings"] == [])
     }
 
     @Test func pastedDataIsMergedOnTheSample() async throws {

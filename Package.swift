@@ -424,7 +424,7 @@ let package = Package(
         .testTarget(
             name: "NorqPreviewTests",
             dependencies: [
-                "NorqPreview", "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqBuiltIns", "norq",
+                "NorqPreview", "NorqCore", "NorqConfig", "NorqTemplates", "NorqBuiltIns", "norq",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -51,7 +51,11 @@ struct PreviewCommand: AsyncParsableCommand {
         var logger = Logger(label: "norq.preview")
         logger.logLevel = verbose ? .debug : .warning
         let routerLogger = logger
-        let loader: @Sendable () throws(NorqError) -> PreviewProject = { () throws(NorqError) in
+        let loader: PreviewProject.Loader = { previous throws(NorqError) in
+            if let previous {
+                // The config file did not change: the same providers (their keys are not read again), new templates.
+                return previous.replacingLibrary(try options.library(previous.configuration))
+            }
             let configuration = try options.loadConfigurationIfPresent()
             let library = try options.library(configuration)
             return PreviewProject.make(library: library, configuration: configuration,
@@ -75,19 +79,28 @@ struct PreviewCommand: AsyncParsableCommand {
         }
     }
 
+    /// Opens `url` with `open` (macOS) or `xdg-open` found on PATH; says so on stderr when there is none or it
+    /// cannot be started (the page is served either way).
     static func openInBrowser(_ url: String) {
-        let process = Process()
         #if os(macOS)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/open")
-        process.arguments = [url]
+        let opener: String? = "/usr/bin/open"
         #else
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["xdg-open", url]
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        let opener = directories.map { "\($0)/xdg-open" }.first { FileManager.default.isExecutableFile(atPath: $0) }
         #endif
+        guard let opener else {
+            Console.err("norq preview: --open: no xdg-open on PATH; open \(url) in a browser\n")
+            return
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: opener)
+        process.arguments = [url]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
         do {
             try process.run()
         } catch {
-            Console.err("norq preview: could not open a browser (\(error)); open \(url) yourself\n")
+            Console.err("norq preview: --open: \(opener) could not be started (\(error)); open \(url) in a browser\n")
         }
     }
 }

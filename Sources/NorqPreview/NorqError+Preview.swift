@@ -8,6 +8,9 @@ extension NorqError.Code {
     package static let previewBodyTooLarge: Self = "preview/body-too-large"
     /// `norq preview`: more pages are subscribed to live updates than the preview serves at once (503).
     package static let previewTooManyClients: Self = "preview/too-many-clients"
+    /// `norq preview`: a request whose `Host` is not a loopback name (`127.0.0.1`, `localhost`, `[::1]`): a page of
+    /// another site reaching the preview through DNS rebinding (403).
+    package static let previewForbiddenHost: Self = "preview/forbidden-host"
     /// `norq preview` could not listen on 127.0.0.1 at the port asked for (in use, not permitted).
     package static let previewBindFailed: Self = "preview/bind-failed"
 }
@@ -18,6 +21,7 @@ extension NorqError {
     var previewStatus: Int {
         switch code {
         case .previewInvalidRequest, .invalidJSON: 400
+        case .previewForbiddenHost: 403
         case .previewBodyTooLarge: 413
         case .previewTooManyClients: 503
         default: 422

@@ -84,17 +84,17 @@ main { padding:14px 18px; overflow:auto; }
   <section class="platform" id="ios"><h2>iOS lock screen</h2>
     <div><div class="ios-screen"><div class="ios-banner"><div class="app-icon" title="app icon"></div><div>
       <div class="n-title"></div><div class="n-subtitle"></div><div class="n-body"></div></div></div></div>
-      <div class="meta"></div><div class="fcm"></div></div>
+      <div class="refused"></div><div class="meta"></div><div class="fcm"></div></div>
     <div class="requests"></div></section>
   <section class="platform" id="android"><h2>Android notification</h2>
     <div><div class="android-shade"><div class="android-card"><div class="head"></div>
       <div class="n-title"></div><div class="n-body"></div><div class="img"></div></div></div>
-      <div class="meta"></div><div class="fcm"></div></div>
+      <div class="refused"></div><div class="meta"></div><div class="fcm"></div></div>
     <div class="requests"></div></section>
   <section class="platform" id="web"><h2>Desktop browser (Web Push)</h2>
     <div><div class="desktop"><div class="web-toast"><div class="head"></div>
       <div class="n-title"></div><div class="n-body"></div><div class="img"></div></div></div>
-      <div class="meta"></div></div>
+      <div class="refused"></div><div class="meta"></div></div>
     <div class="requests"></div></section>
 </main>
 <script>
@@ -124,7 +124,8 @@ async function loadTemplates() {
       : t.warnings ? el("span", { className: "count", textContent: t.warnings + " ⚠", style: "color:var(--warn)" }) : "";
     const b = el("button", { textContent: t.id, className: t.id === state.template ? "active" : "" }, count);
     b.dataset.template = t.id;
-    b.onclick = () => { state.template = t.id; state.sample = null; toHash(); render(); markActive(); };
+    // Pasted data belongs to the template it was pasted for: another template starts from its own first sample.
+    b.onclick = () => { state.template = t.id; state.sample = null; state.data = null; $("#data").value = ""; toHash(); render(); markActive(); };
     list.append(el("li", {}, b));
   }
   $("#project").textContent = answer.directory ? "templates: " + answer.directory + (answer.config ? " · config: " + answer.config : " · no config") : "";
@@ -219,6 +220,8 @@ async function render() {
     if (!p) continue;
     const v = p[name];
     setText(section, ".n-title", v.title); setText(section, ".n-body", v.body);
+    const refusedBox = $(".refused", section); refusedBox.replaceChildren();
+    if (v.refused) refusedBox.append(el("div", { className: "error-box", textContent: "The routed provider refuses this: " + (v.refused.code || v.refused.kind) + ": " + (v.refused.message || v.refused.reason || "") + " (drawn from the rendered content)" }));
     const mine = all.filter(x => x.platform === name);
     requests(section, mine);
     fcmCards(section, mine, v);
@@ -228,13 +231,14 @@ async function render() {
     } else if (name === "android") {
       $(".head", section).textContent = "App · now";
       image(section, v.image);
-      meta(section, [["channel", v.channelId || "(default channel)"], ["priority", v.priority], ["color", v.color], ["icon", v.icon], ["tag", v.tag], ["drawn from", v.source]]);
+      meta(section, [["note", v.note], ["channel", v.channelId || "(default channel)"], ["priority", v.priority], ["color", v.color], ["icon", v.icon], ["tag", v.tag], ["drawn from", v.source]]);
     } else {
       $(".head", section).textContent = "Browser · " + (v.actionUrl ? new URL(v.actionUrl, location.href).host : "your site");
       image(section, v.image);
-      meta(section, [["icon", v.icon], ["badge", v.badge], ["opens", v.actionUrl], ["stays until dismissed", v.requireInteraction ? "yes" : null], ["tag", v.tag], ["drawn from", v.source]]);
+      meta(section, [["note", v.note], ["icon", v.icon], ["badge", v.badge], ["opens", v.actionUrl], ["stays until dismissed", v.requireInteraction ? "yes" : null], ["tag", v.tag], ["drawn from", v.source]]);
     }
   }
+  if (r.enabled === false) $("#error").append(el("div", { className: "error-box", textContent: "disabled (enabled: false): a send skips every token of this template" }));
   document.body.dataset.rendered = state.template + "@" + r.generation;
   document.body.dataset.generation = String(r.generation);
   $("#status").textContent = "generation " + r.generation + " · rendered in " + (r.renderMicroseconds / 1000).toFixed(1) + " ms on the server, " + (performance.now() - started).toFixed(0) + " ms here";
@@ -252,6 +256,11 @@ fromHash();
 refresh().catch(e => { $("#status").textContent = "error: " + e; });
 const events = new EventSource("/events");
 events.addEventListener("change", () => { refresh().catch(e => { $("#status").textContent = "error: " + e; }); });
+// On (re)connecting: a change made before this page subscribed (or while it was away) renders it again.
+events.addEventListener("hello", e => {
+  const shown = document.body.dataset.generation;
+  if (shown !== "0" && JSON.parse(e.data).generation !== Number(shown)) refresh().catch(() => {});
+});
 events.onerror = () => { document.body.dataset.live = "reconnecting"; };
 events.onopen = () => { document.body.dataset.live = "open"; };
 </script>

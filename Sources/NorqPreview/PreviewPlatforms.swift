@@ -1,3 +1,4 @@
+import Norq
 import NorqCore
 import OrderedCollections
 
@@ -46,6 +47,12 @@ package enum PreviewPlatforms {
             for (key, value) in fields { if case .string(let text) = value { result[key] = text } }
             return result
         }
+        /// What the routed provider of `platform` decided instead of a request (it refuses this content), if so.
+        func refused(_ platform: Platform) -> JSONValue {
+            guard let first = requests.first(where: { $0.platform == platform }),
+                  case .noRequest(let result) = first.delivery.plan else { return .null }
+            return DryRunJSON.outcomeJSON(result)
+        }
         let ios = shownFields(.ios)
         let iosTitle = ios["title"] ?? content.title
         let iosSubtitle = ios["subtitle"] ?? content.ios.subtitle
@@ -65,11 +72,13 @@ package enum PreviewPlatforms {
             "source": .string(routed(.ios).map { "request of \($0.delivery.provider ?? "?")" } ?? "rendered content"),
         ]
         if silent { iosView["note"] = "background push (content-available): the system shows nothing" }
+        iosView["refused"] = refused(.ios)
 
         let android = shownFields(.android)
-        let androidView: OrderedDictionary<String, JSONValue> = [
-            "title": field(android["title"] ?? content.title, androidCuts.title),
-            "body": field(android["body"] ?? content.body, androidCuts.body),
+        let androidTitle = android["title"] ?? content.title, androidBody = android["body"] ?? content.body
+        var androidView: OrderedDictionary<String, JSONValue> = [
+            "title": field(androidTitle, androidCuts.title),
+            "body": field(androidBody, androidCuts.body),
             "channelId": optional(android["channel_id"] ?? content.android.channelID),
             "priority": .string(content.android.priority ?? "normal"),
             "image": optional(android["image"] ?? content.image),
@@ -78,8 +87,12 @@ package enum PreviewPlatforms {
             "tag": optional(content.android.tag),
             "source": .string(routed(.android).map { "request of \($0.delivery.provider ?? "?")" } ?? "rendered content"),
         ]
+        if androidTitle.isEmpty && androidBody.isEmpty {
+            androidView["note"] = "data message (no notification block): the app decides what to show, if anything"
+        }
+        androidView["refused"] = refused(.android)
 
-        let webView: OrderedDictionary<String, JSONValue> = [
+        var webView: OrderedDictionary<String, JSONValue> = [
             "title": field(content.title, webCuts.title),
             "body": field(content.body, webCuts.body),
             "icon": optional(content.web.icon),
@@ -90,6 +103,10 @@ package enum PreviewPlatforms {
             "tag": optional(content.web.tag),
             "source": "rendered content (the Web Push body is encrypted)",
         ]
+        if content.title.isEmpty && content.body.isEmpty {
+            webView["note"] = "no title or body: the site's service worker decides what to show, if anything"
+        }
+        webView["refused"] = refused(.web)
         return ["ios": .object(iosView), "android": .object(androidView), "web": .object(webView)]
     }
 

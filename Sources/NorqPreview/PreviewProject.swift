@@ -71,6 +71,18 @@ package struct PreviewProject: Sendable {
     /// The files and folders whose changes re-render the page: the templates directory and the config file.
     package var watched: [String]
 
+    /// Reads a project. Given the project loaded last (the config file did not change since), it may keep that
+    /// project's configuration and router and read the templates only (``replacingLibrary(_:)``).
+    package typealias Loader = @Sendable (_ previous: PreviewProject?) throws(NorqError) -> PreviewProject
+
+    /// This project with other templates, the same configuration and router.
+    package func replacingLibrary(_ library: TemplateLibrary) -> PreviewProject {
+        var project = self
+        project.library = library
+        project.watched = [library.directory] + (configuration?.file.map { [$0] } ?? [])
+        return project
+    }
+
     package init(library: TemplateLibrary, configuration: NorqConfiguration?, router: NotificationRouter?,
                  routerError: NorqError? = nil, watched: [String]) {
         self.library = library

@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 package import Logging
-import Norq
-package import NorqCore
+package import Norq
+import NorqCore
 import NIOCore
 import ServiceLifecycle
 import Synchronization
@@ -22,7 +22,7 @@ package final class PreviewService: Service {
         /// The port on 127.0.0.1 (0: any free port).
         package var port: Int
         /// How often the watched files are looked at.
-        package var pollInterval: Duration = .milliseconds(200)
+        package var pollInterval: Duration = .milliseconds(100)
         /// Pages subscribed to live updates at once (more get `preview/too-many-clients`).
         package var maximumClients = 16
         /// The largest render request (pasted data), in bytes (`preview/body-too-large`).
@@ -39,7 +39,7 @@ package final class PreviewService: Service {
     package static let host = "127.0.0.1"
 
     let settings: Settings
-    let loader: @Sendable () throws(NorqError) -> PreviewProject
+    let loader: PreviewProject.Loader
     let linter: any PreviewLinter
     let logger: Logger
     let onListening: @Sendable (String, Int) -> Void
@@ -47,10 +47,11 @@ package final class PreviewService: Service {
     let events: PreviewEvents
 
     /// - Parameters:
-    ///   - loader: reads the configuration and the templates (called at start and after each change on disk).
+    ///   - loader: reads the configuration and the templates (called at start and after each change on disk; when
+    ///     the config file did not change, with the project loaded last, whose configuration and router it may keep).
     ///   - linter: the findings shown beside each template (see ``PreviewLinter``).
     ///   - onListening: called with the bound host and port once the page can be loaded.
-    package init(settings: Settings, loader: @escaping @Sendable () throws(NorqError) -> PreviewProject,
+    package init(settings: Settings, loader: @escaping PreviewProject.Loader,
                  linter: any PreviewLinter, logger: Logger = Logger(label: "norq.preview"),
                  onListening: @escaping @Sendable (String, Int) -> Void = { _, _ in }) {
         self.settings = settings
@@ -65,21 +66,28 @@ package final class PreviewService: Service {
     package var snapshot: PreviewSnapshot { current.withLock { $0 } }
 
     /// Loads the project again and makes it current (the next generation); a project that cannot be loaded
-    /// leaves its error on the page and the watched paths as they were. Returns the router it replaced.
+    /// leaves its error on the page and the watched paths as they were. Returns the router it replaced (nil when
+    /// none, or when the new project keeps it).
+    /// - Parameter keepConfiguration: the config file did not change: the loader may keep the configuration and
+    ///   the router of the project loaded last (reading provider keys again is most of a reload's time).
     @discardableResult
-    func reload() -> NotificationRouter? {
+    package func reload(keepConfiguration: Bool = false) -> NotificationRouter? {
+        let previous = keepConfiguration ? snapshot.project : nil
         let loaded: Result<PreviewProject, NorqError>
         do throws(NorqError) {
-            loaded = .success(try loader())
+            loaded = .success(try loader(previous))
         } catch {
             loaded = .failure(error)
+            // Also on the page, until a save fixes it.
+            logger.warning("the project could not be loaded: \(error)")
         }
         var findings: [String: [PreviewFinding]] = [:]
         if case .success(let project) = loaded {
             findings = linter.findings(library: project.library, configuration: project.configuration)
         }
+        let kept = (try? loaded.get())?.router
         return current.withLock { snapshot in
-            let old = snapshot.project?.router
+            let old = snapshot.project?.router.flatMap { $0 === kept ? nil : $0 }
             snapshot.generation += 1
             switch loaded {
             case .success(let project):
@@ -97,7 +105,7 @@ package final class PreviewService: Service {
 
     /// Serves until graceful shutdown or cancellation.
     package func run() async throws {
-        reload()
+        reload(keepConfiguration: false)
         let router = Router()
         addRoutes(to: router)
         let onListening = self.onListening
@@ -126,22 +134,32 @@ package final class PreviewService: Service {
         await snapshot.project?.router?.shutdown(gracePeriod: .zero)
     }
 
-    /// The watcher: polls until cancelled; after a change, reloads and tells the pages.
+    /// The watcher: polls until cancelled; after a change, reloads and tells the pages. The pause between looks
+    /// is `pollInterval`, or 20 times the last look when that is longer: the watcher never takes more than about
+    /// 5 % of a core, however many files the project has.
     func watch() async {
+        let clock = ContinuousClock()
         var paths = snapshot.watched
         var last = PreviewWatcher(paths: paths).look()
-        var sinceKeepAlive = Duration.zero
+        var lookTime = Duration.zero
+        var lastKeepAlive = clock.now
         while !Task.isCancelled {
             do {
-                try await Task.sleep(for: settings.pollInterval)
+                try await Task.sleep(for: max(settings.pollInterval, lookTime * 20))
             } catch {
                 return
             }
+            let lookStarted = clock.now
             let now = PreviewWatcher(paths: paths).look()
+            lookTime = clock.now - lookStarted
             if now != last {
-                let started = ContinuousClock.now
-                let old = reload()
-                let loadTime = ContinuousClock.now - started
+                let started = clock.now
+                // Only files under the templates directory changed: the configuration (and router) can be kept.
+                let changed = Set(now.keys).union(last.keys).filter { now[$0] != last[$0] }
+                let configFile = snapshot.project?.configuration?.file
+                let keep = snapshot.project != nil && !changed.contains { $0 == configFile }
+                let old = reload(keepConfiguration: keep)
+                let loadTime = clock.now - started
                 let snapshot = self.snapshot
                 // A reload may watch other paths (a config naming another templates directory).
                 if snapshot.watched != paths {
@@ -152,16 +170,13 @@ package final class PreviewService: Service {
                 }
                 events.broadcast(.init(event: "change", data: #"{"generation":\#(snapshot.generation)}"#))
                 logger.debug("project changed: reloaded", metadata: [
-                    "generation": "\(snapshot.generation)", "load": "\(loadTime)",
+                    "generation": "\(snapshot.generation)", "load": "\(loadTime)", "look": "\(lookTime)",
                 ])
                 if let old { await old.shutdown(gracePeriod: .zero) }
-                sinceKeepAlive = .zero
-            } else {
-                sinceKeepAlive += settings.pollInterval
-                if sinceKeepAlive >= settings.keepAliveInterval {
-                    events.broadcast(.init(event: nil, data: "keep-alive"))
-                    sinceKeepAlive = .zero
-                }
+                lastKeepAlive = clock.now
+            } else if clock.now - lastKeepAlive >= settings.keepAliveInterval {
+                events.broadcast(.init(event: nil, data: "keep-alive"))
+                lastKeepAlive = clock.now
             }
         }
     }
@@ -169,6 +184,7 @@ package final class PreviewService: Service {
     // MARK: routes
 
     func addRoutes(to router: Router<BasicRequestContext>) {
+        router.add(middleware: LoopbackHostMiddleware())
         router.get("/") { _, _ in
             Response(status: .ok,
                      headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
@@ -233,5 +249,36 @@ package final class PreviewService: Service {
         Response(status: HTTPResponse.Status(code: status),
                  headers: [.contentType: "application/json", .cacheControl: "no-store"],
                  body: ResponseBody(byteBuffer: ByteBuffer(bytes: body.serialized())))
+    }
+}
+
+/// Answers only requests addressed to a loopback name: the preview listens on 127.0.0.1, but a page of another site
+/// could still reach it under its own name through DNS rebinding (its name resolving to 127.0.0.1) and read the
+/// templates and requests; its `Host` gives it away (`preview/forbidden-host`, 403).
+struct LoopbackHostMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        let authority = request.head.authority ?? ""
+        guard Self.isLoopback(authority: authority) else {
+            let error = NorqError(.previewForbiddenHost,
+                                  "the preview answers requests to 127.0.0.1 or localhost only, not to \"\(authority.prefix(100))\"",
+                                  hint: "open http://127.0.0.1:<port>/")
+            return PreviewService.json(error.previewStatus, ["error": PreviewRenderer.errorJSON(error)])
+        }
+        return try await next(request, context)
+    }
+
+    /// `127.0.0.1`, `localhost` or `[::1]`, with or without a port.
+    static func isLoopback(authority: String) -> Bool {
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[...close]
+        } else {
+            host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        }
+        return ["127.0.0.1", "localhost", "[::1]"].contains(host.lowercased())
     }
 }

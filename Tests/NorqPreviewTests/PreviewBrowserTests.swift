@@ -77,6 +77,19 @@ import Glibc
         #expect(live["ios"] as? [String] == ["Hello again, Ada", "Your account is ready", "Hi Ada, thanks for joining Norq!"])
         #expect(live["web"] as? [String] == ["Hello again, Ada", "Hi Ada, thanks for joining Norq!"])
 
+        // Another sample, chosen in the select; then pasted data, merged on it.
+        _ = try await browser.evaluate(#"const s = document.querySelector('#sample'); s.value = "Grace"; s.dispatchEvent(new Event("change")); "ok""#,
+                                       session: page)
+        _ = try await browser.waitUntil("document.querySelector('#android .n-title').textContent", session: page) {
+            $0 == "Hello again, Grace"
+        }
+        _ = try await browser.evaluate(#"document.querySelector('#data').value = '{"app": "the beta"}'; document.querySelector('#render-data').click(); "ok""#,
+                                       session: page)
+        let (pasted, _) = try await browser.waitUntil("document.querySelector('#web .n-body').textContent", session: page) {
+            $0.contains("the beta")
+        }
+        #expect(pasted == "Hi Grace, thanks for joining the beta!")
+
         // Another template, chosen in the list: validate's warning with its line.
         _ = try await browser.evaluate(#"document.querySelector('#templates button[data-template="raw"]').click(), "clicked""#,
                                        session: page)
@@ -84,6 +97,8 @@ import Glibc
                                                    session: page) { $0.hasPrefix("raw@") }
         #expect(raw.contains("raw/push.md:4:"), "\(raw)")
         #expect(raw.contains("warning[template/raw-expression]"), "\(raw)")
+        #expect(try await browser.evaluate("document.querySelector('#web .n-body').textContent", session: page)
+                == "Markup: <b>bold</b>", "the other template starts from its own sample, not the data pasted before")
 
         // Ctrl-C / SIGTERM with the page still subscribed: the preview stops gracefully.
         let status = preview.stop()
@@ -106,9 +121,10 @@ final class NorqProcess: Sendable {
     let process = Process()
     let collected = Mutex<[UInt8]>([])
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String]? = nil) throws {
         process.executableURL = Self.executable
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

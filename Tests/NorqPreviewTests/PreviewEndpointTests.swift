@@ -2,7 +2,10 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NorqCore
+import NorqBuiltIns
+import NorqConfig
 import NorqPreview
+import NorqTemplates
 import Testing
 
 /// `norq preview`'s JSON endpoints, against a running preview service on 127.0.0.1.
@@ -81,6 +84,33 @@ import Testing
         }
     }
 
+    /// Templates without a config (`norq preview --templates DIR`): each platform drawn from the rendered content,
+    /// no request, and a note saying why.
+    @Test func withoutAConfigThePlatformsAreDrawnAndNoRequestIsShown() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        let templates = fixture.templates.path
+        let loader: PreviewProject.Loader = { _ throws(NorqError) in
+            let registry = ProviderTypeRegistry.builtIn(consoleOutput: { _ in })
+            let library = try TemplateLibrary(directory: templates, rules: TemplateRules(providerTypes: registry.registeredTypes))
+            return PreviewProject.make(library: library, configuration: nil, registry: registry)
+        }
+        let service = PreviewService(settings: .init(port: 0), loader: loader, linter: NoPreviewLinter())
+        service.reload()
+        let (status, body) = PreviewRenderer.render(PreviewRenderRequest(template: "welcome", sample: "Grace"),
+                                                    snapshot: service.snapshot)
+        #expect(status == 200)
+        #expect(body["platforms"]?["ios"]?["title"]?["full"] == "Welcome, Grace")
+        #expect(body["platforms"]?["ios"]?["source"] == "rendered content")
+        #expect(body["requests"] == [])
+        guard case .string(let note)? = body["providers"]?["note"] else {
+            Issue.record("no note: \(body)")
+            return
+        }
+        #expect(note.hasPrefix("no norq.yaml"))
+        #expect(body["findings"] == [])
+    }
+
     @Test func pastedDataIsMergedOnTheSample() async throws {
         let fixture = try PreviewFixture()
         defer { fixture.remove() }
@@ -93,6 +123,73 @@ import Testing
                                                    #"{"template": "welcome", "data": {"user": {"name": "Lin"}, "app": "X"}}"#)
             #expect(alone.json["platforms"]?["web"]?["title"]?["full"] == "Welcome, Lin")
             #expect(alone.json["sample"] == .null)
+        }
+    }
+
+    /// A body longer than a platform shows is cut where that platform cuts it: four lines on an iOS banner, one
+    /// line on a collapsed Android notification; the full text is kept beside it.
+    @Test func longTextIsCutPerPlatform() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try await withPreview(fixture) { _, url in
+            let app = String(repeating: "a very long app name ", count: 10)
+            let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome", "sample": "Ada", "data": {"app": "\#(app)"}}"#)
+            let platforms = try #require(answer.json["platforms"], "\(answer.text)")
+            let full = try #require(platforms["ios"]?["body"]?["full"])
+            for platform in ["ios", "android", "web"] {
+                #expect(platforms[platform]?["body"]?["truncated"] == true, "\(platform)")
+                #expect(platforms[platform]?["body"]?["full"] == full)
+                guard case .string(let shown)? = platforms[platform]?["body"]?["shown"],
+                      case .int(let limit)? = platforms[platform]?["body"]?["limit"] else {
+                    Issue.record("\(platform): no cut body")
+                    continue
+                }
+                #expect(shown.hasSuffix("…") && shown.count <= Int(limit) + 1, "\(platform): \(shown)")
+            }
+            #expect(platforms["android"]?["body"]?["limit"] == .int(Int64(PreviewPlatforms.androidCuts.body)))
+            #expect(platforms["ios"]?["title"]?["truncated"] == false)
+        }
+    }
+
+    /// A hand-written APNs payload (`push.json`): iOS draws it from `aps.alert`; FCM refuses it for Android, which
+    /// its platform view says; a background push says the system shows nothing.
+    @Test func whatTheRoutedProviderRefusesIsMarkedOnItsPlatform() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try fixture.write("native/push.json", #"""
+            {"aps": {"alert": {"title": "{{who}} wrote", "body": "Lunch?"}, "sound": "default"}, "id": "c-1"}
+            """#)
+        try fixture.write("native/data.samples.yaml", "Default:\n  who: Ana\n")
+        try fixture.write("quiet/push.md", """
+            ---
+            ios:
+              content-available: true
+            headers:
+              apns-push-type: background
+              apns-priority: 5
+            data:
+              kind: refresh
+            ---
+
+            """)
+        try await withPreview(fixture) { _, url in
+            let native = try await PreviewHTTP.post(url, "/api/render", #"{"template": "native"}"#)
+            let platforms = try #require(native.json["platforms"], "\(native.text)")
+            #expect(platforms["ios"]?["title"]?["full"] == "Ana wrote")
+            #expect(platforms["ios"]?["body"]?["full"] == "Lunch?")
+            #expect(platforms["ios"]?["refused"] == .null)
+            #expect(platforms["android"]?["refused"]?["kind"] == "failed", "\(native.text)")
+            #expect(platforms["android"]?["refused"]?["code"] == "fcm/invalid-message")
+
+            let quiet = try await PreviewHTTP.post(url, "/api/render", #"{"template": "quiet"}"#)
+            let views = try #require(quiet.json["platforms"], "\(quiet.text)")
+            #expect(views["ios"]?["silent"] == true)
+            #expect(views["ios"]?["title"] == .null)
+            guard case .string(let note)? = views["android"]?["note"] else {
+                Issue.record("no note for a data message: \(quiet.text)")
+                return
+            }
+            #expect(note.hasPrefix("data message"))
         }
     }
 
@@ -125,6 +222,24 @@ import Testing
         }
     }
 
+    /// DNS rebinding: a request naming another host (a site whose name resolves to 127.0.0.1) is refused.
+    @Test func requestsToAnotherHostNameAreRefused() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try await withPreview(fixture) { _, url in
+            for path in ["/", "/api/templates", "/events"] {
+                var request = HTTPClientRequest(url: url.absoluteString + path)
+                request.headers.replaceOrAdd(name: "Host", value: "rebind.example:\(url.port ?? 0)")
+                let answer = try await PreviewHTTP.send(request)
+                #expect(answer.status == 403, "\(path)")
+                #expect(answer.json["error"]?["code"] == "preview/forbidden-host", "\(path): \(answer.text)")
+            }
+            var local = HTTPClientRequest(url: url.absoluteString + "/api/templates")
+            local.headers.replaceOrAdd(name: "Host", value: "localhost:\(url.port ?? 0)")
+            #expect(try await PreviewHTTP.send(local).status == 200)
+        }
+    }
+
     @Test func pastedDataIsBounded() async throws {
         let fixture = try PreviewFixture()
         defer { fixture.remove() }
@@ -147,7 +262,7 @@ import Testing
         }
     }
 
-    /// Saving a template: the event stream says `change` (the watcher polls every 200 ms), and a render then shows
+    /// Saving a template: the event stream says `change` (the watcher polls every 100 ms), and a render then shows
     /// the new text; the project is loaded again (generation 2).
     @Test func savingATemplateSendsAChangeEventAndTheNextRenderShowsIt() async throws {
         let fixture = try PreviewFixture()
@@ -166,7 +281,7 @@ import Testing
                 _ = try await log.wait(for: "event: hello\ndata: {\"generation\":1}")
                 try fixture.write("welcome/push.md", PreviewFixture.welcome(title: "Hello again, {{user.name}}"))
                 let waited = try await log.wait(for: "event: change\ndata: {\"generation\":2}", timeout: .seconds(3))
-                // A functional bound (the watcher polls every 200 ms); speed is measured apart, not by unit tests.
+                // A functional bound (the watcher polls every 100 ms); speed is measured apart, not by unit tests.
                 #expect(waited < .seconds(3), "the change was seen after \(waited)")
                 let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
                 #expect(answer.json["platforms"]?["ios"]?["title"]?["full"] == "Hello again, Ada")
@@ -174,6 +289,29 @@ import Testing
                 #expect(service.snapshot.generation == 2)
                 group.cancelAll()
             }
+        }
+    }
+
+    /// A template saved: the templates are read again, the providers kept (their keys are not read again); the
+    /// config saved: the providers are made again from it.
+    @Test func aTemplateSaveKeepsTheProvidersAndAConfigSaveRemakesThem() async throws {
+        let fixture = try PreviewFixture()
+        defer { fixture.remove() }
+        try await withPreview(fixture) { service, url in
+            let first = try #require(service.snapshot.project?.router)
+            try fixture.write("welcome/push.md", PreviewFixture.welcome(title: "Saved, {{user.name}}"))
+            try await waitForGeneration(service, 2)
+            #expect(service.snapshot.project?.router === first)
+            let saved = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
+            #expect(saved.json["platforms"]?["android"]?["title"]?["full"] == "Saved, Ada")
+            let config = try String(contentsOfFile: fixture.config, encoding: .utf8)
+            try config.replacingOccurrences(of: "com.example.Preview", with: "com.example.Other")
+                .write(toFile: fixture.config, atomically: false, encoding: .utf8)
+            try await waitForGeneration(service, 3)
+            let remade = try #require(service.snapshot.project?.router)
+            #expect(remade !== first)
+            let answer = try await PreviewHTTP.post(url, "/api/render", #"{"template": "welcome"}"#)
+            #expect(answer.text.contains(#""value":"com.example.Other""#), "the new bundle id is the apns-topic")
         }
     }
 

@@ -105,11 +105,14 @@ struct PreviewFixture {
     }
 
     /// The loader `norq preview` would use (configuration, templates, built-in provider types).
-    var loader: @Sendable () throws(NorqError) -> PreviewProject {
+    var loader: PreviewProject.Loader {
         let config = self.config
         let templates = self.templates.path
-        return { () throws(NorqError) in
+        return { previous throws(NorqError) in
             let registry = ProviderTypeRegistry.builtIn(consoleOutput: { _ in })
+            if let previous {
+                return previous.replacingLibrary(try TemplateLibrary(directory: templates, rules: previous.library.rules))
+            }
             let configuration = try ConfigurationLoader(registry: registry).load(path: config)
             var rules = TemplateRules(providerTypes: registry.registeredTypes)
             rules.payloadSizers = configuration.payloadSizers(registry: registry)

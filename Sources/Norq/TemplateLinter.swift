@@ -257,7 +257,8 @@ public struct TemplateLinter: Sendable {
     /// provider's token format): not reported.
     static let sampleTokenCodes: Set<NorqError.Code> = [
         "apns/invalid-token-format", "fcm/invalid-token-format", "webpush/endpoint-not-allowed",
-        "webpush/invalid-endpoint", "webpush/invalid-p256dh", "webpush/invalid-auth-secret", .emptyToken,
+        "webpush/invalid-endpoint", "webpush/invalid-p256dh", "webpush/invalid-auth-secret", "expo/invalid-token",
+        .emptyToken,
     ]
 
     /// Drops repeats: the same code and message at the same place from another sample (the first sample's

@@ -41,7 +41,8 @@ enum Chaos {
         let workers = WorkerList()
 
         static func make(store: String, latency: Duration = .milliseconds(40), claimBatchSize: Int = 16,
-                         leaseDuration: String = "2s", recordLimit: Int = 10_000) async throws -> Setup {
+                         leaseDuration: String = "2s", recordLimit: Int = 10_000,
+                         providerTimeout: String = "10s") async throws -> Setup {
             let directory = try temporaryDirectory()
             let rig = try await DurableRig.make(faults: .init(latency: latency), recordLimit: recordLimit)
             try rig.emulator.writeCACertificate(to: directory.appendingPathComponent("ca.pem").path)
@@ -56,6 +57,7 @@ enum Chaos {
                       keyPath: ./key.p8
                       endpoint: https://localhost:\(rig.emulator.port)
                       caPath: ./ca.pem
+                      timeout: \(providerTimeout)
                     retry: { retries: 3, backoff: 20ms }
                 routing:
                   push: apns
@@ -207,7 +209,7 @@ extension DurableRig {
 
 @Suite(PostgresTestServer.enabled, .serialized) struct PostgresChaosTests {
     static func withSetup(leaseDuration: String = "2s", latency: Duration = .milliseconds(150), listen: Bool = true,
-                          claimBatchSize: Int = 16, recordLimit: Int = 10_000,
+                          claimBatchSize: Int = 16, recordLimit: Int = 10_000, providerTimeout: String = "10s",
                           _ body: (Chaos.Setup, PostgresDeliveryStore, DurableDelivery) async throws -> Void) async throws {
         try await PostgresTestServer.withDatabase { configuration in
             var url = "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database ?? "")?sslmode=disable"
@@ -215,7 +217,7 @@ extension DurableRig {
             if !listen { url += "&listen=false" }
             let setup = try await Chaos.Setup.make(store: "postgres: \(url)", latency: latency,
                                                    claimBatchSize: claimBatchSize, leaseDuration: leaseDuration,
-                                                   recordLimit: recordLimit)
+                                                   recordLimit: recordLimit, providerTimeout: providerTimeout)
             let store = PostgresDeliveryStore(configuration: configuration,
                                               settings: DeliveryStoreSettings(callTimeout: .seconds(5),
                                                                               claimBatchSize: claimBatchSize))
@@ -281,8 +283,12 @@ extension DurableRig {
     /// `provider/deadline-exceeded` though the emulator received it; issue 29's closing note. The outage alone is
     /// `databaseRestartedAndUnreachableForTenSecondsMidBurst`.)
     @Test func twentyThousandTargetsASlowServiceAndAKilledWorker() async throws {
+        // The provider's timeout is 20 s, not the default 10 s: with 10 s, in 2 of 4 runs one segment's requests
+        // (266-499 of them) ended `provider/deadline-exceeded` though the emulator had received them and answers
+        // after 6 s: three debug-build workers and the emulator share two cores here (not proven to be the cause;
+        // issue 29's closing note).
         try await Self.withSetup(leaseDuration: "30s", latency: .seconds(6), claimBatchSize: 500,
-                                 recordLimit: 100_000) { setup, store, durable in
+                                 recordLimit: 100_000, providerTimeout: "20s") { setup, store, durable in
             let count = 20_000
             let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(count))
             let a = try setup.startWorker("a")

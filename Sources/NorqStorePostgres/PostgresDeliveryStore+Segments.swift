@@ -146,22 +146,32 @@ extension PostgresDeliveryStore {
         }
     }
 
-    /// Inserts a send's row and its segments (the registry applied), in the caller's transaction.
-    static func insert(_ send: NewSend, now: Int64, segmentSize: Int, on connection: PostgresConnection,
+    /// Inserts sends and their segments (the registry applied) in the caller's transaction: one statement for the
+    /// sends, one registry lookup, the segments' ids, states and targets (three), and one notification, whatever
+    /// the number of sends (a group commit of small sends costs a few statements, not a few per send).
+    static func insert(_ requests: [EnqueueRequest], segmentSize: Int, on connection: PostgresConnection,
                        logger: Logger) async throws {
+        guard !requests.isEmpty else { return }
+        let sends = requests.map(\.send)
         try await connection.query("""
             INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count)
-            VALUES (\(send.id), \(send.scope), \(send.idempotencyKey), \(send.fingerprint), \(send.content), \(now),
-                \(send.targets.count))
+            SELECT id, scope, nullif(key, ''), fingerprint, content, created_at, target_count
+            FROM unnest(\(sends.map(\.id))::text[], \(sends.map(\.scope))::text[],
+                \(sends.map { $0.idempotencyKey ?? "" })::text[], \(sends.map(\.fingerprint))::text[],
+                \(sends.map(\.content))::text[], \(requests.map(\.now))::bigint[], \(sends.map(\.targets.count))::int[])
+                AS v(id, scope, key, fingerprint, content, created_at, target_count)
             """, logger: logger)
         var tokens = Set<String>()
-        for target in send.targets where target.outcome == nil { tokens.insert(target.identity) }
+        for send in sends { for target in send.targets where target.outcome == nil { tokens.insert(target.identity) } }
         let registry = try await registryEntries(tokens, on: connection, logger: logger)
-        let segments = SegmentLedger.segments(of: send, now: now, size: segmentSize) { delivery in
-            DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
-                                             environment: delivery.environment)
+        var segments: [NewSegment] = []
+        for request in requests {
+            segments += SegmentLedger.segments(of: request.send, now: request.now, size: segmentSize) { delivery in
+                DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
+                                                 environment: delivery.environment)
+            }
         }
-        try await insert(segments, now: now, on: connection, logger: logger)
+        try await insert(segments, now: requests.map(\.now).max() ?? 0, on: connection, logger: logger)
         if segments.contains(where: { !$0.isFinished }) {
             try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
         }

@@ -246,11 +246,17 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let segmentSize = settings.effectiveSegmentSize
         do {
             return try await transaction(batch.count == 1 ? "enqueueing a send" : "enqueueing \(batch.count) sends") { connection in
+                // Idempotency per send (keys taken earlier in this batch count as holders), then every created send
+                // and its segments with a few statements for the whole batch.
                 var results: [Result<EnqueueResult, NorqError>] = []
+                var taken: [String: (String, String, Int64)] = [:]
+                var created: [EnqueueRequest] = []
                 for request in batch {
-                    results.append(try await Self.enqueue(request, segmentSize: segmentSize, on: connection,
-                                                          logger: logger))
+                    let result = try await Self.checkKey(request, taken: &taken, on: connection, logger: logger)
+                    if case .success(.created) = result { created.append(request) }
+                    results.append(result)
                 }
+                try await Self.insert(created, segmentSize: segmentSize, on: connection, logger: logger)
                 return results
             }
         } catch {
@@ -268,29 +274,33 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         var idempotencyWindow: Duration
     }
 
-    private static func enqueue(_ request: EnqueueRequest, segmentSize: Int, on connection: PostgresConnection,
-                                logger: Logger) async throws -> Result<EnqueueResult, NorqError> {
+    /// The idempotency decision for one send of a batch: its key's advisory lock (held to the commit), its holder
+    /// (in the database, or a send of this batch), and the decision; nothing is written but an expired key's release.
+    private static func checkKey(_ request: EnqueueRequest, taken: inout [String: (String, String, Int64)],
+                                 on connection: PostgresConnection,
+                                 logger: Logger) async throws -> Result<EnqueueResult, NorqError> {
         let send = request.send
-        if let key = send.idempotencyKey {
-            let lockKey = send.scope + "\u{1}" + key
+        guard let key = send.idempotencyKey else { return .success(.created(sendID: send.id)) }
+        let lockKey = send.scope + "\u{1}" + key
+        var holder = taken[lockKey]
+        if holder == nil {
             try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))", logger: logger)
-            var holder: (String, String, Int64)?
             for try await row in try await connection.query(
                 "SELECT id, fingerprint, created_at FROM norq_sends WHERE scope = \(send.scope) AND idempotency_key = \(key)",
                 logger: logger).decode((String, String, Int64).self) {
                 holder = row
             }
-            switch DeliveryStoreRules.idempotency(existingSendID: holder?.0, existingFingerprint: holder?.1,
-                                                  existingCreatedAt: holder?.2, fingerprint: send.fingerprint,
-                                                  now: request.now, window: request.idempotencyWindow) {
-            case .existing(let id): return .success(.existing(sendID: id))
-            case .reused(let id): return .failure(DeliveryStoreRules.keyReusedError(key: key, sendID: id))
-            case .expired(let id):
-                try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = \(id)", logger: logger)
-            case .create: break
-            }
         }
-        try await insert(send, now: request.now, segmentSize: segmentSize, on: connection, logger: logger)
+        switch DeliveryStoreRules.idempotency(existingSendID: holder?.0, existingFingerprint: holder?.1,
+                                              existingCreatedAt: holder?.2, fingerprint: send.fingerprint,
+                                              now: request.now, window: request.idempotencyWindow) {
+        case .existing(let id): return .success(.existing(sendID: id))
+        case .reused(let id): return .failure(DeliveryStoreRules.keyReusedError(key: key, sendID: id))
+        case .expired(let id):
+            try await connection.query("UPDATE norq_sends SET idempotency_key = NULL WHERE id = \(id)", logger: logger)
+        case .create: break
+        }
+        taken[lockKey] = (send.id, send.fingerprint, request.now)
         return .success(.created(sendID: send.id))
     }
 

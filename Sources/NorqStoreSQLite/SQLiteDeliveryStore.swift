@@ -313,13 +313,15 @@ public final class SQLiteDeliveryStore: DeliveryStore {
         var tokens = Set<String>()
         for send in sends { for target in send.targets where target.outcome == nil { tokens.insert(target.identity) } }
         let registry = try await registryEntries(tokens, on: connection)
+        // Every send's segments with one id reservation and a few multi-row statements for the whole batch.
+        var segments: [NewSegment] = []
         for (index, send) in sends.enumerated() {
-            let segments = SegmentLedger.segments(of: send, now: createdAt[index], size: segmentSize) { delivery in
+            segments += SegmentLedger.segments(of: send, now: createdAt[index], size: segmentSize) { delivery in
                 DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
                                                  environment: delivery.environment)
             }
-            try await insert(segments, now: createdAt[index], on: connection)
         }
+        try await insert(segments, now: createdAt.max() ?? 0, on: connection)
     }
 
     // MARK: - Workers

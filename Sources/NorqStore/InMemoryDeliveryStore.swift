@@ -146,31 +146,21 @@ public final class InMemoryDeliveryStore: DeliveryStore {
 
     public func complete(_ completions: [RowCompletion], now: Int64) async throws(NorqError) -> CompletionReport {
         try checkOpen()
-        return state.withLock { state in
-            var report = CompletionReport()
-            for group in SegmentLedger.bySegment(completions) {
-                guard var record = state.segments[group.segment] else {
-                    report.lost.formUnion(group.completions.map(\.lease.rowID))
-                    continue
-                }
-                let application = SegmentLedger.apply(group.completions, to: &record, targets: state.targets[record.id],
-                                                      now: now)
-                report.applied.formUnion(application.applied)
-                report.lost.formUnion(application.lost)
-                guard application.changed else { continue }
-                for update in application.registry {
-                    Self.recordInvalid(&state, token: update.token, provider: update.provider,
-                                       environment: update.environment, outcome: update.outcome, now: now)
-                }
-                for segment in application.newSegments { Self.insert(segment, into: &state, now: now) }
-                if application.finished {
-                    state.segments[record.id] = nil
-                    state.history[record.id] = SegmentLedger.history(of: record, finishedAt: now)
-                } else {
-                    state.segments[record.id] = record
-                }
+        return try state.withLock { state throws(NorqError) -> CompletionReport in
+            let targets = state.targets
+            let checkpoint = try SegmentLedger.checkpoint(completions, records: state.segments,
+                                                          targets: { targets[$0] }, now: now)
+            for update in checkpoint.registry {
+                Self.recordInvalid(&state, token: update.token, provider: update.provider,
+                                   environment: update.environment, outcome: update.outcome, now: now)
             }
-            return report
+            for segment in checkpoint.newSegments { Self.insert(segment, into: &state, now: now) }
+            for record in checkpoint.updated { state.segments[record.id] = record }
+            for history in checkpoint.finished {
+                state.segments[history.id] = nil
+                state.history[history.id] = history
+            }
+            return checkpoint.report
         }
     }
 

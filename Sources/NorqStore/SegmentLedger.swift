@@ -370,3 +370,56 @@ extension SegmentLedger {
         return (segments, history)
     }
 }
+
+extension SegmentLedger {
+    /// What a checkpoint (one `DeliveryStore.complete` call) writes: the outcome report, the segments still open
+    /// with their new state, the finished ones as history, the new retry / give-back segments and the registry
+    /// entries. Every store applies the same decision and only does the I/O.
+    package struct Checkpoint: Sendable {
+        package var report = CompletionReport()
+        package var updated: [SegmentRecord] = []
+        package var finished: [SegmentHistoryRecord] = []
+        package var newSegments: [NewSegment] = []
+        package var registry: [RegistryUpdate] = []
+    }
+
+    /// Applies `completions` to the segments read for them (`records`, by id; a missing one is lost), with the
+    /// targets of those that `needsTargets` (`targets`: nil for a segment whose targets were not read).
+    package static func checkpoint(_ completions: [RowCompletion], records: [Int64: SegmentRecord],
+                                   targets: (Int64) throws(NorqError) -> [SegmentTarget]?,
+                                   now: Int64) throws(NorqError) -> Checkpoint {
+        var result = Checkpoint()
+        for group in bySegment(completions) {
+            guard var record = records[group.segment] else {
+                result.report.lost.formUnion(group.completions.map(\.lease.rowID))
+                continue
+            }
+            let application = apply(group.completions, to: &record, targets: try targets(group.segment), now: now)
+            result.report.applied.formUnion(application.applied)
+            result.report.lost.formUnion(application.lost)
+            guard application.changed else { continue }
+            result.registry += application.registry
+            result.newSegments += application.newSegments
+            if application.finished {
+                result.finished.append(history(of: record, finishedAt: now))
+            } else {
+                result.updated.append(record)
+            }
+        }
+        return result
+    }
+
+    /// Decodes a segment's targets blob when it was read (for `checkpoint`'s `targets`).
+    package static func decodedTargets(_ blobs: [Int64: [UInt8]]) -> (Int64) throws(NorqError) -> [SegmentTarget]? {
+        { (id: Int64) throws(NorqError) -> [SegmentTarget]? in
+            guard let bytes = blobs[id] else { return nil }
+            return try SegmentCodec.decodeTargets(bytes)
+        }
+    }
+
+    /// The segments of `completions` whose checkpoint needs their targets (read only those blobs).
+    package static func segmentsNeedingTargets(_ completions: [RowCompletion],
+                                               present: (Int64) -> Bool) -> [Int64] {
+        bySegment(completions).filter { present($0.segment) && needsTargets($0.completions) }.map(\.segment)
+    }
+}

@@ -221,18 +221,16 @@ extension PostgresDeliveryStore {
     /// (`FOR UPDATE`: one lock order for renewals and completions), `SegmentLedger.apply`, then the writes.
     static func complete(_ completions: [RowCompletion], now: Int64, on connection: PostgresConnection,
                          logger: Logger) async throws -> CompletionReport {
-        let groups = SegmentLedger.bySegment(completions)
-        var report = CompletionReport()
         var records: [Int64: SegmentRecord] = [:]
         for try await columns in try await connection.query("""
-            SELECT \(unescaped: recordColumns) FROM norq_segments WHERE id = ANY(\(groups.map(\.segment))::bigint[])
+            SELECT \(unescaped: recordColumns) FROM norq_segments
+            WHERE id = ANY(\(SegmentLedger.bySegment(completions).map(\.segment))::bigint[])
             ORDER BY id FOR UPDATE
             """, logger: logger).decode(RecordColumns.self) {
             let record = try record(columns)
             records[record.id] = record
         }
-        let needTargets = groups.filter { records[$0.segment] != nil && SegmentLedger.needsTargets($0.completions) }
-            .map(\.segment)
+        let needTargets = SegmentLedger.segmentsNeedingTargets(completions) { records[$0] != nil }
         var blobs: [Int64: [UInt8]] = [:]
         if !needTargets.isEmpty {
             for try await (id, targets) in try await connection.query(
@@ -241,28 +239,9 @@ extension PostgresDeliveryStore {
                 blobs[id] = Array(targets.readableBytesView)
             }
         }
-        var finished: [SegmentHistoryRecord] = []
-        var newSegments: [NewSegment] = []
-        var registry: [RegistryUpdate] = []
-        var updated: [SegmentRecord] = []
-        for group in groups {
-            guard var record = records[group.segment] else {
-                report.lost.formUnion(group.completions.map(\.lease.rowID))
-                continue
-            }
-            let targets = try blobs[group.segment].map { bytes throws(NorqError) in try SegmentCodec.decodeTargets(bytes) }
-            let application = SegmentLedger.apply(group.completions, to: &record, targets: targets, now: now)
-            report.applied.formUnion(application.applied)
-            report.lost.formUnion(application.lost)
-            guard application.changed else { continue }
-            registry += application.registry
-            newSegments += application.newSegments
-            if application.finished {
-                finished.append(SegmentLedger.history(of: record, finishedAt: now))
-            } else {
-                updated.append(record)
-            }
-        }
+        let checkpoint = try SegmentLedger.checkpoint(completions, records: records,
+                                                      targets: SegmentLedger.decodedTargets(blobs), now: now)
+        let updated = checkpoint.updated, finished = checkpoint.finished, newSegments = checkpoint.newSegments
         if !updated.isEmpty {
             try await connection.query("""
                 UPDATE norq_segments s SET open = v.open, state = v.state, attempts = v.attempts,
@@ -287,11 +266,11 @@ extension PostgresDeliveryStore {
             try await connection.query("DELETE FROM norq_segments WHERE id = ANY(\(ids)::bigint[])", logger: logger)
         }
         try await insert(newSegments, now: now, on: connection, logger: logger)
-        try await record(registry, now: now, on: connection, logger: logger)
+        try await record(checkpoint.registry, now: now, on: connection, logger: logger)
         if newSegments.contains(where: { !$0.isFinished }) {
             try await connection.query("SELECT pg_notify('norq_outbox', '')", logger: logger)
         }
-        return report
+        return checkpoint.report
     }
 
     // MARK: reading

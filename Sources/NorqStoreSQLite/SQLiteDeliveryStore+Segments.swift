@@ -223,43 +223,25 @@ extension SQLiteDeliveryStore {
     /// transaction.
     static func complete(_ completions: [RowCompletion], now: Int64,
                          on connection: SQLiteConnection) async throws -> CompletionReport {
-        let groups = SegmentLedger.bySegment(completions)
-        var report = CompletionReport()
-        let records = try await records(groups.map(\.segment), on: connection)
-        let needTargets = groups.filter { records[$0.segment] != nil && SegmentLedger.needsTargets($0.completions) }
-            .map(\.segment)
+        let records = try await records(SegmentLedger.bySegment(completions).map(\.segment), on: connection)
+        let needTargets = SegmentLedger.segmentsNeedingTargets(completions) { records[$0] != nil }
         let blobs = needTargets.isEmpty ? [:] : try await targets(of: needTargets, on: connection)
-        var finished: [SegmentHistoryRecord] = []
-        var newSegments: [NewSegment] = []
-        var registry: [RegistryUpdate] = []
-        for group in groups {
-            guard var record = records[group.segment] else {
-                report.lost.formUnion(group.completions.map(\.lease.rowID))
-                continue
-            }
-            let targets = try blobs[group.segment].map { bytes throws(NorqError) in try SegmentCodec.decodeTargets(bytes) }
-            let application = SegmentLedger.apply(group.completions, to: &record, targets: targets, now: now)
-            report.applied.formUnion(application.applied)
-            report.lost.formUnion(application.lost)
-            guard application.changed else { continue }
-            registry += application.registry
-            newSegments += application.newSegments
-            if application.finished {
-                finished.append(SegmentLedger.history(of: record, finishedAt: now))
-            } else {
-                try await connection.run("""
-                    UPDATE norq_segments SET open = ?, state = ?, attempts = ?, next_attempt_at = ?, lease_owner = ?,
-                        lease_token = ?, lease_expires_at = ?, delivered = ?, rejected = ?, failed = ?, skipped = ?,
-                        progress = ?
-                    WHERE id = ?
-                    """, [.integer(record.open), .text(record.state.rawValue), .integer(record.attempts),
-                          .integer(Int(record.nextAttemptAt)), record.leaseOwner.map(SQLiteData.text) ?? .null,
-                          record.leaseToken.map(SQLiteData.text) ?? .null,
-                          record.leaseExpiresAt.map { .integer(Int($0)) } ?? .null,
-                          .integer(record.counts.delivered), .integer(record.counts.rejected),
-                          .integer(record.counts.failed), .integer(record.counts.skipped),
-                          blob(SegmentCodec.encode(progress: record.progress)), .integer(Int(record.id))])
-            }
+        let checkpoint = try SegmentLedger.checkpoint(completions, records: records,
+                                                      targets: SegmentLedger.decodedTargets(blobs), now: now)
+        let finished = checkpoint.finished
+        for record in checkpoint.updated {
+            try await connection.run("""
+                UPDATE norq_segments SET open = ?, state = ?, attempts = ?, next_attempt_at = ?, lease_owner = ?,
+                    lease_token = ?, lease_expires_at = ?, delivered = ?, rejected = ?, failed = ?, skipped = ?,
+                    progress = ?
+                WHERE id = ?
+                """, [.integer(record.open), .text(record.state.rawValue), .integer(record.attempts),
+                      .integer(Int(record.nextAttemptAt)), record.leaseOwner.map(SQLiteData.text) ?? .null,
+                      record.leaseToken.map(SQLiteData.text) ?? .null,
+                      record.leaseExpiresAt.map { .integer(Int($0)) } ?? .null,
+                      .integer(record.counts.delivered), .integer(record.counts.rejected),
+                      .integer(record.counts.failed), .integer(record.counts.skipped),
+                      blob(SegmentCodec.encode(progress: record.progress)), .integer(Int(record.id))])
         }
         if !finished.isEmpty {
             try await insertHistory(finished, on: connection)
@@ -270,9 +252,9 @@ extension SQLiteDeliveryStore {
                 try await connection.run("DELETE FROM norq_segments WHERE id IN (\(list))", binds)
             }
         }
-        try await insert(newSegments, now: now, on: connection)
-        try await record(registry, now: now, on: connection)
-        return report
+        try await insert(checkpoint.newSegments, now: now, on: connection)
+        try await record(checkpoint.registry, now: now, on: connection)
+        return checkpoint.report
     }
 
     // MARK: reading

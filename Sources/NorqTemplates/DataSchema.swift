@@ -1,5 +1,6 @@
 public import NorqCore
 public import OrderedCollections
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -68,10 +69,14 @@ public struct DataSchema: Sendable {
     /// Whether `format` mismatches are reported (``formatMismatches(_:)``), as `template/data-format`.
     var assertFormats = false
 
-    /// A compiled `pattern` (a `Regex` is not `Sendable`; this one is never mutated after it is made).
-    final class PatternBox: @unchecked Sendable {
-        let regex: Regex<AnyRegexOutput>
-        init(_ regex: Regex<AnyRegexOutput>) { self.regex = regex }
+    /// A compiled `pattern`. A `Regex` is not `Sendable`: matches take the lock (a schema is checked by one
+    /// sample at a time; contention is rare and short).
+    final class PatternBox: Sendable {
+        private let regex: Mutex<Regex<AnyRegexOutput>>
+        init(_ regex: sending Regex<AnyRegexOutput>) { self.regex = Mutex(regex) }
+        func matches(in text: String) -> Bool {
+            regex.withLock { (try? $0.firstMatch(in: text)) != nil }
+        }
     }
 
     static let annotations: Set<String> = ["$schema", "$id", "$comment", "title", "description", "default",
@@ -349,7 +354,7 @@ public struct DataSchema: Sendable {
             let length = s.count
             if let min = rules.minLength, length < min { fail("is \(length) characters; the minimum is \(min)", at) }
             if let max = rules.maxLength, length > max { fail("is \(length) characters; the maximum is \(max)", at) }
-            if let box = rules.regex, let pattern = rules.pattern, (try? box.regex.firstMatch(in: s)) == nil {
+            if let box = rules.regex, let pattern = rules.pattern, !box.matches(in: s) {
                 fail("\(Self.short(value)) does not match pattern \(pattern)", at)
             }
             if assertFormats, let format = rules.format, !Self.conforms(s, format: format) {

@@ -59,7 +59,38 @@ enum DurableCodec {
 
     // MARK: targets
 
+    /// The separator of the stored target's fields (a control character no platform, provider or environment name
+    /// and no Web Push key contains; a value that does is stored in the JSON form instead).
+    private static let separator: Character = "\u{1F}"
+
+    /// A target as the store keeps it beside its identity (`DeliveryTarget.identity`, stored once, hex-packed by the
+    /// segment codec): everything but the token or channel id. A token: `t` and its platform, provider,
+    /// environment, Web Push keys, separated by U+001F, trailing absent fields left out (`tios` for a plain iOS
+    /// token); a channel: `c` and its provider, environment, platform. Values that cannot be written so (empty, or
+    /// containing the separator) fall back to the whole target as JSON, which is also how rows written before
+    /// segments (stop 30) stored every target; `decodeTarget` reads both.
     static func encode(_ target: DeliveryTarget) -> String {
+        let kind: Character
+        let fields: [String?]
+        switch target {
+        case .token(let token):
+            kind = "t"
+            fields = [token.platform.rawValue, token.provider, token.environment?.rawValue, token.keys?.p256dh,
+                      token.keys?.auth]
+        case .channel(let channel):
+            kind = "c"
+            fields = [channel.provider, channel.environment?.rawValue, channel.platform?.rawValue]
+        }
+        var present = fields
+        while let last = present.last, last == nil { present.removeLast() }
+        for case let field? in present where field.isEmpty || field.contains(separator) {
+            return json(target)
+        }
+        return String(kind) + present.map { $0 ?? "" }.joined(separator: String(separator))
+    }
+
+    /// The JSON form of a target (the token or channel inside).
+    static func json(_ target: DeliveryTarget) -> String {
         var o: OrderedDictionary<String, JSONValue> = [:]
         switch target {
         case .token(let token):
@@ -77,7 +108,34 @@ enum DurableCodec {
         return String(decoding: JSONValue.object(o).serialized(), as: UTF8.self)
     }
 
-    static func decodeTarget(_ text: String) throws(NorqError) -> DeliveryTarget {
+    /// The target of a stored row: `text` (`encode(_:)`'s form, or JSON) with the row's `identity`.
+    static func decodeTarget(_ text: String, identity: String) throws(NorqError) -> DeliveryTarget {
+        guard let kind = text.utf8.first, kind != UInt8(ascii: "{") else { return try decodeTarget(json: text) }
+        let fields = text.dropFirst().split(separator: separator, omittingEmptySubsequences: false)
+            .map { $0.isEmpty ? nil : String($0) }
+        func field(_ index: Int) -> String? { index < fields.count ? fields[index] : nil }
+        switch kind {
+        case UInt8(ascii: "t"):
+            guard let platform = field(0) else { break }
+            var keys: WebPushKeys?
+            if let p256dh = field(3), let auth = field(4) { keys = WebPushKeys(p256dh: p256dh, auth: auth) }
+            return .token(PushToken(token: identity, platform: Platform(rawValue: platform), provider: field(1),
+                                    environment: field(2).map(PushEnvironment.init(rawValue:)), keys: keys))
+        case UInt8(ascii: "c"):
+            guard identity.hasPrefix(channelPrefix) else { break }
+            return .channel(ChannelRecipient(channel: String(identity.dropFirst(channelPrefix.count)), provider: field(0),
+                                             environment: field(1).map(PushEnvironment.init(rawValue:)),
+                                             platform: field(2).map(Platform.init(rawValue:))))
+        default:
+            break
+        }
+        throw NorqError(.storeFailed, "a stored target could not be read")
+    }
+
+    /// The prefix of a channel's identity (`DeliveryTarget.identity`).
+    private static let channelPrefix = "channel:"
+
+    static func decodeTarget(json text: String) throws(NorqError) -> DeliveryTarget {
         let json = try JSONValue(parsing: text)
         let environment = json["environment"]?.stringValue.map(PushEnvironment.init(rawValue:))
         if let channel = json["channel"]?.stringValue {
@@ -94,6 +152,28 @@ enum DurableCodec {
         }
         return .token(PushToken(token: token, platform: Platform(rawValue: platform),
                                 provider: json["provider"]?.stringValue, environment: environment, keys: keys))
+    }
+
+    // MARK: message ids
+
+    /// `rows` with the message id each attempt sent: the row's own (rows enqueued before stop 31 stored it), else
+    /// the one made from the send's key and the row's identity, as the worker makes it. A delivered row's answer
+    /// keeps its own id when the provider chose one (FCM names its messages), else the one sent.
+    static func withMessageIDs(_ rows: [OutboxRow], of send: StoredSend) -> [OutboxRow] {
+        guard rows.contains(where: { $0.messageID == nil }),
+              let key = (try? decodePlan(send.content))?.options.idempotencyKey else { return rows }
+        return rows.map { row in
+            guard row.messageID == nil else { return row }
+            var row = row
+            let id = RequestID.make(idempotencyKey: key, token: row.identity)
+            row.messageID = id
+            // An answer's id: only of a target that was sent (not one finished at enqueue, nor skipped).
+            if var last = row.last, last.messageID == nil, row.attempts > 0, last.state != .skipped {
+                last.messageID = id
+                row.last = last
+            }
+            return row
+        }
     }
 
     // MARK: outcomes
@@ -122,7 +202,7 @@ enum DurableCodec {
 
     /// The outcome a finished row reports (the same shape a send without a store returns).
     static func outcome(of row: OutboxRow) -> PushOutcome? {
-        guard row.state.isFinal, let last = row.last, let target = try? decodeTarget(row.target) else { return nil }
+        guard row.state.isFinal, let last = row.last, let target = try? decodeTarget(row.target, identity: row.identity) else { return nil }
         let result: PushOutcome.Result
         switch row.state {
         case .delivered:

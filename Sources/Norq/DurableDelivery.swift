@@ -121,11 +121,15 @@ public final class DurableDelivery: Sendable {
             let all = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
             for target in all {
                 let stored = DurableCodec.encode(target)
+                let identity = target.identity
+                fingerprint += Array(identity.utf8)
+                fingerprint.append(0)
                 fingerprint += Array(stored.utf8)
                 fingerprint.append(0)
-                var row = NewDelivery(position: position, target: stored, identity: target.identity, provider: nil,
-                                      recipientID: recipient.id,
-                                      messageID: RequestID.make(idempotencyKey: plan.key, token: target.identity))
+                // No message id is stored: it is `RequestID.make(idempotencyKey: plan.key, token: identity)`, made
+                // again by the worker that sends it and by whoever reads the row (`DurableCodec.withMessageIDs`).
+                var row = NewDelivery(position: position, target: stored, identity: identity, provider: nil,
+                                      recipientID: recipient.id)
                 switch router.route(target) {
                 case .outcome(let result, let provider, _):
                     row.provider = provider
@@ -190,7 +194,7 @@ public final class DurableDelivery: Sendable {
     /// The progress and outcomes of a send; throws `store/send-not-found` for an unknown id.
     public func status(of sendID: String) async throws(NorqError) -> Status {
         let send = try await existingSend(sendID)
-        let rows = try await store.deliveries(ofSend: sendID)
+        let rows = DurableCodec.withMessageIDs(try await store.deliveries(ofSend: sendID), of: send)
         var states: [DeliveryState: Int] = [:]
         for row in rows { states[row.state, default: 0] += 1 }
         return Status(sendID: sendID, targetCount: send.targetCount, states: states,
@@ -228,7 +232,23 @@ public final class DurableDelivery: Sendable {
 
     /// The rows of a send at target positions `positions` (one page), in target order.
     public func rows(of sendID: String, positions: Range<Int>) async throws(NorqError) -> [OutboxRow] {
-        try await store.deliveries(ofSend: sendID, positions: positions)
+        try await Self.rows(of: sendID, positions: positions, in: store)
+    }
+
+    /// Every row of a send in `store`, in target order, each with its message id (see `rows(of:positions:in:)`).
+    public static func rows(of sendID: String, in store: any DeliveryStore) async throws(NorqError) -> [OutboxRow] {
+        let rows = try await store.deliveries(ofSend: sendID)
+        guard !rows.isEmpty, let send = try await store.send(id: sendID) else { return rows }
+        return DurableCodec.withMessageIDs(rows, of: send)
+    }
+
+    /// The rows of a send at target positions `positions` in `store`, in target order, each with its message id
+    /// (the stores keep only the ids a provider chose; the id every attempt sent is made again from the send's key).
+    public static func rows(of sendID: String, positions: Range<Int>,
+                            in store: any DeliveryStore) async throws(NorqError) -> [OutboxRow] {
+        let rows = try await store.deliveries(ofSend: sendID, positions: positions)
+        guard !rows.isEmpty, let send = try await store.send(id: sendID) else { return rows }
+        return DurableCodec.withMessageIDs(rows, of: send)
     }
 
     /// Waits until every target of the send has its outcome (woken by completions in this process, else every

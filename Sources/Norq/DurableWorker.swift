@@ -299,7 +299,7 @@ public final class DurableWorker: Service {
     private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter) async -> RowCompletion {
         func fail(_ error: NorqError) -> RowCompletion { self.fail(row, lease: lease, error, router: router) }
         let target: DeliveryTarget
-        do { target = try DurableCodec.decodeTarget(row.target) } catch { return fail(error) }
+        do { target = try DurableCodec.decodeTarget(row.target, identity: row.identity) } catch { return fail(error) }
         guard let name = row.provider, let provider = router.providers[name] else {
             return fail(NorqError(.unknownProvider,
                                   "provider \"\(row.provider ?? "?")\" is not configured in this instance"))
@@ -357,9 +357,12 @@ public final class DurableWorker: Service {
         case .done(let result, let lastResponse):
             let outcome = router.finish(prepared, result: result, attempts: row.attempts, lastResponse: lastResponse)
             // The environment the attempt went to: a token-invalid answer is recorded for it only (issue 29).
-            return .finish(lease, DurableCodec.stored(outcome.result, messageID: requestID,
-                                                      mayHaveBeenDelivered: mayHaveBeenDelivered)
-                .attempted(in: request.environment))
+            var stored = DurableCodec.stored(outcome.result, messageID: requestID,
+                                             mayHaveBeenDelivered: mayHaveBeenDelivered)
+            // The id sent is made again by readers (`DurableCodec.withMessageIDs`): a delivered target whose answer
+            // carries it costs its segment one bit, not the id.
+            if stored.state == .delivered, stored.messageID == requestID { stored.messageID = nil }
+            return .finish(lease, stored.attempted(in: request.environment))
         case .retry(let delay, let lastResponse, let lastError, _):
             let last = DurableCodec.stored(NotificationRouter.finalResult(lastResponse, lastError, request: request),
                                            messageID: requestID, mayHaveBeenDelivered: mayHaveBeenDelivered)

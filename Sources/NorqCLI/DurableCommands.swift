@@ -294,7 +294,7 @@ struct StatusCommand: AsyncParsableCommand {
         var start = positions.lowerBound
         while start < positions.upperBound {
             let end = start + min(1_000, positions.upperBound - start)
-            let rows = try await store.deliveries(ofSend: sendID, positions: start..<end)
+            let rows = try await DurableDelivery.rows(of: sendID, positions: start..<end, in: store)
             for row in rows {
                 do { try body(row) } catch { throw NorqError(.storeFailed, "\(error)") }
             }

@@ -51,6 +51,52 @@ package struct SegmentWriter {
         varint(UInt64(value.count))
         bytes.append(contentsOf: value)
     }
+
+    /// A token or channel id: a tag, then a hex string of even length (an APNs token) as its bytes (tag 1: lower
+    /// case, 2: upper case), else the string (tag 0). Read back as the same string.
+    package mutating func identity(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            let hexCase = Self.hexCase(utf8)
+            bytes.append(hexCase)
+            guard hexCase != 0 else {
+                varint(UInt64(utf8.count))
+                bytes.append(contentsOf: utf8)
+                return
+            }
+            varint(UInt64(utf8.count / 2))
+            var index = 0
+            while index < utf8.count {
+                bytes.append(Self.nibble(utf8[index]) << 4 | Self.nibble(utf8[index + 1]))
+                index += 2
+            }
+        }
+    }
+
+    /// 1: lower-case hex, 2: upper-case hex (digits alone count as lower case), 0: anything else or odd length.
+    private static func hexCase(_ utf8: UnsafeBufferPointer<UInt8>) -> UInt8 {
+        guard !utf8.isEmpty, utf8.count % 2 == 0 else { return 0 }
+        var lower = false
+        var upper = false
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): continue
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): lower = true
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): upper = true
+            default: return 0
+            }
+            if lower && upper { return 0 }
+        }
+        return upper ? 2 : 1
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: byte - UInt8(ascii: "A") + 10
+        }
+    }
 }
 
 /// Reads what `SegmentWriter` wrote; a truncated or malformed blob throws `store/corrupt`.
@@ -125,5 +171,25 @@ package struct SegmentReader {
         let length = try count()
         defer { index += length }
         return Array(bytes[index..<(index + length)])
+    }
+
+    /// What `SegmentWriter.identity` wrote.
+    package mutating func identity() throws(NorqError) -> String {
+        let tag = try byte()
+        if tag == 0 { return try string() }
+        guard tag <= 2 else { throw Self.corrupt() }
+        let length = try count()
+        defer { index += length }
+        let digits: StaticString = tag == 1 ? "0123456789abcdef" : "0123456789ABCDEF"
+        return String(unsafeUninitializedCapacity: length * 2) { buffer in
+            digits.withUTF8Buffer { digits in
+                for offset in 0..<length {
+                    let byte = bytes[index + offset]
+                    buffer[offset * 2] = digits[Int(byte >> 4)]
+                    buffer[offset * 2 + 1] = digits[Int(byte & 0x0f)]
+                }
+            }
+            return length * 2
+        }
     }
 }

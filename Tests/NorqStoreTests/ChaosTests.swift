@@ -129,7 +129,7 @@ enum Chaos {
     /// The invariants after a chaos run: every target delivered exactly once in the store; every request carried
     /// its row's apns-id; re-sent only rows marked may-have-been-delivered, at most `maxResent` of them.
     static func verify(_ store: any DeliveryStore, sendID: String, count: Int, setup: Setup, maxResent: Int) async throws {
-        let rows = try await store.deliveries(ofSend: sendID)
+        let rows = try await DurableDelivery.rows(of: sendID, in: store)
         #expect(rows.count == count, "no row lost")
         for row in rows where row.state != .delivered {
             print("chaos: row \(row.id) \(row.state) attempts \(row.attempts): [\(row.last?.code ?? "-")] \(row.last?.reason ?? "-")")

@@ -34,6 +34,42 @@ import Testing
 
     /// The generator sets every field when `full`: a field added to `PushContent` or `RouterSendOptions` without a
     /// generator case fails here (an optional left nil), so the round trip above always covers every field.
+    /// Random targets of every shape: a token with or without provider, environment and Web Push keys; a channel
+    /// with or without each field; values with the separator or empty (they take the JSON form).
+    static let targets = Generator<DeliveryTarget, Shrink.None<DeliveryTarget>>(run: { rng in
+        func value(_ rng: inout some RandomNumberGenerator) -> String? {
+            switch Int.random(in: 0...5, using: &rng) {
+            case 0: return nil
+            case 1: return ""
+            case 2: return "a\u{1F}b"
+            default: return ["apns", "fcm-prod", "sandbox", "é😀", "{x}"].randomElement(using: &rng)
+            }
+        }
+        if Bool.random(using: &rng) {
+            let keys = Bool.random(using: &rng) ? WebPushKeys(p256dh: value(&rng) ?? "p", auth: value(&rng) ?? "a") : nil
+            return .token(PushToken(token: value(&rng) ?? "0a1b", platform: Platform(rawValue: value(&rng) ?? "ios"),
+                                    provider: value(&rng), environment: value(&rng).map(PushEnvironment.init(rawValue:)),
+                                    keys: keys))
+        }
+        return .channel(ChannelRecipient(channel: value(&rng) ?? "ch", provider: value(&rng),
+                                         environment: value(&rng).map(PushEnvironment.init(rawValue:)),
+                                         platform: value(&rng).map(Platform.init(rawValue:))))
+    })
+
+    /// A target is stored as its identity plus the rest (`tios` for a plain iOS token); every field comes back,
+    /// and the JSON form of rows written before stop 31 is still read.
+    @Test func everyFieldOfARandomTargetRoundTrips() async throws {
+        await propertyCheck(count: 300, input: Self.targets) { target in
+            let stored = DurableCodec.encode(target)
+            #expect((try? DurableCodec.decodeTarget(stored, identity: target.identity)) == target)
+            #expect((try? DurableCodec.decodeTarget(DurableCodec.json(target), identity: "ignored")) == target)
+        }
+        let plain = DeliveryTarget.token(PushToken(token: "0a1b", platform: .ios))
+        #expect(DurableCodec.encode(plain) == "tios")
+        #expect(throws: NorqError.self) { try DurableCodec.decodeTarget("x", identity: "t") }
+        #expect(throws: NorqError.self) { try DurableCodec.decodeTarget("c", identity: "not-a-channel") }
+    }
+
     @Test func theFullGeneratorSetsEveryField() throws {
         var rng = SystemRandomNumberGenerator()
         let content = Random.content(&rng, full: true)

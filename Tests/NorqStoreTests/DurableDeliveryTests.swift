@@ -86,7 +86,7 @@ import Testing
                 #expect(error.code == .idempotencyKeyReused)
             }
             // The message ids derive from the key: the same as a send without a store would use.
-            let rows = try await store.deliveries(ofSend: first.sendID)
+            let rows = try await DurableDelivery.rows(of: first.sendID, in: store)
             #expect(rows[0].messageID == RequestID.make(idempotencyKey: "order-42", token: DurableRig.token(0)))
             // Delivered once, and a repeat after delivery still returns the original send and its outcomes.
             try await withWorker(DurableWorker(delivery: durable)) {
@@ -110,7 +110,7 @@ import Testing
                 let receipt = try await durable.enqueue(content: DurableRig.content, to: DurableRig.recipients(3))
                 let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
                 #expect(report.delivered == 3)
-                let row = try #require(try await store.deliveries(ofSend: receipt.sendID).first { $0.identity == flaky })
+                let row = try #require(try await DurableDelivery.rows(of: receipt.sendID, in: store).first { $0.identity == flaky })
                 #expect(row.attempts == 3)
                 #expect(row.state == .delivered)
                 // Every attempt carried the same apns-id.
@@ -137,7 +137,7 @@ import Testing
                 #expect(report.delivered == 20)
             }
             #expect(ContinuousClock.now - started < .seconds(15), "crash recovery within 15 s")
-            let rows = try await store.deliveries(ofSend: receipt.sendID)
+            let rows = try await DurableDelivery.rows(of: receipt.sendID, in: store)
             let recovered = rows.filter { Set(lost.map(\.id)).contains($0.id) }
             #expect(recovered.count == 20 && recovered.allSatisfy { $0.mayHaveBeenDelivered && $0.attempts == 2 })
             // Each sent once here (the crashed worker sent nothing), with its row's id and the collapse id.

@@ -73,7 +73,7 @@ import Testing
         }
         #expect(provider.requestCount == 0)
         #expect(leasesMade.withLock { $0 } == 0, "no row claimed")
-        let rows = try await store.deliveries(ofSend: receipt.sendID)
+        let rows = try await DurableDelivery.rows(of: receipt.sendID, in: store)
         #expect(rows.count == 3 && rows.allSatisfy { $0.state == .pending && $0.attempts == 0 })
     }
 }

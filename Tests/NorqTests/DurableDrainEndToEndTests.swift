@@ -29,7 +29,7 @@ import Testing
                                                         options: RouterSendOptions(deadline: .seconds(20)))
                 let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
                 #expect(report.delivered == count, "\(report.outcomes.filter { $0.result.kind != "delivered" }.prefix(3))")
-                let rows = try await store.deliveries(ofSend: receipt.sendID)
+                let rows = try await DurableDelivery.rows(of: receipt.sendID, in: store)
                 // One claim each: the re-sends happened within it.
                 #expect(rows.allSatisfy { $0.attempts == 1 }, "claims: \(Set(rows.map(\.attempts)))")
                 #expect(!rows.contains { $0.mayHaveBeenDelivered })

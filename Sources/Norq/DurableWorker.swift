@@ -28,7 +28,7 @@ public final class DurableWorker: Service {
     private let stopping = Atomic<Bool>(false)
     private let stopSignal = WakeSignal()
     private var logger: Logger { delivery.logger }
-    private var settings: DeliveryStoreSettings { delivery.settings }
+    var settings: DeliveryStoreSettings { delivery.settings }
 
     public init(delivery: DurableDelivery, name: String? = nil, lanes: Int = 2, hints: AsyncStream<Void>? = nil) {
         self.delivery = delivery
@@ -78,7 +78,7 @@ public final class DurableWorker: Service {
         delivery.enqueued.signal()
     }
 
-    private var isStopping: Bool { stopping.load(ordering: .relaxed) || Task.isCancelled }
+    var isStopping: Bool { stopping.load(ordering: .relaxed) || Task.isCancelled }
 
     // MARK: claiming
 
@@ -141,75 +141,6 @@ public final class DurableWorker: Service {
         }
     }
 
-    /// What the attempts of a batch produce: a row's completion, or a tick of the checkpoint timer.
-    private enum BatchEvent: Sendable {
-        case completion(RowCompletion)
-        case tick
-    }
-
-    /// Runs the batch's attempts and records their outcomes as they come: whenever `CheckpointRule` says so (enough
-    /// completions, or the oldest waited long enough), so a crash re-sends at most what was in flight or waiting
-    /// for the next checkpoint, not the whole batch; the rest when the last attempt has ended.
-    private func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases) async {
-        let plans = await plans(for: rows.map(\.sendID))
-        let rule = CheckpointRule(batchSize: rows.count)
-        await withTaskGroup(of: BatchEvent.self) { attempts in
-            var running = 0
-            for row in rows {
-                guard let lease = row.lease else { continue }
-                running += 1
-                if isStopping {
-                    // Claimed but not started: given back at once.
-                    attempts.addTask { .completion(.release(lease)) }
-                    continue
-                }
-                switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
-                case .plan(let plan):
-                    attempts.addTask { .completion(await self.attempt(row, lease: lease, plan: plan, router: router)) }
-                case .unreadable(let error):
-                    attempts.addTask { .completion(self.fail(row, lease: lease, error, router: router)) }
-                case .unavailable:
-                    attempts.addTask { .completion(.release(lease)) }
-                }
-            }
-            var waiting: [RowCompletion] = []
-            var oldest: ContinuousClock.Instant?
-            var ticking = false
-            func checkpoint() async {
-                let written = waiting
-                waiting = []
-                oldest = nil
-                await finish(written)
-                leases.held.withLock { held in
-                    for completion in written { held.removeValue(forKey: completion.lease.rowID) }
-                }
-            }
-            while let event = await attempts.next() {
-                switch event {
-                case .completion(let completion):
-                    running -= 1
-                    waiting.append(completion)
-                    if oldest == nil { oldest = .now }
-                case .tick:
-                    ticking = false
-                }
-                if running == 0 { break }
-                if let since = oldest, rule.isDue(waiting: waiting.count, oldestWaited: since.duration(to: .now)) {
-                    await checkpoint()
-                } else if oldest != nil, !ticking {
-                    ticking = true
-                    let interval = rule.maximumWait
-                    attempts.addTask {
-                        try? await Task.sleep(for: interval)
-                        return .tick
-                    }
-                }
-            }
-            attempts.cancelAll()  // only a pending tick can be left
-            if !waiting.isEmpty { await checkpoint() }
-        }
-    }
-
     /// Renews the held leases every third of the lease duration until cancelled (when every outcome of the batch is
     /// recorded); a renewal that fails is tried again sooner (backoff from the poll interval), never later than the
     /// next period.
@@ -257,7 +188,7 @@ public final class DurableWorker: Service {
     }
 
     /// The plans (content, options, key) of a batch's sends, read with one store call.
-    private func plans(for sendIDs: [String]) async -> [String: PlanLookup] {
+    func plans(for sendIDs: [String]) async -> [String: PlanLookup] {
         let all = Set(sendIDs)
         var plans = delivery.recentPlans.plans(for: all).mapValues(PlanLookup.plan)
         let unique = all.subtracting(plans.keys)
@@ -288,91 +219,16 @@ public final class DurableWorker: Service {
         return plans
     }
 
-    /// One attempt of one row: what to write back.
     /// The row finished as failed with `error`.
-    private func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError, router: NotificationRouter) -> RowCompletion {
+    func fail(_ row: OutboxRow, lease: Lease, _ error: NorqError, router: NotificationRouter) -> RowCompletion {
         router.countFinal(.failed(error), provider: row.provider)
         return .finish(lease, DurableCodec.stored(.failed(error), messageID: row.messageID,
                                                   mayHaveBeenDelivered: row.mayHaveBeenDelivered))
     }
 
-    private func attempt(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter) async -> RowCompletion {
-        func fail(_ error: NorqError) -> RowCompletion { self.fail(row, lease: lease, error, router: router) }
-        let target: DeliveryTarget
-        do { target = try DurableCodec.decodeTarget(row.target, identity: row.identity) } catch { return fail(error) }
-        guard let name = row.provider, let provider = router.providers[name] else {
-            return fail(NorqError(.unknownProvider,
-                                  "provider \"\(row.provider ?? "?")\" is not configured in this instance"))
-        }
-        // Claims beyond what the retry policy allows (their holders lost the leases while sending: a crash loop)
-        // end the row instead of sending again.
-        let allowed = DurableWorker.allowedClaims(retries: provider.policy.retry.retries)
-        guard row.attempts <= allowed else {
-            return fail(NorqError(.storeAttemptsExhausted,
-                                  "claimed \(row.attempts) times (at most \(allowed)): earlier workers lost their leases while sending",
-                                  possiblyProcessed: row.mayHaveBeenDelivered))
-        }
-        let job = DeliveryJob(position: row.position, target: target, recipientID: row.recipientID,
-                              provider: provider, plan: plan)
-        let requestID = row.messageID ?? job.requestID
-        let request: PreparedRequest
-        do {
-            request = try router.prepareRequest(target: target, provider: provider, plan: plan, requestID: requestID)
-        } catch {
-            return fail(error)
-        }
-        let started = router.clock.now()
-        let prepared = PreparedJob(job: job, request: request, deadline: started.advanced(by: plan.options.deadline))
-        // The attempt is bounded by the send's deadline and, inside the provider, by its own request timeout
-        // (`timeout:` in its configuration); never by the lease, which the heartbeat renews for as long as the row
-        // is held. (Capping it at half the lease re-sent every push to a service slower than that.)
-        let attemptDeadline = prepared.deadline
-        // An attempt the server provably did not process (refused stream, above a GOAWAY's last stream id, a
-        // connection closed before the request was written) is re-sent within this claim at once (backing off when
-        // refused again), bounded by the send's deadline, without spending the retry budget: the lease is held by
-        // the heartbeat meanwhile, and nothing reaches the store for it (issue 30's rule, as the in-memory router).
-        var requeues = 0
-        var answer: Result<DeliveryResponse, NorqError>
-        var step: NotificationRouter.AttemptStep
-        var ambiguous = false
-        while true {
-            router.metrics.count("sent", provider: provider.name)
-            router.metrics.inFlightChanged(by: 1)
-            answer = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryResponse, NorqError>, Never>) in
-                provider.startDelivery(request, deadline: attemptDeadline) { continuation.resume(returning: $0) }
-            }
-            router.metrics.inFlightChanged(by: -1)
-            if case .failure(let error) = answer, error.possiblyProcessed { ambiguous = true }
-            step = router.afterAttempt(answer, attempt: prepared, attempts: row.attempts + requeues, started: started,
-                                       earlierPossiblyProcessed: ambiguous, requeues: requeues)
-            guard case .retry(let delay, _, let lastError, _) = step, NotificationRouter.isRequeue(lastError),
-                  !isStopping, router.clock.now() < prepared.deadline else { break }
-            requeues += 1
-            if delay > .zero {
-                do { try await Task.sleep(for: delay) } catch { break }
-            }
-        }
-        let mayHaveBeenDelivered = row.mayHaveBeenDelivered || ambiguous
-        switch step {
-        case .done(let result, let lastResponse):
-            let outcome = router.finish(prepared, result: result, attempts: row.attempts, lastResponse: lastResponse)
-            // The environment the attempt went to: a token-invalid answer is recorded for it only (issue 29).
-            var stored = DurableCodec.stored(outcome.result, messageID: requestID,
-                                             mayHaveBeenDelivered: mayHaveBeenDelivered)
-            // The id sent is made again by readers (`DurableCodec.withMessageIDs`): a delivered target whose answer
-            // carries it costs its segment one bit, not the id.
-            if stored.state == .delivered, stored.messageID == requestID { stored.messageID = nil }
-            return .finish(lease, stored.attempted(in: request.environment))
-        case .retry(let delay, let lastResponse, let lastError, _):
-            let last = DurableCodec.stored(NotificationRouter.finalResult(lastResponse, lastError, request: request),
-                                           messageID: requestID, mayHaveBeenDelivered: mayHaveBeenDelivered)
-            return .retry(lease, at: DeliveryStoreRules.retryAt(now: delivery.clock.nowMillis(), delay: delay), last: last)
-        }
-    }
-
     /// Writes a batch's completions, retrying while the database is unreachable (bounded: after ten lease
     /// durations the rows are left to expire and be taken over).
-    private func finish(_ completions: [RowCompletion]) async {
+    func finish(_ completions: [RowCompletion]) async {
         guard !completions.isEmpty else { return }
         let giveUp = ContinuousClock.now.advanced(by: settings.leaseDuration * 10)
         var failures = 0

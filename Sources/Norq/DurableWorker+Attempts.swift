@@ -1,0 +1,257 @@
+import NorqCore
+import NorqStore
+import Synchronization
+
+// The attempts of one claimed batch, without a task per target: each attempt is started by a call and answered in
+// the provider's completion (for APNs on the connection's event loop), as `DeliveryPump` delivers a send without a
+// store. The completion decides the row's completion (`RowCompletion`) and hands it to the batch's one consumer,
+// which records them at checkpoints. Only the rare waits (a re-queue's backoff) and the checkpoint timer run in
+// child tasks of the batch's task group. (A task and a continuation per target cost the worker about a fifth of
+// its CPU per push: `Benchmarks/README.md`, "stop 31".)
+
+extension DurableWorker {
+    /// What the attempts of a batch hand to its consumer, and the consumer takes in one go.
+    struct BatchEvents: Sendable {
+        var completions: [RowCompletion] = []
+        /// Child tasks to start: a re-queue's backoff.
+        var waits: [@Sendable () async -> Void] = []
+        /// The checkpoint timer fired.
+        var tick = false
+
+        var isEmpty: Bool { completions.isEmpty && waits.isEmpty && !tick }
+    }
+
+    /// The meeting point of a batch's attempts (any thread) and its consumer (the lane's task). Bounded: at most one
+    /// completion per claimed row is ever held.
+    final class AttemptBatch: Sendable {
+        private struct State {
+            var events = BatchEvents()
+            /// Rows without their completion yet.
+            var remaining: Int
+            var consumer: CheckedContinuation<BatchEvents?, Never>?
+        }
+        private let state: Mutex<State>
+
+        init(rows: Int) { state = Mutex(State(remaining: rows)) }
+
+        func complete(_ completion: RowCompletion) {
+            deliver { state in
+                state.events.completions.append(completion)
+                state.remaining -= 1
+            }
+        }
+
+        func wait(_ body: @escaping @Sendable () async -> Void) { deliver { $0.events.waits.append(body) } }
+
+        func tick() { deliver { $0.events.tick = true } }
+
+        private func deliver(_ change: (inout State) -> Void) {
+            let handOff = state.withLock { state -> (CheckedContinuation<BatchEvents?, Never>, BatchEvents)? in
+                change(&state)
+                guard let consumer = state.consumer else { return nil }
+                state.consumer = nil
+                defer { state.events = BatchEvents() }
+                return (consumer, state.events)
+            }
+            if let (consumer, events) = handOff { consumer.resume(returning: events) }
+        }
+
+        /// What happened since the last call; nil once every row has its completion and every event was taken.
+        func next() async -> BatchEvents? {
+            await withCheckedContinuation { (continuation: CheckedContinuation<BatchEvents?, Never>) in
+                let now = state.withLock { state -> BatchEvents?? in
+                    if !state.events.isEmpty {
+                        defer { state.events = BatchEvents() }
+                        return .some(state.events)
+                    }
+                    if state.remaining <= 0 { return .some(nil) }
+                    state.consumer = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        }
+    }
+
+    /// One target's attempts: what each of them needs (one object per target).
+    final class TargetAttempt: Sendable {
+        let row: OutboxRow
+        let lease: Lease
+        let prepared: PreparedJob
+        let requestID: String
+        let router: NotificationRouter
+        let batch: AttemptBatch
+
+        init(row: OutboxRow, lease: Lease, prepared: PreparedJob, requestID: String, router: NotificationRouter,
+             batch: AttemptBatch) {
+            self.row = row
+            self.lease = lease
+            self.prepared = prepared
+            self.requestID = requestID
+            self.router = router
+            self.batch = batch
+        }
+    }
+
+    /// Runs the batch's attempts and records their outcomes as they come: whenever `CheckpointRule` says so (enough
+    /// completions, or the oldest waited long enough), so a crash re-sends at most what was in flight or waiting
+    /// for the next checkpoint, not the whole batch; the rest when the last attempt has ended.
+    func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases) async {
+        let plans = await plans(for: rows.map(\.sendID))
+        let rule = CheckpointRule(batchSize: rows.count)
+        let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) })
+        await withTaskGroup(of: Void.self) { group in
+            for row in rows {
+                guard let lease = row.lease else { continue }
+                if isStopping {
+                    // Claimed but not started: given back at once.
+                    batch.complete(.release(lease))
+                    continue
+                }
+                switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
+                case .plan(let plan):
+                    start(row, lease: lease, plan: plan, router: router, batch: batch)
+                case .unreadable(let error):
+                    batch.complete(fail(row, lease: lease, error, router: router))
+                case .unavailable:
+                    batch.complete(.release(lease))
+                }
+            }
+            var waiting: [RowCompletion] = []
+            var oldest: ContinuousClock.Instant?
+            var ticking = false
+            func checkpoint() async {
+                let written = waiting
+                waiting = []
+                oldest = nil
+                await finish(written)
+                leases.held.withLock { held in
+                    for completion in written { held.removeValue(forKey: completion.lease.rowID) }
+                }
+            }
+            while let events = await batch.next() {
+                for wait in events.waits { group.addTask { await wait() } }
+                if events.tick { ticking = false }
+                if !events.completions.isEmpty {
+                    waiting += events.completions
+                    if oldest == nil { oldest = .now }
+                }
+                if let since = oldest, rule.isDue(waiting: waiting.count, oldestWaited: since.duration(to: .now)) {
+                    await checkpoint()
+                } else if oldest != nil, !ticking {
+                    ticking = true
+                    let interval = rule.maximumWait
+                    group.addTask {
+                        try? await Task.sleep(for: interval)
+                        batch.tick()
+                    }
+                }
+            }
+            group.cancelAll()  // only a pending tick can be left
+            if !waiting.isEmpty { await checkpoint() }
+        }
+    }
+
+    /// Prepares a row's request and sends it; a row that cannot be sent gets its completion at once.
+    private func start(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter, batch: AttemptBatch) {
+        func fail(_ error: NorqError) { batch.complete(self.fail(row, lease: lease, error, router: router)) }
+        let target: DeliveryTarget
+        do { target = try DurableCodec.decodeTarget(row.target, identity: row.identity) } catch { return fail(error) }
+        guard let name = row.provider, let provider = router.providers[name] else {
+            return fail(NorqError(.unknownProvider,
+                                  "provider \"\(row.provider ?? "?")\" is not configured in this instance"))
+        }
+        // Claims beyond what the retry policy allows (their holders lost the leases while sending: a crash loop)
+        // end the row instead of sending again.
+        let allowed = DurableWorker.allowedClaims(retries: provider.policy.retry.retries)
+        guard row.attempts <= allowed else {
+            return fail(NorqError(.storeAttemptsExhausted,
+                                  "claimed \(row.attempts) times (at most \(allowed)): earlier workers lost their leases while sending",
+                                  possiblyProcessed: row.mayHaveBeenDelivered))
+        }
+        let job = DeliveryJob(position: row.position, target: target, recipientID: row.recipientID,
+                              provider: provider, plan: plan)
+        // Rows enqueued before stop 31 carry their message id; later ones make it again from the send's key.
+        let requestID = row.messageID ?? job.requestID
+        let request: PreparedRequest
+        do {
+            request = try router.prepareRequest(target: target, provider: provider, plan: plan, requestID: requestID)
+        } catch {
+            return fail(error)
+        }
+        // The attempt is bounded by the send's deadline and, inside the provider, by its own request timeout
+        // (`timeout:` in its configuration); never by the lease, which the heartbeat renews for as long as the row
+        // is held. (Capping it at half the lease re-sent every push to a service slower than that.)
+        let started = router.clock.now()
+        let prepared = PreparedJob(job: job, request: request, deadline: started.advanced(by: plan.options.deadline))
+        send(TargetAttempt(row: row, lease: lease, prepared: prepared, requestID: requestID, router: router,
+                           batch: batch),
+             started: started, requeues: 0, ambiguous: false)
+    }
+
+    private func send(_ attempt: TargetAttempt, started: ContinuousClock.Instant, requeues: Int, ambiguous: Bool) {
+        let router = attempt.router
+        let provider = attempt.prepared.job.provider
+        router.metrics.count("sent", provider: provider.name)
+        router.metrics.inFlightChanged(by: 1)
+        provider.startDelivery(attempt.prepared.request, deadline: attempt.prepared.deadline) { answer in
+            self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous)
+        }
+    }
+
+    /// One attempt's answer. An attempt the server provably did not process (refused stream, above a GOAWAY's last
+    /// stream id, a connection closed before the request was written) is re-sent within this claim at once
+    /// (backing off when refused again), bounded by the send's deadline, without spending the retry budget: the
+    /// lease is held by the heartbeat meanwhile, and nothing reaches the store for it (issue 30's rule, as the
+    /// in-memory router). Anything else is the row's completion.
+    private func answered(_ answer: Result<DeliveryResponse, NorqError>, _ attempt: TargetAttempt,
+                          started: ContinuousClock.Instant, requeues: Int, ambiguous: Bool) {
+        let router = attempt.router
+        router.metrics.inFlightChanged(by: -1)
+        var ambiguous = ambiguous
+        if case .failure(let error) = answer, error.possiblyProcessed { ambiguous = true }
+        let step = router.afterAttempt(answer, attempt: attempt.prepared, attempts: attempt.row.attempts + requeues,
+                                       started: started, earlierPossiblyProcessed: ambiguous, requeues: requeues)
+        if case .retry(let delay, _, let lastError, _) = step, NotificationRouter.isRequeue(lastError), !isStopping,
+           router.clock.now() < attempt.prepared.deadline {
+            guard delay > .zero else {
+                return send(attempt, started: started, requeues: requeues + 1, ambiguous: ambiguous)
+            }
+            attempt.batch.wait { [ambiguous] in
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    return attempt.batch.complete(self.completion(step, attempt, ambiguous: ambiguous))
+                }
+                self.send(attempt, started: started, requeues: requeues + 1, ambiguous: ambiguous)
+            }
+            return
+        }
+        attempt.batch.complete(completion(step, attempt, ambiguous: ambiguous))
+    }
+
+    /// The row's completion after its last attempt of this claim.
+    private func completion(_ step: NotificationRouter.AttemptStep, _ attempt: TargetAttempt,
+                            ambiguous: Bool) -> RowCompletion {
+        let row = attempt.row
+        let request = attempt.prepared.request
+        let mayHaveBeenDelivered = row.mayHaveBeenDelivered || ambiguous
+        switch step {
+        case .done(let result, let lastResponse):
+            let outcome = attempt.router.finish(attempt.prepared, result: result, attempts: row.attempts,
+                                                lastResponse: lastResponse)
+            var stored = DurableCodec.stored(outcome.result, messageID: attempt.requestID,
+                                             mayHaveBeenDelivered: mayHaveBeenDelivered)
+            // The id sent is made again by readers (`DurableCodec.withMessageIDs`): a delivered target whose answer
+            // carries it costs its segment one bit, not the id.
+            if stored.state == .delivered, stored.messageID == attempt.requestID { stored.messageID = nil }
+            // The environment the attempt went to: a token-invalid answer is recorded for it only (issue 29).
+            return .finish(attempt.lease, stored.attempted(in: request.environment))
+        case .retry(let delay, let lastResponse, let lastError, _):
+            let last = DurableCodec.stored(NotificationRouter.finalResult(lastResponse, lastError, request: request),
+                                           messageID: attempt.requestID, mayHaveBeenDelivered: mayHaveBeenDelivered)
+            return .retry(attempt.lease, at: DeliveryStoreRules.retryAt(now: delivery.clock.nowMillis(), delay: delay),
+                          last: last)
+        }
+    }
+}

@@ -23,32 +23,57 @@ extension DurableWorker {
 
     /// The meeting point of a batch's attempts (any thread) and its consumer (the lane's task). Bounded: at most one
     /// completion per claimed row is ever held.
+    ///
+    /// The consumer is woken only when it has something to do: the first completion since its last checkpoint (it
+    /// arms the checkpoint timer), enough completions for a checkpoint (`minimum`), the last one, a wait to start,
+    /// or the timer. (Waking it for every completion cost a task switch per push.)
     final class AttemptBatch: Sendable {
         private struct State {
             var events = BatchEvents()
             /// Rows without their completion yet.
             var remaining: Int
+            /// Completions since the consumer's last checkpoint (held here or handed to it).
+            var window = 0
             var consumer: CheckedContinuation<BatchEvents?, Never>?
         }
         private let state: Mutex<State>
+        private let minimum: Int
 
-        init(rows: Int) { state = Mutex(State(remaining: rows)) }
+        init(rows: Int, minimum: Int) {
+            state = Mutex(State(remaining: rows))
+            self.minimum = max(1, minimum)
+        }
 
         func complete(_ completion: RowCompletion) {
             deliver { state in
                 state.events.completions.append(completion)
                 state.remaining -= 1
+                state.window += 1
+                return state.window == 1 || state.window >= minimum || state.remaining <= 0
             }
         }
 
-        func wait(_ body: @escaping @Sendable () async -> Void) { deliver { $0.events.waits.append(body) } }
+        func wait(_ body: @escaping @Sendable () async -> Void) {
+            deliver { state in
+                state.events.waits.append(body)
+                return true
+            }
+        }
 
-        func tick() { deliver { $0.events.tick = true } }
+        func tick() {
+            deliver { state in
+                state.events.tick = true
+                return true
+            }
+        }
 
-        private func deliver(_ change: (inout State) -> Void) {
+        /// The consumer recorded `count` completions.
+        func checkpointed(_ count: Int) { state.withLock { $0.window -= count } }
+
+        /// Applies `change`; resumes the consumer when it waits and `change` says it has something to do.
+        private func deliver(_ change: (inout State) -> Bool) {
             let handOff = state.withLock { state -> (CheckedContinuation<BatchEvents?, Never>, BatchEvents)? in
-                change(&state)
-                guard let consumer = state.consumer else { return nil }
+                guard change(&state), let consumer = state.consumer else { return nil }
                 state.consumer = nil
                 defer { state.events = BatchEvents() }
                 return (consumer, state.events)
@@ -99,7 +124,7 @@ extension DurableWorker {
     func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases) async {
         let plans = await plans(for: rows.map(\.sendID))
         let rule = CheckpointRule(batchSize: rows.count)
-        let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) })
+        let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }, minimum: rule.minimumCompletions)
         await withTaskGroup(of: Void.self) { group in
             for row in rows {
                 guard let lease = row.lease else { continue }
@@ -125,6 +150,7 @@ extension DurableWorker {
                 waiting = []
                 oldest = nil
                 await finish(written)
+                batch.checkpointed(written.count)
                 leases.held.withLock { held in
                     for completion in written { held.removeValue(forKey: completion.lease.rowID) }
                 }

@@ -110,8 +110,10 @@ public final class DurableDelivery: Sendable {
         // The send's key names every message id; the send time makes relative expirations identical on re-sends.
         options.idempotencyKey = callerKey ?? RequestID.random()
         if options.sendTime == nil { options.sendTime = now / 1000 }
-        var fingerprint = prefix
-        fingerprint += Array("\u{0}recipients\u{0}".utf8)
+        // The fingerprint is hashed as it is made: a million targets never hold their bytes at once.
+        var fingerprint = RequestID.V5(namespace: RequestID.namespace)
+        fingerprint.update(prefix)
+        fingerprint.update("\u{0}recipients\u{0}")
         var targets: [NewDelivery] = []
         targets.reserveCapacity(NotificationRouter.targetCount(recipients))
         let plan = SendPlan(content: content, templateName: templateName, options: options)
@@ -122,10 +124,10 @@ public final class DurableDelivery: Sendable {
             for target in all {
                 let stored = DurableCodec.encode(target)
                 let identity = target.identity
-                fingerprint += Array(identity.utf8)
-                fingerprint.append(0)
-                fingerprint += Array(stored.utf8)
-                fingerprint.append(0)
+                fingerprint.update(identity)
+                fingerprint.update(byte: 0)
+                fingerprint.update(stored)
+                fingerprint.update(byte: 0)
                 // No message id is stored: it is `RequestID.make(idempotencyKey: plan.key, token: identity)`, made
                 // again by the worker that sends it and by whoever reads the row (`DurableCodec.withMessageIDs`).
                 var row = NewDelivery(position: position, target: stored, identity: identity, provider: nil,
@@ -149,10 +151,12 @@ public final class DurableDelivery: Sendable {
         var optionsForFingerprint = options
         optionsForFingerprint.idempotencyKey = nil
         optionsForFingerprint.sendTime = callerSendTime
-        try DurableCodec.fingerprint(optionsForFingerprint, into: &fingerprint)
+        var optionBytes: [UInt8] = []
+        try DurableCodec.fingerprint(optionsForFingerprint, into: &optionBytes)
+        fingerprint.update(optionBytes)
         // Time-ordered: the stores' indexes of send ids then grow at their right edge.
         let send = NewSend(id: RequestID.timeOrdered(unixMillis: now), scope: sendScope ?? scope, idempotencyKey: callerKey,
-                           fingerprint: RequestID.uuidV5(namespace: RequestID.namespace, name: fingerprint),
+                           fingerprint: fingerprint.finalize(),
                            content: try DurableCodec.encode(content: content, templateName: templateName, options: options),
                            targets: targets)
         // Cached before the commit: a worker here may claim the rows before the store call returns.

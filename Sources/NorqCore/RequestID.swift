@@ -32,6 +32,27 @@ public enum RequestID {
         return formatV5(hasher.finalize())
     }
 
+    /// A UUID version 5 over a name given piece by piece (the same id as `uuidV5(namespace:name:)` of the pieces
+    /// joined): a name of any size is hashed without being held (a send's fingerprint over a million targets).
+    public struct V5: Sendable {
+        private var hasher = Insecure.SHA1()
+
+        public init(namespace: [UInt8]) { hasher.update(data: namespace) }
+
+        public mutating func update(_ bytes: [UInt8]) { hasher.update(data: bytes) }
+
+        public mutating func update(_ text: String) {
+            var text = text
+            text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        }
+
+        public mutating func update(byte: UInt8) {
+            withUnsafeBytes(of: byte) { hasher.update(bufferPointer: $0) }
+        }
+
+        public func finalize() -> String { RequestID.formatV5(hasher.finalize()) }
+    }
+
     /// The first 16 bytes of a SHA-1 digest with the version-5 and RFC 4122 variant bits, formatted.
     static func formatV5(_ digest: Insecure.SHA1Digest) -> String {
         digest.withUnsafeBytes { raw in

@@ -10,6 +10,17 @@ struct RequestIDTests {
         #expect(RequestID.uuidV5(namespace: dns, name: Array("python.org".utf8)) == "886313e1-3b8a-5372-9b90-0c9aee199e5d")
     }
 
+    @Test("a name hashed piece by piece gives the id of the whole name")
+    func piecewise() {
+        let dns: [UInt8] = [0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8]
+        var v5 = RequestID.V5(namespace: dns)
+        v5.update(Array("pyth".utf8))
+        v5.update("on")
+        v5.update(byte: UInt8(ascii: "."))
+        v5.update("org")
+        #expect(v5.finalize() == "886313e1-3b8a-5372-9b90-0c9aee199e5d")
+    }
+
     @Test("the id is stable per (key, token), differs otherwise, and is 36 lowercase characters")
     func stable() {
         let a = RequestID.make(idempotencyKey: "order-1", token: "aaaa")

@@ -110,7 +110,12 @@ public struct NewDelivery: Sendable, Hashable {
     /// The stable message id every attempt carries (`apns-id`).
     public var messageID: String?
     /// Set when routing already decided the outcome: the row is finished at enqueue.
-    public var outcome: StoredOutcome?
+    public var outcome: StoredOutcome? {
+        get { boxedOutcome?.value }
+        set { boxedOutcome = newValue.map(Indirect.init) }
+    }
+    /// Held out of line: almost every target has none, and a million of them should not carry its ~140 bytes.
+    private var boxedOutcome: Indirect<StoredOutcome>?
     /// The environment the routed provider sends this target to (`PushProvider.environment(for:options:)`: APNs
     /// `sandbox` / `production`), nil when the provider has none. The token registry is keyed by (token,
     /// provider, environment): enqueue skips the target only when its token is invalid for this provider and
@@ -379,4 +384,16 @@ extension DeliveryStore {
         }
         return found
     }
+}
+
+/// A value held out of line (a reference to an immutable box): keeps a rarely set optional field from growing
+/// every element of a large array. Equal and hashed by its value.
+package final class Indirect<Value: Sendable & Hashable>: Sendable, Hashable {
+    package let value: Value
+
+    package init(_ value: Value) { self.value = value }
+
+    package static func == (lhs: Indirect, rhs: Indirect) -> Bool { lhs === rhs || lhs.value == rhs.value }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(value) }
 }

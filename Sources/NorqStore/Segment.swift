@@ -24,7 +24,12 @@ package struct SegmentTarget: Sendable, Hashable {
     /// An earlier attempt may have reached the provider.
     package var mayHaveBeenDelivered: Bool
     /// The last answer (a retried target's), nil for a fresh one.
-    package var last: StoredOutcome?
+    package var last: StoredOutcome? {
+        get { boxedLast?.value }
+        set { boxedLast = newValue.map(Indirect.init) }
+    }
+    /// Out of line: a fresh target has none (see `Indirect`).
+    private var boxedLast: Indirect<StoredOutcome>?
 
     package init(position: Int, target: String, identity: String, provider: String?, recipientID: String?,
                  messageID: String?, attempts: Int = 0, mayHaveBeenDelivered: Bool = false, last: StoredOutcome? = nil) {

@@ -121,12 +121,16 @@ package struct DurableBench {
     /// One bulk send of `--count` pushes.
     func enqueuePhase(_ durable: DurableDelivery, data: JSONValue) async throws -> (RunResult, String) {
         let recipients = RouterBench.recipients(0..<options.count)
+        // The caller's recipients are in the RSS before the enqueue: the peak's excess over it is the enqueue's.
+        let rssBefore = ProcessStats.currentRSSMegabytes()
         let db = ProcessTreeCPU(root: options.dbPID)
         let cpu = ProcessStats.cpuSeconds(), dbCPU = db.seconds()
         let start = ContinuousClock.now
         let receipt = try await durable.enqueue(template: options.template, data: data, to: recipients)
         let elapsed = start.duration(to: .now).seconds
         var result = base("enqueue")
+        result.add("rss_before_mb", rssBefore, digits: 1)
+        result.add("peak_rss_mb", ProcessStats.peakRSSMegabytes(), digits: 1)
         result.add("count", receipt.targetCount)
         result.add("seconds", elapsed)
         result.add("rows_per_s", Double(receipt.targetCount) / elapsed, digits: 0)

@@ -185,31 +185,10 @@ extension PostgresDeliveryStore {
     static func claim(owner: String, limit: Int, now: Int64, leaseUntil: Int64, base: String,
                       on client: PostgresClient, logger: Logger) async throws -> [(SegmentRecord, [SegmentTarget])] {
         var claimed: [(SegmentRecord, [SegmentTarget])] = []
-        let rows = try await client.query("""
-            WITH pending AS (
-                SELECT id, open, next_attempt_at FROM norq_segments
-                WHERE state = 'pending' AND next_attempt_at <= \(now)
-                ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
-            expired AS (
-                SELECT id, open, next_attempt_at FROM norq_segments
-                WHERE state = 'leased' AND lease_expires_at <= \(now)
-                ORDER BY lease_expires_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
-            due AS (SELECT * FROM pending UNION ALL SELECT * FROM expired),
-            pick AS (
-                SELECT id FROM (SELECT id, open, sum(open) OVER (ORDER BY next_attempt_at, id) AS running FROM due) r
-                WHERE running - open < \(limit))
-            UPDATE norq_segments s SET
-                may_have_been_delivered = s.may_have_been_delivered OR s.state = 'leased',
-                state = 'leased', attempts = s.attempts + 1, lease_owner = \(owner),
-                lease_token = \(base) || '-' || s.id, lease_expires_at = \(leaseUntil)
-            FROM pick WHERE s.id = pick.id
-            RETURNING \(unescaped: qualifiedRecordColumns("s")),
-                (SELECT t.targets FROM norq_segment_targets t WHERE t.segment_id = s.id)
-            """, logger: logger)
-        for try await (c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, targets) in rows
-            .decode((Int64, String, Int, Int, String, Int, Int64, String?, String?, Int64?, Bool, Int, Int, Int, Int,
-                     ByteBuffer, ByteBuffer, Int64, ByteBuffer?).self) {
-            let record = try record((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17))
+        let rows = try await client.execute(
+            ClaimStatement(now: now, limit: Int64(limit), owner: owner, base: base, leaseUntil: leaseUntil), logger: logger)
+        for try await (columns, targets) in rows {
+            let record = try record(columns)
             claimed.append((record, try SegmentCodec.decodeTargets(targets.map { Array($0.readableBytesView) } ?? [])))
         }
         return claimed.sorted { $0.0.id < $1.0.id }
@@ -222,11 +201,8 @@ extension PostgresDeliveryStore {
     static func complete(_ completions: [RowCompletion], now: Int64, on connection: PostgresConnection,
                          logger: Logger) async throws -> CompletionReport {
         var records: [Int64: SegmentRecord] = [:]
-        for try await columns in try await connection.query("""
-            SELECT \(unescaped: recordColumns) FROM norq_segments
-            WHERE id = ANY(\(SegmentLedger.bySegment(completions).map(\.segment))::bigint[])
-            ORDER BY id FOR UPDATE
-            """, logger: logger).decode(RecordColumns.self) {
+        for try await columns in try await connection.execute(
+            LockSegmentsStatement(ids: SegmentLedger.bySegment(completions).map(\.segment)), logger: logger) {
             let record = try record(columns)
             records[record.id] = record
         }

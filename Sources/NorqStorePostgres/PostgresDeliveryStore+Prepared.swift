@@ -1,3 +1,4 @@
+import NorqStore
 import NIOCore
 import PostgresNIO
 
@@ -80,5 +81,58 @@ extension PostgresDeliveryStore {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(RecordColumns.self) }
+    }
+}
+
+extension PostgresDeliveryStore {
+    /// Writes finished segments into history (one row each, from parallel arrays).
+    struct InsertHistoryStatement: PostgresPreparedStatement {
+        static let name = "norq_insert_segment_history_v1"
+        static let sql = """
+            INSERT INTO norq_segment_history (id, send_id, count, attempts, delivered, rejected, failed, skipped,
+                progress, positions, first_position, last_position, finished_at)
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[],
+                $8::int[], $9::bytea[], $10::bytea[], $11::int[], $12::int[], $13::bigint[])
+            """
+        typealias Row = Void
+
+        var records: [SegmentHistoryRecord]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 13)
+            bindings.append(records.map(\.id))
+            bindings.append(records.map(\.sendID))
+            bindings.append(records.map(\.count))
+            bindings.append(records.map(\.attempts))
+            bindings.append(records.map(\.counts.delivered))
+            bindings.append(records.map(\.counts.rejected))
+            bindings.append(records.map(\.counts.failed))
+            bindings.append(records.map(\.counts.skipped))
+            bindings.append(records.map { buffer(SegmentCodec.encode(progress: $0.progress)) })
+            bindings.append(records.map { buffer(SegmentCodec.encode(positions: $0.positions)) })
+            bindings.append(records.map(\.positions.lowest))
+            bindings.append(records.map(\.positions.highest))
+            bindings.append(records.map(\.finishedAt))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    /// Deletes finished segments' state rows (their targets stay until the send is pruned).
+    struct DeleteSegmentsStatement: PostgresPreparedStatement {
+        static let name = "norq_delete_segments_v1"
+        static let sql = "DELETE FROM norq_segments WHERE id = ANY($1::bigint[])"
+        typealias Row = Void
+
+        var ids: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(ids)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 }

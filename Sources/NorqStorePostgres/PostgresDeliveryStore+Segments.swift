@@ -97,22 +97,7 @@ extension PostgresDeliveryStore {
     static func insertHistory(_ records: [SegmentHistoryRecord], on connection: PostgresConnection,
                               logger: Logger) async throws {
         guard !records.isEmpty else { return }
-        let ids = records.map(\.id), sendIDs = records.map(\.sendID), counts = records.map(\.count)
-        let attempts = records.map(\.attempts)
-        let delivered = records.map(\.counts.delivered), rejected = records.map(\.counts.rejected)
-        let failed = records.map(\.counts.failed), skipped = records.map(\.counts.skipped)
-        let progress = records.map { buffer(SegmentCodec.encode(progress: $0.progress)) }
-        let positions = records.map { buffer(SegmentCodec.encode(positions: $0.positions)) }
-        let first = records.map(\.positions.lowest), last = records.map(\.positions.highest)
-        let finishedAt = records.map(\.finishedAt)
-        try await connection.query("""
-            INSERT INTO norq_segment_history (id, send_id, count, attempts, delivered, rejected, failed, skipped,
-                progress, positions, first_position, last_position, finished_at)
-            SELECT * FROM unnest(\(ids)::bigint[], \(sendIDs)::text[], \(counts)::int[], \(attempts)::int[],
-                \(delivered)::int[],
-                \(rejected)::int[], \(failed)::int[], \(skipped)::int[], \(progress)::bytea[], \(positions)::bytea[],
-                \(first)::int[], \(last)::int[], \(finishedAt)::bigint[])
-            """, logger: logger)
+        try await connection.execute(InsertHistoryStatement(records: records), logger: logger)
     }
 
     /// The registry entries of these tokens (every provider and environment), by token.
@@ -239,7 +224,7 @@ extension PostgresDeliveryStore {
             try await insertHistory(finished, on: connection, logger: logger)
             let ids = finished.map(\.id)
             // The targets stay until the send is pruned (status by position shows every token).
-            try await connection.query("DELETE FROM norq_segments WHERE id = ANY(\(ids)::bigint[])", logger: logger)
+            try await connection.execute(DeleteSegmentsStatement(ids: ids), logger: logger)
         }
         try await insert(newSegments, now: now, on: connection, logger: logger)
         try await record(checkpoint.registry, now: now, on: connection, logger: logger)

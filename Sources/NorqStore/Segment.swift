@@ -208,25 +208,29 @@ package struct SegmentHistoryRecord: Sendable, Hashable {
     }
 }
 
-/// A segment to insert (at enqueue, or a retry segment at a completion).
+/// A segment to insert (at enqueue, or a retry segment at a completion). Its targets are held encoded (the blob the
+/// stores write): a send of a million targets does not hold a second copy of them as values while it is inserted.
 package struct NewSegment: Sendable, Hashable {
     package var sendID: String
-    package var targets: [SegmentTarget]
+    /// The targets' blob (`SegmentCodec.encode(targets:)`).
+    package let encodedTargets: [UInt8]
+    package let positions: PositionRanges
+    package let count: Int
     package var open: Int
     package var counts: SegmentCounts
     package var progress: SegmentProgress
     package var nextAttemptAt: Int64
-    /// Claims already counted on these targets' behalf that the new segment keeps (a whole segment given back
-    /// keeps none; always 0 for new segments, whose targets carry their attempts).
-    package var positions: PositionRanges { PositionRanges(positions: targets.map(\.position)) }
-    package var count: Int { targets.count }
     /// Every target finished already (at enqueue): the segment goes to history at once.
     package var isFinished: Bool { open == 0 }
+    /// The targets, decoded again (the in-memory store keeps them as values).
+    package var targets: [SegmentTarget] { (try? SegmentCodec.decodeTargets(encodedTargets)) ?? [] }
 
     package init(sendID: String, targets: [SegmentTarget], open: Int, counts: SegmentCounts = SegmentCounts(),
                  progress: SegmentProgress, nextAttemptAt: Int64) {
         self.sendID = sendID
-        self.targets = targets
+        self.encodedTargets = SegmentCodec.encode(targets: targets)
+        self.positions = PositionRanges(positions: targets.map(\.position))
+        self.count = targets.count
         self.open = open
         self.counts = counts
         self.progress = progress

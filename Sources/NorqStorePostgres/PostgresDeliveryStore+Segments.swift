@@ -73,7 +73,7 @@ extension PostgresDeliveryStore {
             progress.append(buffer(SegmentCodec.encode(progress: segment.progress)))
             positions.append(buffer(SegmentCodec.encode(positions: ranges)))
             first.append(ranges.lowest); last.append(ranges.highest)
-            targets.append(buffer(SegmentCodec.encode(targets: segment.targets)))
+            targets.append(buffer(segment.encodedTargets))
         }
         if !hotIDs.isEmpty {
             try await connection.query("""
@@ -318,7 +318,7 @@ extension PostgresDeliveryStore {
                     \(segment.nextAttemptAt))
                 """, logger: logger)
             try await connection.query(
-                "INSERT INTO norq_segment_targets (segment_id, targets) VALUES (\(id), \(buffer(SegmentCodec.encode(targets: segment.targets))))",
+                "INSERT INTO norq_segment_targets (segment_id, targets) VALUES (\(id), \(buffer(segment.encodedTargets)))",
                 logger: logger)
         }
         var records: [SegmentHistoryRecord] = []

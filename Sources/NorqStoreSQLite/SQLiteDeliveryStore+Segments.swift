@@ -86,7 +86,7 @@ extension SQLiteDeliveryStore {
                           .integer(segment.counts.skipped), blob(SegmentCodec.encode(progress: segment.progress)),
                           blob(SegmentCodec.encode(positions: positions)), .integer(positions.lowest),
                           .integer(positions.highest), .integer(Int(now))]
-                targetBinds += [.integer(Int(id)), blob(SegmentCodec.encode(targets: segment.targets))]
+                targetBinds += [.integer(Int(id)), blob(segment.encodedTargets)]
             }
             let values = Array(repeating: "(?,?,?,?,'pending',0,?,0,?,?,?,?,?,?,?,?,?)", count: chunk.count)
                 .joined(separator: ",")
@@ -339,7 +339,7 @@ extension SQLiteDeliveryStore {
                       blob(SegmentCodec.encode(positions: positions)), .integer(positions.lowest),
                       .integer(positions.highest), .integer(Int(segment.nextAttemptAt))])
             try await connection.run("INSERT INTO norq_segment_targets (segment_id, targets) VALUES (?, ?)",
-                                     [.integer(Int(id)), blob(SegmentCodec.encode(targets: segment.targets))])
+                                     [.integer(Int(id)), blob(segment.encodedTargets)])
         }
         var records: [SegmentHistoryRecord] = []
         for (var record, target) in history {

@@ -68,44 +68,38 @@ package final class HTTP2ConnectionPool: Sendable {
 
     // MARK: requests
 
-    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns. A request
-    /// whose deadline has passed is never written: it fails, not processed, when a connection takes it (or when
-    /// its timer fires while it waits for one), without a clock read here.
-    package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
-                       completion: @escaping HTTP2Completion) {
-        start(head, body: .buffer(body ?? ByteBuffer()), deadline: deadline, completion: completion)
-    }
-
-    /// `start` with the body as bytes: written into the connection's buffer without a buffer of its own first
-    /// (for a body made per request).
-    package func start(_ head: HTTP2RequestHead, bytes: [UInt8], deadline: NIODeadline,
-                       completion: @escaping HTTP2Completion) {
-        start(head, body: .bytes(bytes), deadline: deadline, completion: completion)
-    }
-
-    /// `start` with any body (a spliced one is written part by part). A head whose fields break RFC 9113 §8.2.1
-    /// (``HTTP2FieldRules``) fails at once with ``HTTP2ClientError/Kind/invalidRequest``: no connection is touched.
-    package func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
-                       completion: @escaping HTTP2Completion) {
+    /// The one bridge from a provider to HTTP/2 (AsyncHTTPClient's `execute(_:deadline:)` is the model): sends
+    /// `request` once, within the send's `deadline` and the request's own ``HTTP2Request/timeout`` (whichever
+    /// comes first: ``HTTP2Request/deadline(within:now:)``, the only place that rule is written), and calls
+    /// `completion` exactly once, on an event loop or before this returns, with the answer (any status) or an
+    /// ``HTTP2ClientError`` saying whether the server may have processed it. A request whose deadline has passed
+    /// is never written: it fails, not processed, when a connection takes it (or when its timer fires while it
+    /// waits for one). A head whose fields break RFC 9113 §8.2.1 (``HTTP2FieldRules``) fails at once with
+    /// ``HTTP2ClientError/Kind/invalidRequest``: no connection is touched.
+    ///
+    /// - Parameter now: a read of the clock the caller has just made, if it has one (saves a read per request).
+    package func execute(_ request: HTTP2Request, deadline: ContinuousClock.Instant,
+                         now: ContinuousClock.Instant = .now, completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
             return
         }
-        if let problem = HTTP2FieldRules.problem(in: head) {
+        if let problem = HTTP2FieldRules.problem(in: request.head) {
             completion(.failure(HTTP2ClientError(.invalidRequest, possiblyProcessed: false, problem)))
             return
         }
         outstanding.add(1, ordering: .relaxed)
-        let request = HTTP2RequestContext(head: head, body: body, deadline: deadline, pool: self,
+        let context = HTTP2RequestContext(head: request.head, body: request.body,
+                                          deadline: request.deadline(within: deadline, now: now), pool: self,
                                           completion: completion)
-        submit(request)
+        submit(context)
     }
 
-    /// Sends one request and waits for its answer.
-    package func execute(_ head: HTTP2RequestHead, body: ByteBuffer?,
-                         deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
+    /// ``execute(_:deadline:now:completion:)`` for async callers: the answer, or the failure thrown.
+    package func execute(_ request: HTTP2Request,
+                         deadline: ContinuousClock.Instant) async throws(HTTP2ClientError) -> HTTP2Response {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>) in
-            start(head, body: body, deadline: deadline) { continuation.resume(returning: $0) }
+            execute(request, deadline: deadline) { continuation.resume(returning: $0) }
         }
         return try result.get()
     }

@@ -104,7 +104,7 @@ struct HTTP2FieldRulesTests {
         let head = HTTP2RequestHead(authority: "push.example.com", path: "/3/device/ab",
                                     fields: [HTTP2HeaderField("apns-collapse-id", "inv-A-17\r\napns-topic: evil")])
         let result = Mutex<Result<HTTP2Response, HTTP2ClientError>?>(nil)
-        pool.start(head, body: ByteBuffer(), deadline: .now() + .seconds(5)) { answer in
+        pool.execute(HTTP2Request(head: head, body: .buffer(ByteBuffer())), deadline: .now + .seconds(5)) { answer in
             result.withLock { $0 = answer }
         }
         // Completed synchronously: no connection could have been made on the way.

@@ -95,9 +95,16 @@ package struct HTTP2Request: Sendable {
     /// ``deadline(within:now:)`` for a timeout without a request.
     package static func deadline(within deadline: ContinuousClock.Instant, timeout: Duration?,
                                  now: ContinuousClock.Instant = .now) -> NIODeadline {
+        NIODeadline.now() + time(within: deadline, timeout: timeout, now: now).timeAmount
+    }
+
+    /// The time a request has from `now`: `timeout` or what is left of `deadline`, whichever is shorter; zero when
+    /// the deadline has passed.
+    package static func time(within deadline: ContinuousClock.Instant, timeout: Duration?,
+                             now: ContinuousClock.Instant) -> Duration {
         var remaining = now.duration(to: deadline)
         if let timeout, timeout < remaining { remaining = timeout }
-        return NIODeadline.now() + (remaining > .zero ? remaining.timeAmount : .zero)
+        return max(remaining, .zero)
     }
 }
 

@@ -109,20 +109,13 @@ package final class HTTP2ConnectionPool: Sendable {
         // every event loop's picks touched.
         let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0) }
         let capacity = self.capacity
-        let decision = state.withLock { machine in
+        let action = state.withLock { machine in
             machine.submit(request) { ready, turn in
                 HTTP2PoolStateMachine<HTTP2Connection>.pick(from: ready, turn: turn, capacity: capacity,
                                            isLocal: { $0.eventLoopID == currentLoop }, load: { $0.load })
             }
         }
-        if let connect = decision.connect { order(connect) }
-        if let connection = decision.dispatchTo {
-            connection.enqueue(request)
-        } else if let failure = decision.failure {
-            request.fail(failure)
-        } else {
-            request.armDeadline(on: group.next())  // waits for a connection
-        }
+        perform(action)
     }
 
     /// A request a connection handed back unprocessed: sent again within ``HTTP2RequestContext``'s bounds, else
@@ -168,13 +161,13 @@ package final class HTTP2ConnectionPool: Sendable {
     }
 
     private func attempt(_ order: HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder) async {
-        let decision: HTTP2PoolStateMachine<HTTP2Connection>.Decision
+        let action: HTTP2PoolStateMachine<HTTP2Connection>.Action
         do {
             if let delay = order.delay, delay > .zero { try await Task.sleep(for: delay) }
             try Task.checkCancellation()
             let connection = try await connect(id: order.id)
-            decision = state.withLock { $0.connectSucceeded(id: order.id, connection: connection) }
-            if decision.close == nil {
+            action = state.withLock { $0.connectSucceeded(id: order.id, connection: connection) }
+            if case .close = action.connection {} else {
                 logger.debug("HTTP/2 connection open", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.connection": "\(order.id)"])
             }
@@ -185,24 +178,40 @@ package final class HTTP2ConnectionPool: Sendable {
             logger.notice("HTTP/2 connection failed", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.error": "\(failure.message)"])
             releaseEventLoop(ofConnection: order.id)
-            decision = state.withLock { $0.connectFailed(id: order.id, error: failure) }
+            action = state.withLock { $0.connectFailed(id: order.id, error: failure) }
         }
-        carryOut(decision)
+        perform(action)
     }
 
-    private func carryOut(_ decision: HTTP2PoolStateMachine<HTTP2Connection>.Decision) {
-        if let close = decision.close { close.close() }
-        if let next = decision.connect { order(next) }
-        if let failure = decision.failure {
-            for request in decision.requests { request.fail(failure) }
-        } else if let connection = decision.dispatchTo, !decision.requests.isEmpty {
-            connection.enqueue(decision.requests)
+    /// Carries out what the state machine said, outside its lock: the connection action first (so that a request
+    /// waiting for a connection is waiting when the attempt starts), then the request action.
+    private func perform(_ action: HTTP2PoolStateMachine<HTTP2Connection>.Action) {
+        switch action.connection {
+        case .none:
+            break
+        case .connect(let next):
+            order(next)
+        case .close(let connection, let replacement):
+            connection.close()
+            if let replacement { order(replacement) }
+        }
+        switch action.request {
+        case .none:
+            break
+        case .execute(let request, let connection):
+            connection.enqueue(request)
+        case .executeWaiting(let requests, let connection):
+            connection.enqueue(requests)
+        case .scheduleDeadline(let request):
+            request.armDeadline(on: group.next())
+        case .fail(let requests, let error):
+            for request in requests { request.fail(error) }
         }
     }
 
     /// The connection takes no new streams (GOAWAY or closed): forget it, open a replacement if requests wait.
     func connectionUnusable(id: Int) {
-        carryOut(state.withLock { $0.connectionUnusable(id: id) })
+        perform(state.withLock { $0.connectionUnusable(id: id) })
     }
 
     /// The event loop for connection `id`: the group's loop holding the fewest of this pool's connections; among

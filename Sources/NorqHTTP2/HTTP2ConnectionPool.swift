@@ -402,11 +402,6 @@ package final class HTTP2Connection: Sendable {
         }
     }
 
-    func cancelStream(_ id: Int32) {
-        let handler = self.handler
-        eventLoop.execute { handler.value.cancelStream(id) }
-    }
-
     func close() {
         channel.close(promise: nil)
     }

@@ -17,6 +17,8 @@ final class APNsTransport: Sendable {
     private let template: HTTP2ClientConfiguration
     /// The pools of the configured endpoints (sandbox, production, broadcast), made at init: found without a lock.
     private let configuredPools: [(endpoint: APNsEndpoint, pool: HTTP2ConnectionPool)]
+    /// The `:authority` of each configured pool, in the same order, made once (compared per request).
+    private let configuredAuthorities: [String]
     /// Pools of any other endpoint, made on first use.
     private let pools = Mutex<[APNsEndpoint: HTTP2ConnectionPool]>([:])
     private let isShutDown = Atomic<Bool>(false)
@@ -55,6 +57,7 @@ final class APNsTransport: Sendable {
                                                        group: group, logger: logger)))
         }
         self.configuredPools = configured
+        self.configuredAuthorities = configured.map(\.endpoint.authority)
     }
 
     private static func makePool(_ endpoint: APNsEndpoint, template: HTTP2ClientConfiguration, sslContext: NIOSSLContext,
@@ -82,7 +85,7 @@ final class APNsTransport: Sendable {
     /// The pool of the origin whose `:authority` `prepare` wrote into the request (a configured endpoint: found by
     /// comparing a few short strings, no endpoint computed again); another origin gets a pool of its own.
     private func pool(forAuthority authority: String) -> HTTP2ConnectionPool {
-        for index in configuredPools.indices where configuredPools[index].pool.configuration.authority == authority {
+        for index in configuredAuthorities.indices where configuredAuthorities[index] == authority {
             return configuredPools[index].pool
         }
         return pool(for: APNsEndpoint(authority: authority))

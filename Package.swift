@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "NorqWebPushTests",
             dependencies: [
-                "NorqWebPush", "NorqCore", "NorqTesting", "Norq", "NorqConfig", "NorqProviderTesting",
+                "NorqWebPush", "NorqCore", "NorqHTTP2", "NorqTesting", "Norq", "NorqConfig", "NorqProviderTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -290,7 +290,7 @@ let package = Package(
         .testTarget(name: "NorqTemplatesTests", dependencies: ["NorqTemplates", "NorqCore"], swiftSettings: strict),
         .testTarget(
             name: "NorqAPNsTests",
-            dependencies: ["NorqAPNs", "NorqCore", "NorqTesting", "NorqProviderTesting",
+            dependencies: ["NorqAPNs", "NorqCore", "NorqHTTP2", "NorqTesting", "NorqProviderTesting",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict

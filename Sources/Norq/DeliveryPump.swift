@@ -28,9 +28,6 @@ final class DeliveryPump: Sendable {
     private let limit: Int
     /// The router's dedup store when it answers without waiting (then no task is started per token).
     private let immediateStore: (any ImmediateDeduplicationStore)?
-    /// Whether each platform's route without a token's own provider (`NotificationRouter.implicitRoutes`) is this
-    /// pump's provider (`route` per token copied the decision and compared two provider names).
-    private let implicitPlatforms: [(platform: Platform, routedHere: Bool)]
     /// The provider's metric instruments, looked up once per send (not by name per push).
     private let instruments: RouterMetrics.ProviderInstruments?
     /// Groups attempts into requests for a provider that takes many targets per request (`BatchPushProvider` with
@@ -67,10 +64,6 @@ final class DeliveryPump: Sendable {
         self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
         self.instruments = router.metrics.instruments(of: provider.name)
         self.batcher = RequestBatcher(provider: provider, clock: router.clock)
-        self.implicitPlatforms = router.implicitRoutes.map { entry in
-            guard case .provider(let chosen, _) = entry.route else { return (entry.platform, false) }
-            return (entry.platform, chosen.name == provider.name)
-        }
     }
 
     /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
@@ -173,19 +166,6 @@ final class DeliveryPump: Sendable {
         }
     }
 
-    /// Whether `target` is this pump's: routed to its provider (others belong to another pump, or to the router's
-    /// report of unrouted targets).
-    private func isRoutedHere(_ target: DeliveryTarget) -> Bool {
-        // A token without a provider of its own goes by its platform's route, known at init.
-        if case .token(let token) = target, token.provider == nil {
-            for index in implicitPlatforms.indices where implicitPlatforms[index].platform == token.platform {
-                return implicitPlatforms[index].routedHere
-            }
-        }
-        guard case .provider(let chosen, _) = router.route(target) else { return false }
-        return chosen.name == provider.name
-    }
-
     /// After a cancel or a router shutdown, the (counted) failure of a target not sent yet; nil otherwise.
     private func notStarting() -> NorqError? {
         let isCancelled = cancelled.load(ordering: .relaxed)
@@ -229,11 +209,8 @@ final class DeliveryPump: Sendable {
 
     // MARK: one target
 
+    /// `target` is this pump's: the cursor hands out only the targets routed to its provider.
     private func start(position: Int, target: DeliveryTarget, recipientID: String?) {
-        guard isRoutedHere(target) else {
-            state.withLock { $0.taken -= 1 }  // the loop in `fillFreeSlots` takes the next one
-            return
-        }
         if let error = notStarting() {
             emit(position, PushOutcome(target: target, recipientID: recipientID, provider: provider.name,
                                        result: .failed(error)))

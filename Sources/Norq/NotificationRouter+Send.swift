@@ -277,9 +277,10 @@ extension NotificationRouter {
         max(1_024, 2 * (providers.values.map(\.policy.maxInFlight).max() ?? 0))
     }
 
-    /// The fan-out: one `DeliveryPump` per provider instance, each going through all targets lazily and
-    /// delivering those routed to it with at most `policy.maxInFlight` in flight; one more walker reports the
-    /// targets routing did not deliver. Nothing is materialised per target beyond the requests in flight.
+    /// The fan-out: every target routed once (``RoutedTargets``: a provider index per target), then one
+    /// `DeliveryPump` per provider instance, each going through its targets lazily with at most
+    /// `policy.maxInFlight` in flight; one more task reports the targets routing did not deliver. Nothing else is
+    /// materialised per target beyond the requests in flight.
     func execute(_ plan: SendPlan, _ recipients: [Recipient], sink: some OutcomeSink) async {
         guard !plan.templateDisabled else {
             let skip = Self.disabledSkip(plan)
@@ -291,20 +292,24 @@ extension NotificationRouter {
             }
             return
         }
+        let routes = RoutedTargets(self, recipients)
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await Self.forEachTarget(recipients) { position, target, recipientID in
-                    guard case .outcome(let result, let provider, _) = self.route(target) else { return }
-                    self.countFinal(result, provider: provider)
-                    await sink.emitWaiting(position, PushOutcome(target: target, recipientID: recipientID,
-                                                                 provider: provider, result: result))
+            if !routes.unrouted.isEmpty {
+                group.addTask {
+                    for entry in routes.unrouted {
+                        self.countFinal(entry.result, provider: entry.provider)
+                        await sink.emitWaiting(entry.position, PushOutcome(target: entry.target,
+                                                                           recipientID: entry.recipientID,
+                                                                           provider: entry.provider, result: entry.result))
+                    }
                 }
             }
-            for name in providerNames {
+            for (index, name) in providerNames.enumerated() {
                 guard let provider = providers[name] else { continue }
                 group.addTask {
                     let pump = DeliveryPump(router: self, provider: provider, plan: plan,
-                                            cursor: TargetCursor(recipients), sink: sink)
+                                            cursor: TargetCursor(recipients, routes: routes, providerIndex: index),
+                                            sink: sink)
                     await pump.run()
                 }
             }

@@ -48,6 +48,15 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// `host` when the port is 443, else `host:port` (the HTTP/2 `:authority`).
     public var authority: String { port == 443 ? host : "\(host):\(port)" }
     public var description: String { "https://\(host):\(port)" }
+
+    /// The endpoint of an `:authority` (`host` or `host:port`, as ``authority`` writes it).
+    init(authority: String) {
+        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]"), let port = Int(authority[authority.index(after: colon)...]) {
+            self.init(host: String(authority[..<colon]), port: port)
+        } else {
+            self.init(host: authority)
+        }
+    }
 }
 
 /// A validated APNs provider configuration (the `config:` block, or `NORQ_APNS_*` env vars).

@@ -89,11 +89,4 @@ extension APNsProvider {
         guard case .token(let keyID, let teamID, _, _) = configuration.authentication else { return nil }
         return "bearer <redacted ES256 JWT kid=\(keyID) iss=\(teamID)>"
     }
-
-    /// The endpoint a prepared request goes to: broadcast sends to the broadcast endpoint, tokens to the
-    /// device-push endpoint of the environment.
-    func deliveryEndpoint(for request: PreparedRequest, environment: PushEnvironment) -> APNsEndpoint {
-        if case .channel = request.target { return configuration.broadcastEndpoint(for: environment) }
-        return endpoint(for: environment)
-    }
 }

@@ -138,13 +138,12 @@ extension APNsProvider {
     func sendChannelRequest(_ request: PreparedRequest, operation: String, expecting status: Int,
                             timeout: Duration?) async throws(NorqError) -> DeliveryResponse {
         let environment = request.environment ?? configuration.defaultEnvironment
-        let endpoint = configuration.managementEndpoint(for: environment)
-        let (head, usedJWT) = requestHead(for: request, authority: endpoint.authority)
+        // `prepare` addressed it to the management endpoint of its environment.
+        let (head, usedJWT) = requestHead(for: request)
         let logID = request.header("apns-channel-id").map { "channel:" + String($0.prefix(8)) } ?? "channels"
-        let deadline = ContinuousClock.now + (timeout ?? configuration.requestTimeout)
-        let wire = try await transport.send(endpoint: endpoint, head: head, body: ByteBuffer(bytes: request.body),
-                                            label: logID, deadline: deadline)
-        let response = received(wire, usedJWT: usedJWT)
+        let answer = try await transport.execute(head: head, body: ByteBuffer(bytes: request.body), label: logID,
+                                                 timeout: timeout ?? configuration.requestTimeout)
+        let response = received(answer, usedJWT: usedJWT)
         if response.status == status { return response }
         let code = APNsResponseTable.code(status: response.status, reason: response.reason) ?? .apnsUnexpectedChannelResponse
         let answered = response.header("apns-request-id").map { ", apns-request-id \($0)" } ?? ""

@@ -231,21 +231,21 @@ public final class APNsProvider: PushProvider {
     }
 
     /// `deliver` without a suspended task: the answer is classified on the connection's event loop and handed
-    /// to `completion` there. Every request has its own deadline (`timeout`, default 10 s) inside the caller's
-    /// overall one: a stream that never answers is cancelled and reported as `provider/deadline-exceeded`, which
-    /// the router retries with the same apns-id while its send deadline allows.
+    /// to `completion` there. The request goes where `prepare` addressed it (its `:authority`, path and headers as
+    /// prepared; only a renewed provider token is stamped in), through NorqHTTP2's bridge, which gives every request
+    /// its own deadline (`timeout`, default 10 s) inside the caller's: a stream that never answers is cancelled and
+    /// reported as `provider/deadline-exceeded`, which the router retries with the same apns-id while its send
+    /// deadline allows.
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
-        let environment = request.environment ?? (configuration.production ? .production : .sandbox)
-        let endpoint = deliveryEndpoint(for: request, environment: environment)
-        let authority: String
-        if case .token = request.target { authority = self.authority(for: environment) } else { authority = endpoint.authority }
-        let (head, usedJWT) = requestHead(for: request, authority: authority)
-        let remaining = min(ContinuousClock.now.duration(to: deadline), configuration.requestTimeout)
+        let (head, usedJWT) = requestHead(for: request)
         let target = request.target
         // One closure per request: the transport hands over the HTTP/2 result, mapped and classified here.
-        transport.startHTTP2(endpoint: endpoint, head: head, body: bodyBuffer(for: request.body), remaining: remaining) { result in
-            completion(APNsTransport.wireResult(result, logID: target.redacted).map { self.received($0, usedJWT: usedJWT) })
+        transport.execute(head: head, body: bodyBuffer(for: request.body), deadline: deadline) { result in
+            switch result {
+            case .success(let response): completion(.success(self.received(response, usedJWT: usedJWT)))
+            case .failure(let error): completion(.failure(APNsTransport.norqError(error, logID: target.redacted)))
+            }
         }
     }
 
@@ -263,7 +263,7 @@ public final class APNsProvider: PushProvider {
 
     /// The header fields of `request` with the current provider token stamped in (a prepared request whose token
     /// was renewed since, or reported expired, gets the new one), and the JWT used, if any.
-    func requestHead(for request: PreparedRequest, authority: String) -> (HTTP2RequestHead, usedJWT: String?) {
+    func requestHead(for request: PreparedRequest) -> (HTTP2RequestHead, usedJWT: String?) {
         var fields: [HTTP2HeaderField] = []
         fields.reserveCapacity(request.headers.count + 1)
         let current = currentToken()
@@ -279,7 +279,7 @@ public final class APNsProvider: PushProvider {
         if let current, !stamped {
             fields.append(HTTP2HeaderField("authorization", current.headerValue, indexing: .indexed))
         }
-        return (HTTP2RequestHead(method: request.method, scheme: "https", authority: authority, path: request.path,
+        return (HTTP2RequestHead(method: request.method, scheme: "https", authority: request.authority, path: request.path,
                                  fields: fields), current?.jwt)
     }
 
@@ -303,7 +303,7 @@ public final class APNsProvider: PushProvider {
 
     /// Classifies an answer; an `ExpiredProviderToken` marks the token used for renewal before the retry.
     @inline(never)
-    func received(_ response: APNsWireResponse, usedJWT: String?) -> DeliveryResponse {
+    func received(_ response: HTTP2Response, usedJWT: String?) -> DeliveryResponse {
         let result = Self.interpret(response)
         if result.reason == "ExpiredProviderToken", let tokenSlot, let usedJWT {
             tokenSlot.reportExpired(usedJWT)
@@ -312,8 +312,9 @@ public final class APNsProvider: PushProvider {
         return result
     }
 
-    /// Turns a wire response into a classified `DeliveryResponse`.
-    static func interpret(_ response: APNsWireResponse) -> DeliveryResponse {
+    /// Turns an answer into a classified `DeliveryResponse`.
+    static func interpret(_ answer: HTTP2Response) -> DeliveryResponse {
+        let response = (status: answer.status, headers: answer.headers(HTTPHeader.init), body: answer.bodyBytes)
         var reason: String?
         var timestamp: Int64?
         if response.status != 200, !response.body.isEmpty, let json = try? JSONValue(parsing: response.body) {

@@ -6,31 +6,6 @@ import NIOSSL
 import NorqHTTP2
 import Synchronization
 
-/// One response as the provider classifies it.
-struct APNsWireResponse: Sendable {
-    var status: Int
-    var headers: [HTTPHeader]
-    var body: [UInt8]
-
-    init(status: Int, headers: [HTTPHeader], body: [UInt8]) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    init(_ response: HTTP2Response) {
-        self.status = response.status
-        var headers: [HTTPHeader] = []
-        headers.reserveCapacity(response.fields.count)
-        response.forEachField { headers.append(HTTPHeader($0, $1)) }
-        self.headers = headers
-        self.body = response.body.readableBytes == 0 ? [] : Array(response.body.readableBytesView)
-    }
-}
-
-/// What the transport calls, exactly once, with a request's answer or failure.
-typealias APNsCompletion = @Sendable (Result<APNsWireResponse, NorqError>) -> Void
-
 /// APNs on NorqHTTP2: one ``HTTP2ConnectionPool`` per endpoint, TLS 1.2+ with ALPN h2 and certificate
 /// verification (client certificate for certificate auth). What is APNs here: the warm-up rule (token auth: one
 /// stream until the first answer, as a connection with a bad JWT is closed after it), the metric names, the
@@ -42,9 +17,13 @@ final class APNsTransport: Sendable {
     private let template: HTTP2ClientConfiguration
     /// The pools of the configured endpoints (sandbox, production, broadcast), made at init: found without a lock.
     private let configuredPools: [(endpoint: APNsEndpoint, pool: HTTP2ConnectionPool)]
+    /// The `:authority` of each configured pool, in the same order, made once (compared per request).
+    private let configuredAuthorities: [String]
     /// Pools of any other endpoint, made on first use.
     private let pools = Mutex<[APNsEndpoint: HTTP2ConnectionPool]>([:])
     private let isShutDown = Atomic<Bool>(false)
+    /// Each request's own timeout (`timeout`, default 10 s), applied by the bridge within the send's deadline.
+    private let requestTimeout: Duration
 
     /// A warm-up stream unanswered for this long stops holding the others back.
     static let warmUp = Duration.seconds(1)
@@ -53,6 +32,7 @@ final class APNsTransport: Sendable {
          group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws(NorqError) {
         self.logger = logger
         self.group = group
+        self.requestTimeout = configuration.requestTimeout
         let sslContext = try Self.makeSSLContext(configuration)
         self.sslContext = sslContext
         var template = HTTP2ClientConfiguration(host: "", port: 443)
@@ -77,6 +57,7 @@ final class APNsTransport: Sendable {
                                                        group: group, logger: logger)))
         }
         self.configuredPools = configured
+        self.configuredAuthorities = configured.map(\.endpoint.authority)
     }
 
     private static func makePool(_ endpoint: APNsEndpoint, template: HTTP2ClientConfiguration, sslContext: NIOSSLContext,
@@ -101,44 +82,28 @@ final class APNsTransport: Sendable {
         }
     }
 
-    /// Sends once and calls `completion` exactly once, on any thread (an event loop, or the caller's before
-    /// returning). Fails with `provider/transport-failed` when the connection fails before an answer,
-    /// `provider/deadline-exceeded` when the deadline passes (the stream is cancelled, not the connection),
-    /// `provider/shut-down` after `shutdown()`; `possiblyProcessed` says whether APNs may have acted on it.
-    /// `target` (redacted), else `label`, names the request in error messages.
-    func start(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, target: DeliveryTarget?,
-               label: String = "channels", deadline: ContinuousClock.Instant, completion: @escaping APNsCompletion) {
-        start(endpoint: endpoint, head: head, body: body, target: target, label: label,
-              remaining: ContinuousClock.now.duration(to: deadline), completion: completion)
-    }
-
-    /// `start` with the time left, for a caller that has just read the clock.
-    func start(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, target: DeliveryTarget?,
-               label: String = "channels", remaining: Duration, completion: @escaping APNsCompletion) {
-        startHTTP2(endpoint: endpoint, head: head, body: body, remaining: remaining) { result in
-            completion(Self.wireResult(result, logID: target?.redacted ?? label))
+    /// The pool of the origin whose `:authority` `prepare` wrote into the request (a configured endpoint: found by
+    /// comparing a few short strings, no endpoint computed again); another origin gets a pool of its own.
+    private func pool(forAuthority authority: String) -> HTTP2ConnectionPool {
+        for index in configuredAuthorities.indices where configuredAuthorities[index] == authority {
+            return configuredPools[index].pool
         }
+        return pool(for: APNsEndpoint(authority: authority))
     }
 
-    /// `start` that hands over the HTTP/2 result itself (map it with ``wireResult(_:logID:)``): the provider's
-    /// per-request path maps and classifies in its one closure, instead of one closure per layer.
-    func startHTTP2(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, remaining: Duration,
-                    completion: @escaping HTTP2Completion) {
+    /// Sends `head` + `body` once, to the origin of `head.authority`, through NorqHTTP2's one bridge (each request's
+    /// own `timeout` within the send's `deadline`), and calls `completion` exactly once with the HTTP/2 result, on
+    /// any thread (an event loop, or the caller's before returning). Map a failure with ``norqError(_:logID:)``:
+    /// the provider's per-request path maps and classifies in its one closure, not one closure per layer.
+    /// `timeout`: this request's own, when not the configured `timeout`.
+    func execute(head: HTTP2RequestHead, body: ByteBuffer, deadline: ContinuousClock.Instant, timeout: Duration? = nil,
+                 completion: @escaping HTTP2Completion) {
         guard !isShutDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the APNs provider is shut down")))
             return
         }
-        let nioDeadline = NIODeadline.now() + remaining.timeAmount
-        pool(for: endpoint).start(head, body: body, deadline: nioDeadline, completion: completion)
-    }
-
-    /// An HTTP/2 result as the provider sees it: the wire response, or the failure as a `NorqError`.
-    static func wireResult(_ result: Result<HTTP2Response, HTTP2ClientError>, logID: @autoclosure () -> String)
-        -> Result<APNsWireResponse, NorqError> {
-        switch result {
-        case .success(let response): .success(APNsWireResponse(response))
-        case .failure(let error): .failure(norqError(error, logID: logID()))
-        }
+        pool(forAuthority: head.authority).execute(HTTP2Request(head: head, body: .buffer(body), timeout: timeout ?? requestTimeout),
+                                                   deadline: deadline, completion: completion)
     }
 
     /// The first device-push endpoint (sandbox, production, broadcast) whose last connection attempt failed with no
@@ -152,15 +117,15 @@ final class APNsTransport: Sendable {
         return nil
     }
 
-    /// `start` for async callers.
-    func send(endpoint: APNsEndpoint, head: HTTP2RequestHead, body: ByteBuffer, label: String,
-              deadline: ContinuousClock.Instant) async throws(NorqError) -> APNsWireResponse {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNsWireResponse, NorqError>, Never>) in
-            start(endpoint: endpoint, head: head, body: body, target: nil, label: label, deadline: deadline) {
-                continuation.resume(returning: $0)
-            }
+    /// ``execute(head:body:deadline:timeout:completion:)`` for async callers with no send deadline of their own
+    /// (channel management): `timeout` alone bounds it. `label` names the request in error messages.
+    func execute(head: HTTP2RequestHead, body: ByteBuffer, label: String,
+                 timeout: Duration) async throws(NorqError) -> HTTP2Response {
+        let now = ContinuousClock.now
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>) in
+            execute(head: head, body: body, deadline: now + timeout, timeout: timeout) { continuation.resume(returning: $0) }
         }
-        return try result.get()
+        return try result.mapError { Self.norqError($0, logID: label) }.get()
     }
 
     /// A transport failure as the router sees it, `possiblyProcessed` and `notProcessed` (``HTTP2ClientError/isUnprocessed``) copied.

@@ -174,13 +174,12 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
 
     private func write(_ requests: [PreparedRequest], deadline: ContinuousClock.Instant, splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
-        let requestDeadline = min(deadline, ContinuousClock.now + configuration.requestTimeout)
         var (headers, body) = (baseHeaders, Self.batchBody(requests))
         if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = ExpoGzip.compress(body) {
             body = gzipped
             headers.append(HTTPHeader("content-encoding", "gzip"))
         }
-        transport.start(path: ExpoConfiguration.sendPath, headers: headers, body: body, deadline: requestDeadline) { [self] result in
+        transport.start(path: ExpoConfiguration.sendPath, headers: headers, body: body, deadline: deadline) { [self] result in
             switch result {
             case .failure(let error):
                 completion(Array(repeating: .failure(error), count: requests.count))
@@ -268,7 +267,6 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         var states: [String: ReceiptState] = [:]
         for chunk in chunked(ids, size: maxReceiptIDsPerRequest) {
             let body = JSONValue.object(["ids": .array(chunk.map { .string($0) })]).serialized()
-            let requestDeadline = min(deadline, ContinuousClock.now + configuration.requestTimeout)
             var headers = baseHeaders
             var sent = body
             if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = ExpoGzip.compress(body) {
@@ -277,7 +275,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             }
             let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ExpoWireResponse, NorqError>, Never>) in
                 transport.start(path: ExpoConfiguration.receiptsPath, headers: headers, body: sent,
-                                deadline: requestDeadline) { continuation.resume(returning: $0) }
+                                deadline: deadline) { continuation.resume(returning: $0) }
             }
             let answer = try result.get()
             let part = try ExpoResponseTable.receipts(status: answer.status, body: answer.body, ids: Array(chunk))

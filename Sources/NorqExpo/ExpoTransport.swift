@@ -17,6 +17,8 @@ struct ExpoWireResponse: Sendable {
 final class ExpoTransport: Sendable {
     let pool: HTTP2ConnectionPool
     let authority: String
+    /// Each request's own time (`timeout`, default 30 s), applied by NorqHTTP2's bridge within the send's deadline.
+    let requestTimeout: Duration
     /// The largest answer accepted, inflated (100 tickets or 1,000 receipts are far below it).
     static let maxResponseBytes = 4 << 20
 
@@ -35,11 +37,13 @@ final class ExpoTransport: Sendable {
         client.connectTimeout = min(configuration.requestTimeout, .seconds(10))
         client.maxResponseBodyBytes = Self.maxResponseBytes
         self.authority = configuration.endpoint.authority
+        self.requestTimeout = configuration.requestTimeout
         self.pool = HTTP2ConnectionPool(configuration: client, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
                                         logger: logger)
     }
 
-    /// Sends `body` to `path` once; `completion` runs exactly once, on any thread.
+    /// Sends `body` to `path` once, within `deadline` and the configured `timeout` (NorqHTTP2's bridge);
+    /// `completion` runs exactly once, on any thread.
     func start(path: String, headers: [HTTPHeader], body: [UInt8], deadline: ContinuousClock.Instant,
                completion: @escaping @Sendable (Result<ExpoWireResponse, NorqError>) -> Void) {
         var fields: [HTTP2HeaderField] = []
@@ -49,14 +53,11 @@ final class ExpoTransport: Sendable {
                                            indexing: header.name == "authorization" ? .neverIndexed : .indexed))
         }
         let head = HTTP2RequestHead(method: "POST", scheme: "https", authority: authority, path: path, fields: fields)
-        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
-        let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-        pool.start(head, bytes: body, deadline: nioDeadline) { result in
+        pool.execute(HTTP2Request(head: head, body: .bytes(body), timeout: requestTimeout), deadline: deadline) { result in
             switch result {
             case .success(let response):
-                var body = response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
-                var headers: [HTTPHeader] = []
-                response.forEachField { headers.append(HTTPHeader($0, $1)) }
+                var body = response.bodyBytes
+                let headers = response.headers(HTTPHeader.init)
                 if let encoding = response.header("content-encoding")?.lowercased(), encoding == "gzip" || encoding == "deflate" {
                     guard let inflated = ExpoGzip.decompress(body, limit: Self.maxResponseBytes) else {
                         completion(.failure(NorqError(.transportFailed, "Expo: the \(encoding) answer cannot be inflated",

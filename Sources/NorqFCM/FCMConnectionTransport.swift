@@ -12,8 +12,6 @@ final class FCMConnectionTransport: FCMTransport {
     let pool: HTTP2ConnectionPool
     /// The last request head made and the header array it was made from: see `head(for:)`.
     private let lastHead = Mutex<CachedHead?>(nil)
-    /// The last response header block's id and the fields made of it: see `headers(of:)`.
-    private let lastHeaders = Mutex<(id: UInt64, headers: [HTTPHeader])>((0, []))
 
     init(origin: FCMURL, configuration: FCMConfiguration, connections: Int, logger: Logger) throws(NorqError) {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -47,26 +45,15 @@ final class FCMConnectionTransport: FCMTransport {
         return (api, try FCMConnectionTransport(origin: token, configuration: configuration, connections: 1, logger: logger))
     }
 
-    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
-               completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void) {
-        let head = self.head(for: request)
-        let remaining = now.duration(to: deadline)
-        let (seconds, attoseconds) = remaining.components
-        let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+    func execute(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
+                 completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         let body: HTTP2RequestBody = switch request.body {
         case .bytes(let bytes): .bytes(bytes)
         case .spliced(let head, let middle, let tail): .spliced(head: head, middle: middle, tail: tail)
         }
-        pool.start(head, body: body, deadline: nioDeadline) { result in
-            switch result {
-            case .success(let response):
-                // `getBytes` copies with one memcpy (`Array(readableBytesView)` went through the generic collection copy).
-                let body = response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
-                completion(.success(FCMWireResponse(status: response.status, headers: self.headers(of: response),
-                                                    body: body)))
-            case .failure(let error):
-                completion(.failure(Self.norqError(error)))
-            }
+        pool.execute(HTTP2Request(head: head(for: request), body: body, timeout: request.timeout), deadline: deadline,
+                     now: now) { result in
+            completion(result.mapError(Self.norqError))
         }
     }
 
@@ -100,18 +87,6 @@ final class FCMConnectionTransport: FCMTransport {
             self.headers = headers
             self.head = head
         }
-    }
-
-    /// The regular header fields of `response`; the last array made when its header block is the last one's
-    /// (`fieldsID`: a server repeats one block answer after answer).
-    func headers(of response: HTTP2Response) -> [HTTPHeader] {
-        let id = response.fieldsID
-        if id != 0, let cached = lastHeaders.withLock({ $0.id == id ? $0.headers : nil }) { return cached }
-        var headers: [HTTPHeader] = []
-        headers.reserveCapacity(response.fields.count)
-        response.forEachField { headers.append(HTTPHeader($0, $1)) }  // no intermediate array
-        if id != 0 { lastHeaders.withLock { $0 = (id, headers) } }
-        return headers
     }
 
     /// `HTTP2ClientError` -> `NorqError`: deadline, shut-down or transport failure, keeping `possiblyProcessed` and

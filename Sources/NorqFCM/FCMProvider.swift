@@ -31,6 +31,8 @@ public final class FCMProvider: PushProvider {
     private let sendPath: String
     private let placeholderHeaders = FCMAccessToken.requestHeaders(authorization: "Bearer <access token fetched at send time>")
     private let lastMessage = Mutex<CachedMessage?>(nil)
+    /// The last answer's header block id and the fields made of it: see `headers(of:)`.
+    private let lastHeaders = Mutex<(id: UInt64, headers: [HTTPHeader])>((0, []))
 
     /// The serialized message (without target) of the last content, reused for every token of a send.
     private struct CachedMessage: Sendable {
@@ -161,17 +163,17 @@ public final class FCMProvider: PushProvider {
         try await deliverThroughStart(request, deadline: deadline)
     }
 
-    /// Sends once (plus one resend after a 401 `UNAUTHENTICATED` with a renewed access token) within its own
-    /// deadline (`timeout`, default 15 s) inside the caller's. `completion` runs exactly once.
+    /// Sends once (plus one resend after a 401 `UNAUTHENTICATED` with a renewed access token), each request within
+    /// its own time (`timeout`, default 15 s) inside the caller's deadline (NorqHTTP2's bridge applies the rule).
+    /// `completion` runs exactly once.
     public func startDelivery(_ request: PreparedRequest, deadline: ContinuousClock.Instant,
                               completion: @escaping @Sendable (Result<DeliveryResponse, NorqError>) -> Void) {
-        let now = ContinuousClock.now
-        let requestDeadline = min(deadline, now + configuration.requestTimeout)
         // The wire request carries what the send needs (and a resend after a 401): the closures below capture it,
         // not the whole prepared request.
         let wire = FCMWireRequest(method: request.method, authority: request.authority, path: request.path,
-                                  headers: request.headers, body: request.requestBody)
-        attempt(wire, deadline: requestDeadline, now: now, renewedAfterRefusal: false, completion: completion)
+                                  headers: request.headers, body: request.requestBody,
+                                  timeout: configuration.requestTimeout)
+        attempt(wire, deadline: deadline, now: .now, renewedAfterRefusal: false, completion: completion)
     }
 
     /// `now`: the caller's clock read (the request's deadline is counted from it).
@@ -208,7 +210,7 @@ public final class FCMProvider: PushProvider {
             wire.headers.append(HTTPHeader("authorization", token.headerValue))
         }
         let tokenValue = token.value
-        transport.start(wire, deadline: deadline, now: now) { [self, wire] result in
+        transport.execute(wire, deadline: deadline, now: now) { [self, wire] result in
             switch result {
             case .failure(let error):
                 completion(.failure(error))
@@ -231,19 +233,31 @@ public final class FCMProvider: PushProvider {
 
     /// Turns an answer into a classified `DeliveryResponse`: the message `name` is the message id; errors are
     /// read with `FCMResponseTable` (FCM `errorCode` first, then the canonical status, then the HTTP status).
-    func interpret(_ answer: FCMWireResponse) -> DeliveryResponse {
+    func interpret(_ answer: HTTP2Response) -> DeliveryResponse {
+        let headers = self.headers(of: answer)
+        let bytes = answer.bodyBytes
         if (200..<300).contains(answer.status) {
-            let name = FCMResponseTable.messageName(in: answer.body)
-            return DeliveryResponse(status: answer.status, headers: answer.headers, body: answer.body,
+            let name = FCMResponseTable.messageName(in: bytes)
+            return DeliveryResponse(status: answer.status, headers: headers, body: bytes,
                                     messageID: name, classification: .delivered)
         }
-        let body = FCMResponseTable.ErrorBody(parsing: answer.body)
+        let body = FCMResponseTable.ErrorBody(parsing: bytes)
         let classification = FCMResponseTable.classify(status: answer.status, body: body)
         let retryAfter = FCMResponseTable.retryDelay(retryAfter: answer.header("retry-after"), errorCode: body.errorCode,
                                                      now: clock.epochSeconds())
-        return DeliveryResponse(status: answer.status, headers: answer.headers, body: answer.body,
+        return DeliveryResponse(status: answer.status, headers: headers, body: bytes,
                                 reason: FCMResponseTable.reason(body), retryAfter: retryAfter,
                                 classification: classification)
+    }
+
+    /// The regular header fields of `answer`; the last array made when its header block is the last one's
+    /// (`fieldsID`: a server repeats one block answer after answer).
+    func headers(of answer: HTTP2Response) -> [HTTPHeader] {
+        let id = answer.fieldsID
+        if id != 0, let cached = lastHeaders.withLock({ $0.id == id ? $0.headers : nil }) { return cached }
+        let headers = answer.headers(HTTPHeader.init)
+        if id != 0 { lastHeaders.withLock { $0 = (id, headers) } }
+        return headers
     }
 
     public func shutdown() async {
@@ -270,9 +284,9 @@ public final class FCMProvider: PushProvider {
         let request = FCMWireRequest(
             method: "POST", authority: endpoint.authority, path: endpoint.path.isEmpty ? "/" : endpoint.path,
             headers: [HTTPHeader("content-type", "application/x-www-form-urlencoded")],
-            body: .bytes(FCMAssertionSigner.tokenRequestBody(assertion: assertion)))
+            body: .bytes(FCMAssertionSigner.tokenRequestBody(assertion: assertion)), timeout: timeout)
         let now = ContinuousClock.now
-        transport.start(request, deadline: now + timeout, now: now) { result in
+        transport.execute(request, deadline: now + timeout, now: now) { result in
             switch result {
             case .failure(var error):
                 error.possiblyProcessed = false
@@ -290,9 +304,9 @@ public final class FCMProvider: PushProvider {
 
     /// Reads `{"access_token", "expires_in", "token_type": "Bearer"}`; anything else is `fcm/token-request-failed`
     /// naming the endpoint's `error` / `error_description` (which carry no secret).
-    static func parseTokenResponse(_ answer: FCMWireResponse, now: Int64,
+    static func parseTokenResponse(_ answer: HTTP2Response, now: Int64,
                                    endpoint: FCMURL) -> Result<FCMAccessToken, NorqError> {
-        let json = try? JSONValue(parsing: answer.body)
+        let json = try? JSONValue(parsing: answer.bodyBytes)
         guard answer.status == 200, let value = json?["access_token"]?.stringValue, !value.isEmpty else {
             let error = json?["error"]?.stringValue ?? "no access_token"
             let description = json?["error_description"]?.stringValue.map { ": \($0.prefix(120))" } ?? ""

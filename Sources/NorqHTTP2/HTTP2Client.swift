@@ -5,9 +5,10 @@ package import NIOHPACK
 // The API of NorqHTTP2, for the providers of this package (APNs, FCM, Web Push). Everything is `package`:
 // library users never see it.
 //
-// A caller builds an ``HTTP2ConnectionPool`` per origin from an ``HTTP2ClientConfiguration`` and sends
-// ``HTTP2RequestHead`` + body with ``HTTP2ConnectionPool/start(_:body:deadline:completion:)`` (callback, no task
-// per request) or ``HTTP2ConnectionPool/execute(_:body:deadline:)`` (async). Each request ends exactly once, with
+// A caller builds an ``HTTP2ConnectionPool`` per origin from an ``HTTP2ClientConfiguration`` and sends an
+// ``HTTP2Request`` (head, body, its own timeout) within the send's deadline with the one bridge,
+// ``HTTP2ConnectionPool/execute(_:deadline:now:completion:)`` (callback, no task per request) or its async form.
+// The request's timeout within the send's deadline is applied there, once. Each request ends exactly once, with
 // an ``HTTP2Response`` (any status: classifying it is the provider's business) or an ``HTTP2ClientError`` whose
 // ``HTTP2ClientError/possiblyProcessed`` says whether the server may have acted on it:
 //
@@ -68,6 +69,45 @@ package struct HTTP2RequestHead: Sendable, Hashable {
     }
 }
 
+/// One request as a provider hands it to the bridge (``HTTP2ConnectionPool/execute(_:deadline:now:completion:)``):
+/// what is the provider's (authority, path, header fields, body) and how long this one request may take.
+package struct HTTP2Request: Sendable {
+    package var head: HTTP2RequestHead
+    package var body: HTTP2RequestBody
+    /// The most this one request may take; the send's deadline still applies (the earlier of the two wins).
+    /// Nil: the send's deadline alone.
+    package var timeout: Duration?
+
+    package init(head: HTTP2RequestHead, body: HTTP2RequestBody, timeout: Duration? = nil) {
+        self.head = head
+        self.body = body
+        self.timeout = timeout
+    }
+
+    /// The one rule for a request's time: its ``timeout`` within the send's `deadline`, whichever ends first, as
+    /// the NIO deadline the connection enforces. `now`: a read of `ContinuousClock` the caller has just made.
+    /// Used by the bridge, and by a transport outside NorqHTTP2 that sends the same requests another way (Web
+    /// Push over HTTP/1.1), so that both count time alike.
+    package func deadline(within deadline: ContinuousClock.Instant, now: ContinuousClock.Instant = .now) -> NIODeadline {
+        Self.deadline(within: deadline, timeout: timeout, now: now)
+    }
+
+    /// ``deadline(within:now:)`` for a timeout without a request.
+    package static func deadline(within deadline: ContinuousClock.Instant, timeout: Duration?,
+                                 now: ContinuousClock.Instant = .now) -> NIODeadline {
+        NIODeadline.now() + time(within: deadline, timeout: timeout, now: now).timeAmount
+    }
+
+    /// The time a request has from `now`: `timeout` or what is left of `deadline`, whichever is shorter; zero when
+    /// the deadline has passed.
+    package static func time(within deadline: ContinuousClock.Instant, timeout: Duration?,
+                             now: ContinuousClock.Instant) -> Duration {
+        var remaining = now.duration(to: deadline)
+        if let timeout, timeout < remaining { remaining = timeout }
+        return max(remaining, .zero)
+    }
+}
+
 /// A final response (1xx interim responses are skipped). Trailers, if any, are appended to its fields.
 package struct HTTP2Response: Sendable {
     package var status: Int
@@ -103,6 +143,20 @@ package struct HTTP2Response: Sendable {
     package func forEachField(_ body: (_ name: String, _ value: String) throws -> Void) rethrows {
         // The first byte, not `hasPrefix(":")`: a String comparison per field and answer showed in profiles.
         for field in fields where field.name.utf8.first != UInt8(ascii: ":") { try body(field.name, field.value) }
+    }
+
+    /// Regular header fields in the order received, each made by `make` (a provider's own header type): one array,
+    /// no intermediate one.
+    package func headers<Header>(_ make: (_ name: String, _ value: String) -> Header) -> [Header] {
+        var headers: [Header] = []
+        headers.reserveCapacity(fields.count)
+        forEachField { headers.append(make($0, $1)) }
+        return headers
+    }
+
+    /// The body's bytes, copied with one memcpy (`Array(readableBytesView)` goes through the generic collection copy).
+    package var bodyBytes: [UInt8] {
+        body.readableBytes == 0 ? [] : body.getBytes(at: body.readerIndex, length: body.readableBytes) ?? []
     }
 
     /// The first value of a header field (names are lowercase on the wire).

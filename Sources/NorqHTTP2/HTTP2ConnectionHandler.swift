@@ -32,7 +32,6 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// `handlerRemoved`.
     var connection: HTTP2Connection? {
         didSet {
-            machine.connection = connection
             // Closed (or going away) before the pool could be told: tell it now, so that it never adds it.
             if let connection, inPlace({ $0.takesNoNewStreams }) { connection.closed() }
         }
@@ -200,12 +199,6 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         runActions()
         scheduleWrite()
         scheduleTick()
-    }
-
-    func cancelStream(_ id: Int32) {
-        machine.cancel(streamID: id)
-        runActions()
-        scheduleWrite()
     }
 
     /// Closes the connection now (pool shutdown): requests still on it fail.

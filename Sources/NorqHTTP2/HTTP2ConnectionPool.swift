@@ -68,44 +68,38 @@ package final class HTTP2ConnectionPool: Sendable {
 
     // MARK: requests
 
-    /// Sends one request; `completion` runs exactly once, on an event loop or before this returns. A request
-    /// whose deadline has passed is never written: it fails, not processed, when a connection takes it (or when
-    /// its timer fires while it waits for one), without a clock read here.
-    package func start(_ head: HTTP2RequestHead, body: ByteBuffer?, deadline: NIODeadline,
-                       completion: @escaping HTTP2Completion) {
-        start(head, body: .buffer(body ?? ByteBuffer()), deadline: deadline, completion: completion)
-    }
-
-    /// `start` with the body as bytes: written into the connection's buffer without a buffer of its own first
-    /// (for a body made per request).
-    package func start(_ head: HTTP2RequestHead, bytes: [UInt8], deadline: NIODeadline,
-                       completion: @escaping HTTP2Completion) {
-        start(head, body: .bytes(bytes), deadline: deadline, completion: completion)
-    }
-
-    /// `start` with any body (a spliced one is written part by part). A head whose fields break RFC 9113 §8.2.1
-    /// (``HTTP2FieldRules``) fails at once with ``HTTP2ClientError/Kind/invalidRequest``: no connection is touched.
-    package func start(_ head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
-                       completion: @escaping HTTP2Completion) {
+    /// The one bridge from a provider to HTTP/2 (AsyncHTTPClient's `execute(_:deadline:)` is the model): sends
+    /// `request` once, within the send's `deadline` and the request's own ``HTTP2Request/timeout`` (whichever
+    /// comes first: ``HTTP2Request/deadline(within:now:)``, the only place that rule is written), and calls
+    /// `completion` exactly once, on an event loop or before this returns, with the answer (any status) or an
+    /// ``HTTP2ClientError`` saying whether the server may have processed it. A request whose deadline has passed
+    /// is never written: it fails, not processed, when a connection takes it (or when its timer fires while it
+    /// waits for one). A head whose fields break RFC 9113 §8.2.1 (``HTTP2FieldRules``) fails at once with
+    /// ``HTTP2ClientError/Kind/invalidRequest``: no connection is touched.
+    ///
+    /// - Parameter now: a read of the clock the caller has just made, if it has one (saves a read per request).
+    package func execute(_ request: HTTP2Request, deadline: ContinuousClock.Instant,
+                         now: ContinuousClock.Instant = .now, completion: @escaping HTTP2Completion) {
         guard !shuttingDown.load(ordering: .relaxed) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
             return
         }
-        if let problem = HTTP2FieldRules.problem(in: head) {
+        if let problem = HTTP2FieldRules.problem(in: request.head) {
             completion(.failure(HTTP2ClientError(.invalidRequest, possiblyProcessed: false, problem)))
             return
         }
         outstanding.add(1, ordering: .relaxed)
-        let request = HTTP2RequestContext(head: head, body: body, deadline: deadline, pool: self,
+        let context = HTTP2RequestContext(head: request.head, body: request.body,
+                                          deadline: request.deadline(within: deadline, now: now), pool: self,
                                           completion: completion)
-        submit(request)
+        submit(context)
     }
 
-    /// Sends one request and waits for its answer.
-    package func execute(_ head: HTTP2RequestHead, body: ByteBuffer?,
-                         deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
+    /// ``execute(_:deadline:now:completion:)`` for async callers: the answer, or the failure thrown.
+    package func execute(_ request: HTTP2Request,
+                         deadline: ContinuousClock.Instant) async throws(HTTP2ClientError) -> HTTP2Response {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>) in
-            start(head, body: body, deadline: deadline) { continuation.resume(returning: $0) }
+            execute(request, deadline: deadline) { continuation.resume(returning: $0) }
         }
         return try result.get()
     }
@@ -115,20 +109,13 @@ package final class HTTP2ConnectionPool: Sendable {
         // every event loop's picks touched.
         let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0) }
         let capacity = self.capacity
-        let decision = state.withLock { machine in
+        let action = state.withLock { machine in
             machine.submit(request) { ready, turn in
                 HTTP2PoolStateMachine<HTTP2Connection>.pick(from: ready, turn: turn, capacity: capacity,
                                            isLocal: { $0.eventLoopID == currentLoop }, load: { $0.load })
             }
         }
-        if let connect = decision.connect { order(connect) }
-        if let connection = decision.dispatchTo {
-            connection.enqueue(request)
-        } else if let failure = decision.failure {
-            request.fail(failure)
-        } else {
-            request.armDeadline(on: group.next())  // waits for a connection
-        }
+        perform(action)
     }
 
     /// A request a connection handed back unprocessed: sent again within ``HTTP2RequestContext``'s bounds, else
@@ -174,13 +161,13 @@ package final class HTTP2ConnectionPool: Sendable {
     }
 
     private func attempt(_ order: HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder) async {
-        let decision: HTTP2PoolStateMachine<HTTP2Connection>.Decision
+        let action: HTTP2PoolStateMachine<HTTP2Connection>.Action
         do {
             if let delay = order.delay, delay > .zero { try await Task.sleep(for: delay) }
             try Task.checkCancellation()
             let connection = try await connect(id: order.id)
-            decision = state.withLock { $0.connectSucceeded(id: order.id, connection: connection) }
-            if decision.close == nil {
+            action = state.withLock { $0.connectSucceeded(id: order.id, connection: connection) }
+            if case .close = action.connection {} else {
                 logger.debug("HTTP/2 connection open", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.connection": "\(order.id)"])
             }
@@ -191,24 +178,40 @@ package final class HTTP2ConnectionPool: Sendable {
             logger.notice("HTTP/2 connection failed", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.error": "\(failure.message)"])
             releaseEventLoop(ofConnection: order.id)
-            decision = state.withLock { $0.connectFailed(id: order.id, error: failure) }
+            action = state.withLock { $0.connectFailed(id: order.id, error: failure) }
         }
-        carryOut(decision)
+        perform(action)
     }
 
-    private func carryOut(_ decision: HTTP2PoolStateMachine<HTTP2Connection>.Decision) {
-        if let close = decision.close { close.close() }
-        if let next = decision.connect { order(next) }
-        if let failure = decision.failure {
-            for request in decision.requests { request.fail(failure) }
-        } else if let connection = decision.dispatchTo, !decision.requests.isEmpty {
-            connection.enqueue(decision.requests)
+    /// Carries out what the state machine said, outside its lock: the connection action first (so that a request
+    /// waiting for a connection is waiting when the attempt starts), then the request action.
+    private func perform(_ action: HTTP2PoolStateMachine<HTTP2Connection>.Action) {
+        switch action.connection {
+        case .none:
+            break
+        case .connect(let next):
+            order(next)
+        case .close(let connection, let replacement):
+            connection.close()
+            if let replacement { order(replacement) }
+        }
+        switch action.request {
+        case .none:
+            break
+        case .execute(let request, let connection):
+            connection.enqueue(request)
+        case .executeWaiting(let requests, let connection):
+            connection.enqueue(requests)
+        case .scheduleDeadline(let request):
+            request.armDeadline(on: group.next())
+        case .fail(let requests, let error):
+            for request in requests { request.fail(error) }
         }
     }
 
     /// The connection takes no new streams (GOAWAY or closed): forget it, open a replacement if requests wait.
     func connectionUnusable(id: Int) {
-        carryOut(state.withLock { $0.connectionUnusable(id: id) })
+        perform(state.withLock { $0.connectionUnusable(id: id) })
     }
 
     /// The event loop for connection `id`: the group's loop holding the fewest of this pool's connections; among
@@ -397,11 +400,6 @@ package final class HTTP2Connection: Sendable {
             self.inboxCount.subtract(batch.count, ordering: .relaxed)
             handler.value.enqueue(batch)
         }
-    }
-
-    func cancelStream(_ id: Int32) {
-        let handler = self.handler
-        eventLoop.execute { handler.value.cancelStream(id) }
     }
 
     func close() {

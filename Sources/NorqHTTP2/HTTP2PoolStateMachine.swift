@@ -21,7 +21,10 @@ package enum HTTP2ReconnectBackoff {
 }
 
 /// The connections of one pool without I/O: which exist (connecting, ready), the requests waiting for one,
-/// consecutive connection failures, shutdown. Every input returns what to do; the pool does it outside its lock.
+/// consecutive connection failures, shutdown. Every input returns one ``Action``, a closed pair of what to do with
+/// requests and with connections (AsyncHTTPClient's `HTTPConnectionPool.StateMachine` is the model); the pool
+/// carries it out outside its lock. Timers are actions too: a reconnect backoff is the `delay` of a
+/// ``ConnectionAction/connect(_:)`` order, a request's wait for a connection is ``RequestAction/scheduleDeadline(_:)``.
 ///
 /// Rules: at most `connections` connections (connecting or ready); a connection closed or going away while it was
 /// still connecting is never added (its success is answered with `close`); after a failed attempt the next waits
@@ -38,17 +41,40 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
         }
     }
 
-    package struct Decision {
-        /// Send the request on this connection.
-        package var dispatchTo: Connection?
-        /// Start this connection attempt.
-        package var connect: ConnectOrder?
-        /// Fail the request(s) with this.
-        package var failure: HTTP2ClientError?
-        /// Requests to send on `dispatchTo`, or to fail with `failure`.
-        package var requests: [HTTP2RequestContext] = []
-        /// Close this connection (it finished opening after shutdown, or closed while opening).
-        package var close: Connection?
+    /// What to do after an input: one request action and one connection action, carried out connection first.
+    package struct Action {
+        package var request: RequestAction
+        package var connection: ConnectionAction
+
+        package init(request: RequestAction, connection: ConnectionAction) {
+            self.request = request
+            self.connection = connection
+        }
+
+        package static var none: Action { Action(request: .none, connection: .none) }
+    }
+
+    /// What to do with requests.
+    package enum RequestAction {
+        case none
+        /// Send the request just submitted on this ready connection.
+        case execute(HTTP2RequestContext, on: Connection)
+        /// Send the requests that waited for a connection on the one that just opened.
+        case executeWaiting([HTTP2RequestContext], on: Connection)
+        /// No connection is ready: the request waits; arm its deadline timer.
+        case scheduleDeadline(HTTP2RequestContext)
+        /// Fail these requests with this error (not processed: none was written).
+        case fail([HTTP2RequestContext], HTTP2ClientError)
+    }
+
+    /// What to do with connections.
+    package enum ConnectionAction {
+        case none
+        /// Start this connection attempt (after its `delay`, the reconnect backoff, when it has one).
+        case connect(ConnectOrder)
+        /// Close this connection (it finished opening after shutdown, or closed while opening), and start the
+        /// `replacement` attempt when requests still wait.
+        case close(Connection, replacement: ConnectOrder?)
     }
 
     private let maxConnections: Int
@@ -85,20 +111,23 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     package var connectingCount: Int { connecting.count }
 
     /// A new request (or one handed back): a ready connection (chosen by `pick`), else it waits.
-    package mutating func submit(_ request: HTTP2RequestContext, pick: ([Connection], Int) -> Connection) -> Decision {
-        var decision = Decision()
-        guard !isShutDown else {
-            decision.failure = HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")
-            return decision
-        }
-        decision.connect = connectIfRoom(delay: nil)
+    package mutating func submit(_ request: HTTP2RequestContext, pick: ([Connection], Int) -> Connection) -> Action {
+        guard !isShutDown else { return Action(request: .fail([request], Self.shutDownError), connection: .none) }
+        let connection = Self.connecting(connectIfRoom(delay: nil))
         if !ready.isEmpty {
             turn &+= 1
-            decision.dispatchTo = pick(ready, turn)
-            return decision
+            return Action(request: .execute(request, on: pick(ready, turn)), connection: connection)
         }
         waiting.append(request)
-        return decision
+        return Action(request: .scheduleDeadline(request), connection: connection)
+    }
+
+    private static var shutDownError: HTTP2ClientError {
+        HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")
+    }
+
+    private static func connecting(_ order: ConnectOrder?) -> ConnectionAction {
+        order.map { .connect($0) } ?? .none
     }
 
     /// Opens one more connection when the pool has room and no attempt waits out a backoff.
@@ -109,62 +138,57 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
         return ConnectOrder(id: nextID, delay: delay)
     }
 
-    package mutating func connectSucceeded(id: Int, connection: Connection) -> Decision {
-        var decision = Decision()
+    package mutating func connectSucceeded(id: Int, connection: Connection) -> Action {
         connecting.remove(id)
         if isShutDown || closedWhileConnecting.remove(id) != nil {
-            decision.close = connection
-            if !waiting.isEmpty { decision.connect = connectIfRoom(delay: nil) }
-            return decision
+            let replacement = waiting.isEmpty ? nil : connectIfRoom(delay: nil)
+            return Action(request: .none, connection: .close(connection, replacement: replacement))
         }
         consecutiveFailures = 0
         lastConnectFailure = nil
         ready.append(connection)
         readyIDs.append(id)
-        decision.dispatchTo = connection
-        decision.requests = waiting.filter { !$0.isDone }
+        let requests = waiting.filter { !$0.isDone }
         waiting.removeAll()
-        return decision
+        return Action(request: requests.isEmpty ? .none : .executeWaiting(requests, on: connection), connection: .none)
     }
 
-    package mutating func connectFailed(id: Int, error: HTTP2ClientError) -> Decision {
-        var decision = Decision()
+    package mutating func connectFailed(id: Int, error: HTTP2ClientError) -> Action {
         connecting.remove(id)
         closedWhileConnecting.remove(id)
         waiting.removeAll { $0.isDone }
         if isShutDown {
-            decision.requests = waiting
-            waiting.removeAll()
-            decision.failure = HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")
-            return decision
+            return Action(request: failWaiting(Self.shutDownError), connection: .none)
         }
         consecutiveFailures += 1
         lastConnectFailure = error.message
         let limitReached = retryLimit.map { consecutiveFailures >= $0 } ?? false
         if error.kind == .addressNotAllowed || (limitReached && ready.isEmpty) {
             // Give up on the waiting requests; the next request tries again.
-            decision.requests = waiting
-            waiting.removeAll()
-            decision.failure = error
-            return decision
+            return Action(request: failWaiting(error), connection: .none)
         }
-        if !waiting.isEmpty {
-            decision.connect = connectIfRoom(delay: HTTP2ReconnectBackoff.delay(failures: consecutiveFailures, random: jitter()))
-        }
-        return decision
+        guard !waiting.isEmpty else { return .none }
+        let delay = HTTP2ReconnectBackoff.delay(failures: consecutiveFailures, random: jitter())
+        return Action(request: .none, connection: Self.connecting(connectIfRoom(delay: delay)))
+    }
+
+    /// The waiting requests, failed with `error` (none: no action).
+    private mutating func failWaiting(_ error: HTTP2ClientError) -> RequestAction {
+        guard !waiting.isEmpty else { return .none }
+        defer { waiting.removeAll() }
+        return .fail(waiting, error)
     }
 
     /// A connection takes no new requests (GOAWAY, error, closed): forgotten; a replacement when requests wait.
-    package mutating func connectionUnusable(id: Int) -> Decision {
-        var decision = Decision()
+    package mutating func connectionUnusable(id: Int) -> Action {
         if let index = readyIDs.firstIndex(of: id) {
             readyIDs.remove(at: index)
             ready.remove(at: index)
         } else if connecting.contains(id) {
             closedWhileConnecting.insert(id)
         }
-        if !waiting.isEmpty { decision.connect = connectIfRoom(delay: nil) }
-        return decision
+        guard !waiting.isEmpty else { return .none }
+        return Action(request: .none, connection: Self.connecting(connectIfRoom(delay: nil)))
     }
 
     /// Refuses new requests; the waiting ones fail. Returns them.
@@ -214,5 +238,35 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
             }
         }
         return best
+    }
+}
+
+// Identity equality (a request or a connection is the same object, not an equal one): what tests compare actions with.
+extension HTTP2PoolStateMachine.Action: Equatable {}
+
+extension HTTP2PoolStateMachine.RequestAction: Equatable {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.none, .none): true
+        case (.execute(let a, let c), .execute(let b, let d)): a === b && c === d
+        case (.executeWaiting(let a, let c), .executeWaiting(let b, let d)):
+            a.count == b.count && zip(a, b).allSatisfy { $0 === $1 } && c === d
+        case (.scheduleDeadline(let a), .scheduleDeadline(let b)): a === b
+        case (.fail(let a, let e), .fail(let b, let f)):
+            a.count == b.count && zip(a, b).allSatisfy { $0 === $1 } && e.kind == f.kind
+                && e.possiblyProcessed == f.possiblyProcessed
+        default: false
+        }
+    }
+}
+
+extension HTTP2PoolStateMachine.ConnectionAction: Equatable {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.none, .none): true
+        case (.connect(let a), .connect(let b)): a == b
+        case (.close(let a, let c), .close(let b, let d)): a === b && c == d
+        default: false
+        }
     }
 }

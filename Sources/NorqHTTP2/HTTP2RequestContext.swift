@@ -48,8 +48,7 @@ package final class HTTP2RequestContext: Sendable {
 
     private struct State {
         var completion: HTTP2Completion?
-        /// Where it is in flight, so the deadline can cancel the stream.
-        var connection: HTTP2Connection?
+        /// The stream it is written on; 0 while it is not on one.
         var streamID: Int32 = 0
         var deadlineTask: Scheduled<Void>?
         var deadlineArmed = false
@@ -119,21 +118,17 @@ package final class HTTP2RequestContext: Sendable {
         if cancel { task.cancel() }
     }
 
-    /// Records the stream it is written on; false when it completed already (skip it).
-    func assign(connection: HTTP2Connection?, streamID: Int32) -> Bool {
+    /// Records that it is written on stream `streamID`; false when it completed already (skip it).
+    func assign(streamID: Int32) -> Bool {
         state.withLock { state in
             if state.completion == nil { return false }
-            state.connection = connection
             state.streamID = streamID
             return true
         }
     }
 
     func unassign() {
-        state.withLock { state in
-            state.connection = nil
-            state.streamID = 0
-        }
+        state.withLock { $0.streamID = 0 }
     }
 
     /// Completes once; false when it had completed already. The completion runs outside the lock and may start
@@ -149,7 +144,7 @@ package final class HTTP2RequestContext: Sendable {
             taken = completion
             deadlineTask = state.deadlineTask
             state.completion = nil
-            state.connection = nil
+            state.streamID = 0
         }
         guard let completion = taken else { return false }
         deadlineTask?.cancel()
@@ -162,14 +157,11 @@ package final class HTTP2RequestContext: Sendable {
         complete(.failure(error))
     }
 
-    /// The deadline passed while it waited for a connection or was in transit to one: not processed. (In flight,
-    /// the connection's sweep expires it; the stream is cancelled.)
+    /// The deadline passed while it waited for a connection or was in transit to one: not processed. If it was
+    /// written meanwhile, it may have been; its stream is cancelled by the connection's own deadline sweep at its
+    /// next tick (the request knows no connection).
     package func deadlineExceeded() {
-        let location = state.withLock { ($0.connection, $0.streamID) }
-        let written = location.0 != nil
-        if complete(.failure(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: written,
-                                              "no answer before the deadline"))) {
-            if let connection = location.0 { connection.cancelStream(location.1) }
-        }
+        let written = state.withLock { $0.streamID != 0 }
+        complete(.failure(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: written, "no answer before the deadline")))
     }
 }

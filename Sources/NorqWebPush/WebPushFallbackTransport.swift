@@ -1,5 +1,5 @@
 package import NorqCore
-import NorqHTTP2
+package import NorqHTTP2
 import Synchronization
 
 /// HTTP/2 (NorqHTTP2) first; HTTP/1.1 (AsyncHTTPClient) for push services that do not speak HTTP/2.
@@ -27,7 +27,7 @@ package final class WebPushFallbackTransport: WebPushTransport {
     }
 
     package func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
-                       completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+                       completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         let origin = request.endpoint.origin
         if origins.withLock({ $0.http1.contains(origin) }) {
             http1.start(request, deadline: deadline) { result in
@@ -62,7 +62,7 @@ package final class WebPushFallbackTransport: WebPushTransport {
 
     /// The HTTP/1.1 attempt's result (the last one tried): an answer, or a failure before any byte could be sent
     /// (connect, DNS, TLS: `provider/transport-failed`, not processed), which makes the origin unreachable.
-    private func recordHTTP1(_ result: Result<WebPushWireResponse, NorqError>, origin: String) {
+    private func recordHTTP1(_ result: Result<HTTP2Response, NorqError>, origin: String) {
         switch result {
         case .success:
             recordAnswer(origin)

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 package import NorqCore
+package import NorqHTTP2
 import Synchronization
 
 /// Web Push to push services that speak HTTP/1.1 only, on AsyncHTTPClient (see providers/webpush.md for why).
@@ -55,10 +56,11 @@ package final class WebPushHTTP1Transport: WebPushTransport {
     }
 
     package func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
-                       completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+                       completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         let endpoint = request.endpoint
         let eventLoop = group.next()
-        let nioDeadline = NIODeadline.now() + WebPushTLS.timeAmount(ContinuousClock.now.duration(to: deadline))
+        // The same rule as NorqHTTP2's bridge: the request's own timeout within the send's deadline.
+        let nioDeadline = HTTP2Request.deadline(within: deadline, timeout: request.timeout)
         if let client = currentClient(for: endpoint) {
             execute(request, client: client, deadline: nioDeadline, completion: completion)
             return
@@ -109,7 +111,7 @@ package final class WebPushHTTP1Transport: WebPushTransport {
             }
             var clientConfiguration = HTTPClient.Configuration(
                 tlsConfiguration: tls, redirectConfiguration: .disallow,
-                timeout: .init(connect: WebPushTLS.timeAmount(min(configuration.requestTimeout, .seconds(10)))),
+                timeout: .init(connect: min(configuration.requestTimeout, .seconds(10)).timeAmount),
                 connectionPool: .init(idleTimeout: .seconds(60)), decompression: .disabled)
             clientConfiguration.httpVersion = httpVersion
             clientConfiguration.dnsOverride = [endpoint.host: address.description]
@@ -136,7 +138,7 @@ package final class WebPushHTTP1Transport: WebPushTransport {
     }
 
     private func execute(_ request: WebPushWireRequest, client: HTTPClient, deadline: NIODeadline,
-                         completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+                         completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         let endpoint = request.endpoint
         var headers = HTTPHeaders()
         for header in request.headers { headers.add(name: header.name, value: header.value) }
@@ -152,11 +154,9 @@ package final class WebPushHTTP1Transport: WebPushTransport {
                        deadline: deadline).futureResult.whenComplete { result in
             switch result {
             case .success(let response):
-                var body = response.body ?? ByteBuffer()
-                completion(.success(WebPushWireResponse(
-                    status: Int(response.status.code),
-                    headers: response.headers.map { HTTPHeader($0.name.lowercased(), $0.value) },
-                    body: body.readBytes(length: body.readableBytes) ?? [])))
+                completion(.success(HTTP2Response(status: Int(response.status.code),
+                                                  headers: response.headers.map { ($0.name.lowercased(), $0.value) },
+                                                  body: response.body ?? ByteBuffer())))
             case .failure(let error):
                 completion(.failure(Self.norqError(error, host: endpoint.host)))
             }

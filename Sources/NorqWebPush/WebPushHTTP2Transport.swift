@@ -75,7 +75,7 @@ package final class WebPushHTTP2Transport: WebPushTransport {
     }
 
     package func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
-               completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+               completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         startRaw(request, deadline: deadline) { result in
             completion(result.mapError { Self.norqError($0, host: request.endpoint.host) })
         }
@@ -83,7 +83,7 @@ package final class WebPushHTTP2Transport: WebPushTransport {
 
     /// `start` with NorqHTTP2's own error (the fallback transport reads its kind).
     package func startRaw(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
-                          completion: @escaping @Sendable (Result<WebPushWireResponse, HTTP2ClientError>) -> Void) {
+                          completion: @escaping @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void) {
         guard let pool = pool(for: request.endpoint) else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the web push provider is shut down")))
             return
@@ -96,10 +96,9 @@ package final class WebPushHTTP2Transport: WebPushTransport {
         }
         let head = HTTP2RequestHead(method: request.method, scheme: "https", authority: request.endpoint.authority,
                                     path: request.endpoint.path, fields: fields)
-        let remaining = ContinuousClock.now.duration(to: deadline)
-        let nioDeadline = NIODeadline.now() + WebPushTLS.timeAmount(remaining)
         let group = self.group
-        pool.start(head, bytes: request.body, deadline: nioDeadline) { result in
+        pool.execute(HTTP2Request(head: head, body: .bytes(request.body), timeout: request.timeout),
+                     deadline: deadline) { result in
             // Answers are handed to the group's event loops in turn, so that what the completion starts (the
             // router prepares, so encrypts, the next push in it: ~75 µs of ECDH and key generation each) runs on
             // every core, not only on the connection's loop, which then only does the I/O. One connection to one
@@ -107,26 +106,10 @@ package final class WebPushHTTP2Transport: WebPushTransport {
             // pushes/s (loaded machine, A/B), for ~6 µs more CPU per push (the hop).
             let loop = group.next()
             if !loop.inEventLoop {
-                loop.execute { Self.finish(result, completion) }
+                loop.execute { completion(result) }
             } else {
-                Self.finish(result, completion)
+                completion(result)
             }
-        }
-    }
-
-    /// The wire response of an HTTP/2 answer, to `completion`.
-    static func finish(_ result: Result<HTTP2Response, HTTP2ClientError>,
-                       _ completion: @escaping @Sendable (Result<WebPushWireResponse, HTTP2ClientError>) -> Void) {
-        switch result {
-        case .success(let response):
-            var body = response.body
-            let bytes = body.readBytes(length: body.readableBytes) ?? []
-            var headers: [HTTPHeader] = []
-            headers.reserveCapacity(response.fields.count)
-            response.forEachField { headers.append(HTTPHeader($0.lowercased(), $1)) }  // no intermediate array
-            completion(.success(WebPushWireResponse(status: response.status, headers: headers, body: bytes)))
-        case .failure(let error):
-            completion(.failure(error))
         }
     }
 

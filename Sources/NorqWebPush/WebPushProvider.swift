@@ -148,13 +148,16 @@ public final class WebPushProvider: PushProvider {
         } else {
             headers.append(HTTPHeader("authorization", vapid.headerValue))
         }
-        let wire = WebPushWireRequest(endpoint: endpoint, method: request.method, headers: headers, body: request.body)
-        let requestDeadline = min(deadline, .now + configuration.requestTimeout)
+        // The transport applies the request's own timeout within the send's deadline (NorqHTTP2's one rule).
+        let wire = WebPushWireRequest(endpoint: endpoint, method: request.method, headers: headers, body: request.body,
+                                      timeout: configuration.requestTimeout)
         let clock = self.clock
-        transport.start(wire, deadline: requestDeadline) { result in
+        transport.start(wire, deadline: deadline) { result in
             completion(result.map { response in
-                WebPushResponseTable.interpret(status: response.status, headers: response.headers, body: response.body,
-                                               now: clock.epochSeconds())
+                // Names lowercased: an HTTP/1.1 service may send them in any case.
+                WebPushResponseTable.interpret(status: response.status,
+                                               headers: response.headers({ HTTPHeader($0.lowercased(), $1) }),
+                                               body: response.bodyBytes, now: clock.epochSeconds())
             })
         }
     }

@@ -1,4 +1,3 @@
-import NIOCore
 import NIOSSL
 import NorqCore
 
@@ -17,13 +16,5 @@ enum WebPushTLS {
             }
         }
         return tls
-    }
-
-    /// A duration as a NIO `TimeAmount` (0 when negative).
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return .zero }
-        let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return nanos.overflow ? .nanoseconds(.max) : .nanoseconds(nanos.partialValue &+ attoseconds / 1_000_000_000)
     }
 }

@@ -1,4 +1,5 @@
 package import NorqCore
+package import NorqHTTP2
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -13,22 +14,27 @@ package struct WebPushWireRequest: Sendable {
     package var method: String
     package var headers: [HTTPHeader]
     package var body: [UInt8]
+    /// This request's own time within the send's deadline (``HTTP2Request/deadline(within:timeout:now:)``, the one
+    /// rule, applied by both transports).
+    package var timeout: Duration?
+
+    package init(endpoint: WebPushEndpoint, method: String, headers: [HTTPHeader], body: [UInt8],
+                 timeout: Duration? = nil) {
+        self.endpoint = endpoint
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
 }
 
-/// A push service's answer on the wire.
-package struct WebPushWireResponse: Sendable {
-    package var status: Int
-    /// Lowercase names.
-    package var headers: [HTTPHeader]
-    package var body: [UInt8]
-}
-
-/// Sends wire requests to push services; pooled per origin. Failures are `provider/transport-failed`,
+/// Sends wire requests to push services; pooled per origin. Answers are NorqHTTP2's `HTTP2Response` whichever
+/// HTTP version carried them (the HTTP/1.1 transport makes one). Failures are `provider/transport-failed`,
 /// `provider/deadline-exceeded`, `provider/shut-down` or `webpush/endpoint-not-allowed` (the resolved address
 /// was refused), with `possiblyProcessed` kept.
 package protocol WebPushTransport: Sendable {
     func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
-               completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void)
+               completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void)
     func shutdown() async
     /// Set when every push-service origin tried lately could not be reached at its last attempt (see
     /// ``WebPushOriginHealth``); nil otherwise. Default nil.

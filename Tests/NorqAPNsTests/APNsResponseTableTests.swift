@@ -1,6 +1,8 @@
 import Foundation
 @testable import NorqAPNs
 import NorqCore
+import NorqHTTP2
+import NIOCore
 import Testing
 
 @Suite struct APNsResponseTableTests {
@@ -40,27 +42,27 @@ import Testing
     }
 
     @Test func interpretParsesReasonTimestampAndRetryAfter() {
-        let gone = APNsProvider.interpret(APNsWireResponse(
-            status: 410, headers: [HTTPHeader("apns-id", "id-1")],
-            body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8)))
+        let gone = APNsProvider.interpret(HTTP2Response(
+            status: 410, headers: [("apns-id", "id-1")],
+            body: ByteBuffer(string: #"{"reason":"Unregistered","timestamp":1700000000123}"#)))
         #expect(gone.reason == "Unregistered" && gone.invalidSince == 1_700_000_000_123)
         #expect(gone.classification == .tokenInvalid && gone.messageID == "id-1")
-        let busy = APNsProvider.interpret(APNsWireResponse(
-            status: 429, headers: [HTTPHeader("retry-after", "7")], body: Array(#"{"reason":"NewReason"}"#.utf8)))
+        let busy = APNsProvider.interpret(HTTP2Response(
+            status: 429, headers: [("retry-after", "7")], body: ByteBuffer(string: #"{"reason":"NewReason"}"#)))
         #expect(busy.retryAfter == .seconds(7) && busy.reason == "NewReason" && busy.classification == .permanent)
-        let ok = APNsProvider.interpret(APNsWireResponse(
-            status: 200, headers: [HTTPHeader("apns-id", "a"), HTTPHeader("apns-unique-id", "u")], body: []))
+        let ok = APNsProvider.interpret(HTTP2Response(
+            status: 200, headers: [("apns-id", "a"), ("apns-unique-id", "u")], body: ByteBuffer()))
         #expect(ok.classification == .delivered && ok.uniqueID == "u" && ok.reason == nil)
     }
 
     @Test("interpret reads the first of each header among others of the same length: apns-request-id, a non-numeric retry-after is not skipped for a later one")
     func interpretReadsFirstHeaders() {
-        let answer = APNsProvider.interpret(APNsWireResponse(
+        let answer = APNsProvider.interpret(HTTP2Response(
             status: 429,
-            headers: [HTTPHeader("x-other", "1"), HTTPHeader("apns-expiration", "2"), HTTPHeader("apns-request-id", "r-1"),
-                      HTTPHeader("apns-id", "a-2"), HTTPHeader("x-unique-id-00", "3"), HTTPHeader("apns-unique-id", "u-1"),
-                      HTTPHeader("x-retry-aft", "4"), HTTPHeader("retry-after", "soon"), HTTPHeader("retry-after", "9")],
-            body: []))
+            headers: [("x-other", "1"), ("apns-expiration", "2"), ("apns-request-id", "r-1"),
+                      ("apns-id", "a-2"), ("x-unique-id-00", "3"), ("apns-unique-id", "u-1"),
+                      ("x-retry-aft", "4"), ("retry-after", "soon"), ("retry-after", "9")],
+            body: ByteBuffer()))
         #expect(answer.messageID == "r-1" && answer.uniqueID == "u-1" && answer.retryAfter == nil)
     }
 

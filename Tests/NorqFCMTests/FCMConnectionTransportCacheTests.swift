@@ -3,7 +3,7 @@ import NorqCore
 import NorqHTTP2
 import Testing
 
-/// What `FCMConnectionTransport` makes once and reuses: the request head for one header array, and the
+/// What FCM makes once and reuses: the transport's request head for one header array, and the provider's
 /// `[HTTPHeader]` of a response header block the server repeats.
 @Suite struct FCMConnectionTransportCacheTests {
     private func transport() throws -> FCMConnectionTransport {
@@ -31,7 +31,10 @@ import Testing
     }
 
     @Test func responseHeadersAreReusedOnlyForTheSameBlock() throws {
-        let transport = try transport()
+        let transport = try FCMProvider(name: "fcm", configuration: try demoConfiguration(), policy: DeliveryPolicy(),
+                                        logger: .init(label: "test"), clock: TestWallClock().clock,
+                                        transport: ScriptedTransport { _ in .success(jsonResponse(200, "{}")) },
+                                        tokenTransport: nil)
         var response = HTTP2Response(status: 200, headers: [("content-type", "application/json"), ("date", "one")])
         response.fieldsID = 7
         #expect(transport.headers(of: response) == [HTTPHeader("content-type", "application/json"), HTTPHeader("date", "one")])

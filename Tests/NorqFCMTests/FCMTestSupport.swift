@@ -1,6 +1,8 @@
 import Foundation
 @testable import NorqFCM
 import NorqCore
+import NorqHTTP2
+import NIOCore
 import Synchronization
 
 /// Config nodes built by hand, with locations like a YAML file's.
@@ -58,13 +60,13 @@ final class TestWallClock: Sendable {
 
 /// A transport answering from a script, recording requests.
 final class ScriptedTransport: FCMTransport {
-    typealias Answer = @Sendable (FCMWireRequest) -> Result<FCMWireResponse, NorqError>
+    typealias Answer = @Sendable (FCMWireRequest) -> Result<HTTP2Response, NorqError>
     let answer: Answer
     let requests = Mutex<[FCMWireRequest]>([])
     init(_ answer: @escaping Answer) { self.answer = answer }
 
-    func start(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
-               completion: @escaping @Sendable (Result<FCMWireResponse, NorqError>) -> Void) {
+    func execute(_ request: FCMWireRequest, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant,
+                 completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         requests.withLock { $0.append(request) }
         completion(answer(request))
     }
@@ -72,8 +74,8 @@ final class ScriptedTransport: FCMTransport {
     var count: Int { requests.withLock { $0.count } }
 }
 
-func jsonResponse(_ status: Int, _ body: String, headers: [HTTPHeader] = []) -> FCMWireResponse {
-    FCMWireResponse(status: status, headers: headers, body: Array(body.utf8))
+func jsonResponse(_ status: Int, _ body: String, headers: [HTTPHeader] = []) -> HTTP2Response {
+    HTTP2Response(status: status, headers: headers.map { ($0.name, $0.value) }, body: ByteBuffer(string: body))
 }
 
 func fcmErrorBody(status: Int, canonical: String, errorCode: String? = nil, message: String = "error") -> String {

@@ -414,6 +414,24 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(h.written().map(\.type) == [T.headers, T.data, T.rstStream])
     }
 
+    @Test("a request's own deadline timer firing in flight fails it as possibly processed; the connection's sweep then cancels its stream and frees the slot")
+    func ownTimerInFlight() {
+        var h = MachineHarness(settings: [(3, 1)])
+        h.send(timeout: .milliseconds(50))
+        h.send(timeout: .seconds(10))
+        #expect(h.written().map(\.type) == [T.headers, T.data], "one stream at a time: the second waits")
+        // The pool's timer (armed while the request waited for a connection) fires: the request knows only that
+        // it is on a stream, not which connection holds it.
+        h.requests[0].deadlineExceeded()
+        #expect(h.outcomes.error(0)?.kind == .deadlineExceeded && h.outcomes.error(0)?.possiblyProcessed == true)
+        #expect(h.machine.openStreams == 1 && h.written().isEmpty)
+        h.tick(advance: .milliseconds(60))
+        let frames = h.written()
+        #expect(frames.map(\.type) == [T.rstStream, T.headers, T.data])
+        #expect(frames.first?.streamID == 1 && frames.dropFirst().first?.streamID == 3)
+        #expect(h.outcomes.completedCount == 1 && h.outcomes.completedOnce)
+    }
+
     // MARK: defect 9: protocol errors
 
     static let oneStream: [(String, @Sendable (inout MachineHarness) -> ByteBuffer, UInt32)] = [

@@ -104,7 +104,7 @@ struct HTTP2FieldRulesTests {
         let head = HTTP2RequestHead(authority: "push.example.com", path: "/3/device/ab",
                                     fields: [HTTP2HeaderField("apns-collapse-id", "inv-A-17\r\napns-topic: evil")])
         let result = Mutex<Result<HTTP2Response, HTTP2ClientError>?>(nil)
-        pool.start(head, body: ByteBuffer(), deadline: .now() + .seconds(5)) { answer in
+        pool.execute(HTTP2Request(head: head, body: .buffer(ByteBuffer())), deadline: .now + .seconds(5)) { answer in
             result.withLock { $0 = answer }
         }
         // Completed synchronously: no connection could have been made on the way.
@@ -128,5 +128,19 @@ struct HTTP2FieldRulesTests {
         #expect(!HTTP2ClientError(.connectFailed, possiblyProcessed: false, "refused").isUnprocessed)
         #expect(!HTTP2ClientError(.deadlineExceeded, possiblyProcessed: false, "late").isUnprocessed)
         #expect(!HTTP2ClientError(.shutDown, possiblyProcessed: false, "down").isUnprocessed)
+    }
+}
+
+/// The one rule of a request's time (``HTTP2Request/time(within:timeout:now:)``), which the bridge and Web Push over
+/// HTTP/1.1 apply: the request's own timeout within the send's deadline.
+@Suite struct HTTP2RequestTimeTests {
+    @Test("a request has its timeout, or what is left of the send's deadline when that is shorter; none once it passed")
+    func timeoutWithinDeadline() {
+        let now = ContinuousClock.now
+        #expect(HTTP2Request.time(within: now + .seconds(30), timeout: .seconds(10), now: now) == .seconds(10))
+        #expect(HTTP2Request.time(within: now + .seconds(3), timeout: .seconds(10), now: now) == .seconds(3))
+        #expect(HTTP2Request.time(within: now + .seconds(30), timeout: nil, now: now) == .seconds(30))
+        #expect(HTTP2Request.time(within: now - .seconds(1), timeout: .seconds(10), now: now) == .zero)
+        #expect(HTTP2Request.time(within: now + .milliseconds(1500), timeout: .seconds(2), now: now) == .milliseconds(1500))
     }
 }

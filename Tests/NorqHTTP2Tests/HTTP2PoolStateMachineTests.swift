@@ -2,7 +2,7 @@ import NIOCore
 import NorqHTTP2
 import Testing
 
-/// The pool's decisions without I/O.
+/// The pool's actions without I/O, compared whole (requests and connections by identity).
 @Suite("HTTP2PoolStateMachine")
 struct HTTP2PoolStateMachineTests {
     final class Connection {}
@@ -16,20 +16,24 @@ struct HTTP2PoolStateMachineTests {
 
     static func first(_ ready: [Connection], _ turn: Int) -> Connection { ready[0] }
 
+    static let shutDown = HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")
+
     @Test("requests wait for the first connection, which takes them all; up to `connections` are opened")
     func waitForConnection() {
         var machine = Machine(connections: 2, retryLimit: 1)
         let outcomes = Outcomes()
-        let first = machine.submit(Self.request(outcomes, 0), pick: Self.first)
-        #expect(first.connect?.id == 1 && first.dispatchTo == nil && first.failure == nil)
-        let second = machine.submit(Self.request(outcomes, 1), pick: Self.first)
-        #expect(second.connect?.id == 2)
-        let third = machine.submit(Self.request(outcomes, 2), pick: Self.first)
-        #expect(third.connect == nil)
+        let requests = (0..<4).map { Self.request(outcomes, $0) }
+        #expect(machine.submit(requests[0], pick: Self.first)
+            == Machine.Action(request: .scheduleDeadline(requests[0]), connection: .connect(.init(id: 1, delay: nil))))
+        #expect(machine.submit(requests[1], pick: Self.first)
+            == Machine.Action(request: .scheduleDeadline(requests[1]), connection: .connect(.init(id: 2, delay: nil))))
+        #expect(machine.submit(requests[2], pick: Self.first)
+            == Machine.Action(request: .scheduleDeadline(requests[2]), connection: .none))
         let connection = Connection()
-        let opened = machine.connectSucceeded(id: 1, connection: connection)
-        #expect(opened.dispatchTo === connection && opened.requests.count == 3 && opened.close == nil)
-        #expect(machine.submit(Self.request(outcomes, 3), pick: Self.first).dispatchTo === connection)
+        #expect(machine.connectSucceeded(id: 1, connection: connection)
+            == Machine.Action(request: .executeWaiting(Array(requests[0..<3]), on: connection), connection: .none))
+        #expect(machine.submit(requests[3], pick: Self.first)
+            == Machine.Action(request: .execute(requests[3], on: connection), connection: .none))
     }
 
     @Test("defect 1: a connection that closed (or went away) while opening is never added; its success closes it")
@@ -37,12 +41,12 @@ struct HTTP2PoolStateMachineTests {
         var machine = Machine(connections: 1, retryLimit: 1)
         let outcomes = Outcomes()
         _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
-        let replacement = machine.connectionUnusable(id: 1)  // GOAWAY handled before the pool heard of the success
-        #expect(replacement.connect == nil)  // the attempt still counts until it reports
+        // GOAWAY handled before the pool heard of the success: the attempt still counts until it reports.
+        #expect(machine.connectionUnusable(id: 1) == Machine.Action(request: .none, connection: .none))
         let connection = Connection()
-        let opened = machine.connectSucceeded(id: 1, connection: connection)
-        #expect(opened.close === connection && opened.dispatchTo == nil)
-        #expect(opened.connect?.id == 2)  // requests still wait: a new attempt
+        // Requests still wait: the late connection is closed and a new attempt replaces it.
+        #expect(machine.connectSucceeded(id: 1, connection: connection)
+            == Machine.Action(request: .none, connection: .close(connection, replacement: .init(id: 2, delay: nil))))
         #expect(machine.ready.isEmpty && machine.waitingCount == 1)
     }
 
@@ -52,29 +56,51 @@ struct HTTP2PoolStateMachineTests {
         let outcomes = Outcomes()
         _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
         _ = machine.connectSucceeded(id: 1, connection: Connection())
-        _ = machine.connectionUnusable(id: 1)
+        #expect(machine.connectionUnusable(id: 1) == .none, "no request waits: no replacement yet")
         #expect(machine.ready.isEmpty)
-        let next = machine.submit(Self.request(outcomes, 1), pick: Self.first)
-        #expect(next.dispatchTo == nil && next.connect?.id == 2)
+        let next = Self.request(outcomes, 1)
+        #expect(machine.submit(next, pick: Self.first)
+            == Machine.Action(request: .scheduleDeadline(next), connection: .connect(.init(id: 2, delay: nil))))
+        #expect(machine.connectionUnusable(id: 5) == Machine.Action(request: .none, connection: .none),
+                "an attempt is under way: an unknown id opens no other")
     }
 
-    @Test("failed attempts back off; the retry limit fails the waiting requests, not processed; the next request tries again")
+    @Test("failed attempts back off (the delay is the connect action's timer); the retry limit fails the waiting requests, not processed; the next request tries again")
     func retryLimit() {
         var machine = Machine(connections: 1, retryLimit: 3, jitter: { 1.0 })
         let outcomes = Outcomes()
-        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
+        let waiting = Self.request(outcomes, 0)
+        _ = machine.submit(waiting, pick: Self.first)
         let error = HTTP2ClientError(.connectFailed, possiblyProcessed: false, "refused")
-        let first = machine.connectFailed(id: 1, error: error)
-        #expect(first.connect == .init(id: 2, delay: .milliseconds(100)) && first.requests.isEmpty)
-        let second = machine.connectFailed(id: 2, error: error)
-        #expect(second.connect == .init(id: 3, delay: .milliseconds(200)))
+        #expect(machine.connectFailed(id: 1, error: error)
+            == Machine.Action(request: .none, connection: .connect(.init(id: 2, delay: .milliseconds(100)))))
+        #expect(machine.connectFailed(id: 2, error: error)
+            == Machine.Action(request: .none, connection: .connect(.init(id: 3, delay: .milliseconds(200)))))
         let third = machine.connectFailed(id: 3, error: error)
-        #expect(third.connect == nil && third.requests.count == 1 && third.failure?.kind == .connectFailed)
-        #expect(third.failure?.possiblyProcessed == false)
-        let again = machine.submit(Self.request(outcomes, 1), pick: Self.first)
-        #expect(again.connect?.id == 4)
-        _ = machine.connectSucceeded(id: 4, connection: Connection())
+        #expect(third == Machine.Action(request: .fail([waiting], error), connection: .none))
+        guard case .fail(_, let failure) = third.request else { Issue.record("not a failure: \(third)"); return }
+        #expect(failure.kind == .connectFailed && !failure.possiblyProcessed)
+        let again = Self.request(outcomes, 1)
+        #expect(machine.submit(again, pick: Self.first)
+            == Machine.Action(request: .scheduleDeadline(again), connection: .connect(.init(id: 4, delay: nil))))
+        let connection = Connection()
+        #expect(machine.connectSucceeded(id: 4, connection: connection)
+            == Machine.Action(request: .executeWaiting([again], on: connection), connection: .none))
         #expect(machine.consecutiveFailures == 0)
+    }
+
+    @Test("a request that completed while it waited (its deadline) is not handed to the new connection")
+    func doneRequestsAreDropped() {
+        var machine = Machine(connections: 1, retryLimit: 1)
+        let outcomes = Outcomes()
+        let expired = Self.request(outcomes, 0)
+        let live = Self.request(outcomes, 1)
+        _ = machine.submit(expired, pick: Self.first)
+        _ = machine.submit(live, pick: Self.first)
+        expired.fail(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: false, "deadline"))
+        let connection = Connection()
+        #expect(machine.connectSucceeded(id: 1, connection: connection)
+            == Machine.Action(request: .executeWaiting([live], on: connection), connection: .none))
     }
 
     @Test("health: untried and connected pools are healthy; a failed attempt with no connection ready is not, until one connects")
@@ -106,8 +132,9 @@ struct HTTP2PoolStateMachineTests {
         _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
         let error = HTTP2ClientError(.connectFailed, possiblyProcessed: false, "refused")
         for id in 1...10 {
-            let decision = machine.connectFailed(id: id, error: error)
-            #expect(decision.requests.isEmpty && decision.connect?.id == id + 1)
+            let delay = HTTP2ReconnectBackoff.delay(failures: id, random: 1.0)
+            #expect(machine.connectFailed(id: id, error: error)
+                == Machine.Action(request: .none, connection: .connect(.init(id: id + 1, delay: delay))))
         }
         #expect(machine.waitingCount == 1)
     }
@@ -116,9 +143,11 @@ struct HTTP2PoolStateMachineTests {
     func addressNotAllowed() {
         var machine = Machine(connections: 1, retryLimit: nil)
         let outcomes = Outcomes()
-        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
-        let decision = machine.connectFailed(id: 1, error: HTTP2ClientError(.addressNotAllowed, possiblyProcessed: false, "no"))
-        #expect(decision.requests.count == 1 && decision.failure?.kind == .addressNotAllowed)
+        let waiting = Self.request(outcomes, 0)
+        _ = machine.submit(waiting, pick: Self.first)
+        let refusal = HTTP2ClientError(.addressNotAllowed, possiblyProcessed: false, "no")
+        #expect(machine.connectFailed(id: 1, error: refusal)
+            == Machine.Action(request: .fail([waiting], refusal), connection: .none))
     }
 
     @Test("defect 10: after shutdown nothing is accepted and a connection that finishes opening is closed")
@@ -127,10 +156,22 @@ struct HTTP2PoolStateMachineTests {
         let outcomes = Outcomes()
         _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
         #expect(machine.shutdown().count == 1)
-        #expect(machine.submit(Self.request(outcomes, 1), pick: Self.first).failure?.kind == .shutDown)
-        let late = Connection()
-        let opened = machine.connectSucceeded(id: 1, connection: late)
-        #expect(opened.close === late && opened.connect == nil && machine.ready.isEmpty)
+        let late = Self.request(outcomes, 1)
+        #expect(machine.submit(late, pick: Self.first) == Machine.Action(request: .fail([late], Self.shutDown), connection: .none))
+        let connection = Connection()
+        #expect(machine.connectSucceeded(id: 1, connection: connection)
+            == Machine.Action(request: .none, connection: .close(connection, replacement: nil)))
+        #expect(machine.ready.isEmpty)
+    }
+
+    @Test("a failed attempt after shutdown fails what still waits with shut-down, and opens nothing")
+    func failedAfterShutdown() {
+        var machine = Machine(connections: 1, retryLimit: nil)
+        let outcomes = Outcomes()
+        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
+        _ = machine.shutdown()
+        #expect(machine.connectFailed(id: 1, error: HTTP2ClientError(.connectFailed, possiblyProcessed: false, "x"))
+            == Machine.Action.none)
     }
 
     @Test("backoff: exponential from 100 ms, capped at 30 s, jitter within [50%, 100%]")

@@ -158,3 +158,38 @@ struct RoutingTests {
         }
     }
 }
+
+@Suite("Routing once per target")
+struct RoutingOnceTests {
+    @Test("targets naming their provider, going by platform, or naming an unknown one each reach one provider (or their routing outcome) once, in position order")
+    func mixedTargetsAcrossProviders() async throws {
+        let a = FakeProvider(name: "apns-a", platforms: [.ios])
+        let b = FakeProvider(name: "apns-b", platforms: [.ios])
+        let fcm = FakeProvider(name: "fcm", platforms: [.android])
+        let router = try NotificationRouter(providers: [a, b, fcm], byPlatform: [.ios: "apns-a"],
+                                            clock: SleepRecorder().clock)
+        let tokens = [
+            ios("t0", provider: "apns-b"), ios("t1"), PushToken(token: "f2", platform: .android),
+            ios("t3", provider: "nope"), ios("t4", provider: "fcm"), ios("t5", provider: "apns-a"), ios("t6"),
+        ]
+        let report = try await router.send(content: PushContent(title: "t"), to: [
+            Recipient(id: "u1", tokens: Array(tokens[0..<4])), Recipient(id: "u2", tokens: Array(tokens[4...])),
+        ])
+        #expect(report.outcomes.map(\.target) == tokens.map(DeliveryTarget.token))
+        #expect(report.outcomes.map(\.provider) == ["apns-b", "apns-a", "fcm", nil, "fcm", "apns-a", "apns-a"])
+        #expect(report.outcomes.map(\.recipientID) == ["u1", "u1", "u1", "u1", "u2", "u2", "u2"])
+        guard case .rejected(let unknown) = report.outcomes[3].result,
+              case .rejected(let notServed) = report.outcomes[4].result else {
+            Issue.record("t3 and t4 were not rejected by routing: \(report.outcomes)")
+            return
+        }
+        #expect(unknown.code == .unknownProvider && notServed.code == .platformNotSupported)
+        #expect([0, 1, 2, 5, 6].allSatisfy { report.outcomes[$0].result.kind == "delivered" })
+        func sent(_ provider: FakeProvider) -> [String] {
+            provider.requests.compactMap { if case .token(let token) = $0.target { token.token } else { nil } }
+        }
+        #expect(sent(a).sorted() == ["t1", "t5", "t6"])
+        #expect(sent(b) == ["t0"])
+        #expect(sent(fcm) == ["f2"])
+    }
+}

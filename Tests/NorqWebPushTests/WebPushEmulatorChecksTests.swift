@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import NorqCore
+import NorqHTTP2
 import NorqTesting
 import Synchronization
 import Testing
@@ -12,7 +13,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1))) struct WebPushEmulatorChecksTests {
     static let keys = VAPIDKeyPair.generate()
 
-    static func send(_ request: WebPushWireRequest, via transport: WebPushHTTP1Transport) async -> Result<WebPushWireResponse, NorqError> {
+    static func send(_ request: WebPushWireRequest, via transport: WebPushHTTP1Transport) async -> Result<HTTP2Response, NorqError> {
         await withCheckedContinuation { continuation in
             transport.start(request, deadline: .now + .seconds(5)) { continuation.resume(returning: $0) }
         }

@@ -1,6 +1,7 @@
 import Crypto
 import Logging
 import NorqCore
+import NorqHTTP2
 import Synchronization
 import Testing
 @testable import NorqWebPush
@@ -12,9 +13,9 @@ final class ScriptedTransport: WebPushTransport {
     let status: Int
     init(status: Int = 201) { self.status = status }
     func start(_ request: WebPushWireRequest, deadline: ContinuousClock.Instant,
-               completion: @escaping @Sendable (Result<WebPushWireResponse, NorqError>) -> Void) {
+               completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         sent.withLock { $0.append(request) }
-        completion(.success(WebPushWireResponse(status: status, headers: [HTTPHeader("location", "https://x/m/1")], body: [])))
+        completion(.success(HTTP2Response(status: status, headers: [("location", "https://x/m/1")])))
     }
     func shutdown() async {}
 }

@@ -1,0 +1,301 @@
+import NIOCore
+import NIOHPACK
+
+/// Receiving: the frames the server sends, each changing streams, windows, SETTINGS or the state (RFC 9113 §6).
+extension HTTP2ConnectionStateMachine {
+    // MARK: frames
+
+    var isAwaitingSettings: Bool { if case .awaitingSettings = state { true } else { false } }
+
+    func isIdle(_ streamID: Int32) -> Bool {
+        streamID & 1 == 0 || streamID > highestStreamID
+    }
+
+    mutating func handle(_ frame: HTTP2Frame, now: NIODeadline) throws(HTTP2ProtocolError) {
+        if isAwaitingSettings {
+            guard case .settings = frame else {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "the server's first HTTP/2 frame is not SETTINGS")
+            }
+        }
+        switch frame {
+        case .data(let id, let payload, let endStream, let flowControlledLength):
+            connectionReceiveWindow -= flowControlledLength
+            guard connectionReceiveWindow >= 0 else {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError, "the server overran the connection's receive window")
+            }
+            // Counted against the connection window also on closed streams; handed back at the end of the read.
+            connectionUnacknowledgedBytes += flowControlledLength
+            if isIdle(id) {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 DATA on idle stream \(id)")
+            }
+            receiveData(streamID: id, payload, endStream: endStream, flowControlledLength: flowControlledLength, now: now)
+        case .headers(let id, var block, let endStream):
+            // Decoded even for a stream already closed: the HPACK table must stay in step with the server's.
+            let headers: HPACKResponseDecoder.Block
+            do {
+                headers = try hpackDecoder.decodeHeaders(from: &block)
+            } catch {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.compressionError, "HPACK decoding failed: \(error)")
+            }
+            if isIdle(id) {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 HEADERS on idle stream \(id)")
+            }
+            receiveHeaders(streamID: id, headers, endStream: endStream, now: now)
+        case .priority(let id, let validLength):
+            if !validLength {
+                streamError(id, code: HTTP2Wire.ErrorCode.frameSizeError, kind: .protocolError,
+                            "HTTP/2 PRIORITY frame of a wrong size", now: now)
+            }
+        case .rstStream(let id, let errorCode):
+            if isIdle(id) {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 RST_STREAM on idle stream \(id)")
+            }
+            receiveReset(streamID: id, errorCode: errorCode, now: now)
+        case .settings(let settings):
+            try receiveSettings(settings, now: now)
+        case .settingsAck:
+            break
+        case .ping(let data, let ack):
+            if !ack { writePing(data, ack: true) }
+        case .goAway(let lastStreamID, let errorCode, let debugData):
+            receiveGoAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
+        case .windowUpdate(let id, let increment):
+            try receiveWindowUpdate(streamID: id, increment: increment, now: now)
+        case .pushPromise:
+            throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 PUSH_PROMISE although push is disabled")
+        case .unknown:
+            break  // extension frames are ignored (RFC 9113 5.5)
+        }
+    }
+
+    // The stream table is read and changed in place (``withStream(at:_:)``), and a stream leaves it (a move) only
+    // when it ends: a stream taken out into a local and put back, or read through `streams.values[index]` (a
+    // getter), was copied, each of its parts retained and released, per frame.
+
+    mutating func withStream<T>(at index: [Int32: Stream].Index, _ body: (inout Stream) -> T) -> T {
+        body(&streams.values[index])
+    }
+
+    enum DataVerdict {
+        case overrun, beforeHeaders, tooLarge, end, more
+        case giveBack(Int)
+    }
+
+    mutating func receiveData(streamID id: Int32, _ payload: ByteBuffer, endStream: Bool,
+                                      flowControlledLength: Int, now: NIODeadline) {
+        guard let index = streams.index(forKey: id) else { return }  // closed (answered, reset, expired): ignored
+        let maxBody = configuration.maxResponseBodyBytes
+        let verdict = withStream(at: index) { stream -> DataVerdict in
+            stream.receiveWindow -= flowControlledLength
+            guard stream.receiveWindow >= 0 else { return .overrun }
+            guard stream.status != nil else { return .beforeHeaders }
+            if payload.readableBytes > 0 {
+                let held = stream.body?.readableBytes ?? 0
+                guard held + payload.readableBytes <= maxBody else { return .tooLarge }
+                if held == 0 {
+                    stream.body = payload
+                } else {
+                    var payload = payload
+                    stream.body!.writeBuffer(&payload)
+                }
+            }
+            if endStream { return .end }
+            // A long answer gets stream window back before it runs out.
+            stream.unacknowledgedBytes += flowControlledLength
+            guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .more }
+            let increment = stream.unacknowledgedBytes
+            stream.receiveWindow += increment
+            stream.unacknowledgedBytes = 0
+            return .giveBack(increment)
+        }
+        switch verdict {
+        case .overrun:
+            streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
+                        "the server overran the stream's receive window", now: now)
+        case .beforeHeaders:
+            streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                        "HTTP/2 DATA before the response headers", now: now)
+        case .tooLarge:
+            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
+                        "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
+        case .end:
+            finish(streams.remove(at: index).value, now: now)
+        case .more:
+            break
+        case .giveBack(let increment):
+            writeWindowUpdate(streamID: id, increment: increment)
+        }
+    }
+
+    mutating func receiveHeaders(streamID id: Int32, _ block: HPACKResponseDecoder.Block, endStream: Bool,
+                                         now: NIODeadline) {
+        guard let index = streams.index(forKey: id) else { return }
+        let listSize = block.listSize
+        guard listSize <= configuration.maxHeaderListSize else {
+            // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
+            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
+                        "response header list of \(listSize) bytes exceeds the \(configuration.maxHeaderListSize) announced",
+                        now: now)
+            return
+        }
+        if withStream(at: index, { $0.status == nil }) {
+            guard let status = block.status, (100...999).contains(status) else {
+                streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                            "HTTP/2 response without a valid :status", now: now)
+                return
+            }
+            if status < 200 {
+                // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
+                // interim response cannot end the stream.
+                if status == 101 || endStream {
+                    streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                                "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
+                }
+                return
+            }
+            withStream(at: index) { stream in
+                stream.status = status
+                stream.fields = block.fields  // kept as decoded: no copy
+                stream.fieldsID = block.id
+            }
+        } else if !endStream {
+            streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                        "HTTP/2 trailers that do not end the stream", now: now)
+            return
+        } else {
+            // Trailers: their regular fields join the response's.
+            withStream(at: index) { stream in
+                stream.fieldsID = 0
+                for header in block.fields where !header.name.hasPrefix(":") {
+                    stream.fields.add(name: header.name, value: header.value)
+                }
+            }
+        }
+        if endStream { finish(streams.remove(at: index).value, now: now) }
+    }
+
+    mutating func receiveReset(streamID id: Int32, errorCode: UInt32, now: NIODeadline) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        forgetBlocked(streamID: id)
+        stream.request.unassign()
+        keepAlive.streamActivity(now: now)
+        if errorCode == HTTP2Wire.ErrorCode.refusedStream {
+            // Not processed, and not re-sent here: a server refusing every stream would be answered with a storm.
+            // The caller re-queues it (`HTTP2ClientError.isUnprocessed`; the router: without spending the retry
+            // budget, backing off when the same request is refused again, until its deadline).
+            actions.append(.fail(stream.request, Self.notProcessed(.streamReset, "the server refused the stream (REFUSED_STREAM)")))
+        } else {
+            actions.append(.fail(stream.request, Self.possiblyProcessed(.streamReset,
+                "the server reset the stream (\(HTTP2Wire.ErrorCode.name(errorCode))) before the answer")))
+        }
+        startStreams(now: now)
+        closeIfDrained()
+    }
+
+    mutating func receiveSettings(_ settings: [(identifier: UInt16, value: UInt32)],
+                                          now: NIODeadline) throws(HTTP2ProtocolError) {
+        for (identifier, value) in settings {
+            switch identifier {
+            case HTTP2Wire.Setting.headerTableSize:
+                encoder.setPeerMaxTableSize(Int(value))
+            case HTTP2Wire.Setting.enablePush:
+                guard value == 0 else {
+                    throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "SETTINGS_ENABLE_PUSH of \(value) from a server")
+                }
+            case HTTP2Wire.Setting.maxConcurrentStreams:
+                remoteMaxConcurrentStreams = Int(value)
+            case HTTP2Wire.Setting.initialWindowSize:
+                // Changes the send window of every open stream (RFC 9113 6.9.2).
+                guard value <= UInt32(HTTP2Wire.maxWindow) else {
+                    throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError,
+                                             "SETTINGS_INITIAL_WINDOW_SIZE of \(value) exceeds 2^31-1")
+                }
+                let delta = Int(value) - peerInitialWindowSize
+                peerInitialWindowSize = Int(value)
+                if delta != 0 {
+                    for id in streams.keys {
+                        streams[id]!.sendWindow += delta
+                        guard streams[id]!.sendWindow <= HTTP2Wire.maxWindow else {
+                            throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError,
+                                                     "SETTINGS_INITIAL_WINDOW_SIZE makes stream \(id)'s window exceed 2^31-1")
+                        }
+                    }
+                }
+            case HTTP2Wire.Setting.maxFrameSize:
+                guard (16_384...16_777_215).contains(value) else {
+                    throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value) is out of range")
+                }
+                peerMaxFrameSize = Int(value)
+            default:
+                break  // MAX_HEADER_LIST_SIZE (our blocks are small) and unknown settings
+            }
+        }
+        HTTP2Wire.writeFrameHeader(length: 0, type: HTTP2Wire.FrameType.settings, flags: HTTP2Wire.Flags.ack,
+                                   streamID: 0, into: &outbound)
+        sendBlockedData()
+        if isAwaitingSettings {
+            state = .active(configuration.warmUp == nil ? .off : .pending)
+            actions.append(.ready)
+        }
+        startStreams(now: now)
+    }
+
+    mutating func receiveGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: ByteBuffer) {
+        let debug = debugData.getString(at: debugData.readerIndex, length: min(debugData.readableBytes, 256)) ?? ""
+        let reason = "GOAWAY \(HTTP2Wire.ErrorCode.name(errorCode)), last stream \(lastStreamID)"
+            + (debug.isEmpty ? "" : ": \(debug.filter { !$0.isNewline })")
+        let last: Int32
+        switch state {
+        case .goingAway(let previous):
+            last = min(previous, lastStreamID)
+        case .closed:
+            return
+        case .awaitingSettings, .active:
+            last = lastStreamID
+            actions.append(.goingAway(reason: reason))
+        }
+        state = .goingAway(lastStreamID: last)
+        // Streams above the last id were not processed: they go back to the pool, as does the queue.
+        let error = Self.notProcessed(.goAway, "the server went away (\(reason)) without processing the stream")
+        for (id, stream) in streams where id > last {
+            streams.removeValue(forKey: id)
+            forgetBlocked(streamID: id)
+            stream.request.unassign()
+            counts.requeued += 1
+            actions.append(.requeue(stream.request, error, written: true))
+        }
+        requeueQueue(Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
+        closeIfDrained()
+    }
+
+    mutating func receiveWindowUpdate(streamID id: Int32, increment: Int,
+                                              now: NIODeadline) throws(HTTP2ProtocolError) {
+        if id == 0 {
+            guard increment > 0 else {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 WINDOW_UPDATE of 0 on the connection")
+            }
+            guard connectionSendWindow + increment <= HTTP2Wire.maxWindow else {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError, "HTTP/2 connection window exceeds 2^31-1")
+            }
+            connectionSendWindow += increment
+        } else {
+            if isIdle(id) {
+                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 WINDOW_UPDATE on idle stream \(id)")
+            }
+            guard var stream = streams[id] else { return }  // closed: ignored
+            guard increment > 0 else {
+                streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                            "HTTP/2 WINDOW_UPDATE of 0 on the stream", now: now)
+                return
+            }
+            guard stream.sendWindow + increment <= HTTP2Wire.maxWindow else {
+                streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
+                            "HTTP/2 stream window exceeds 2^31-1", now: now)
+                return
+            }
+            stream.sendWindow += increment
+            streams[id] = stream
+        }
+        sendBlockedData()
+    }
+}

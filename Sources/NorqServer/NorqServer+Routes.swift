@@ -127,7 +127,8 @@ extension NorqServer {
 
     func send(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let limits = settings.limits
-        let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes)
+        let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes,
+                                                   elements: SendRequest.targetLimit(maximum: limits.recipients))
         let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: limits.recipients,
                                      allowedTemplates: key?.templates)
         try checkProviders(parsed.recipients, key: key)
@@ -243,7 +244,8 @@ extension NorqServer {
     // MARK: POST /v1/render
 
     func render(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
-        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
+        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes,
+                                                   elements: SendRequest.targetLimit(maximum: settings.limits.recipients))
         let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: settings.limits.recipients,
                                      recipientsRequired: false, allowedTemplates: key?.templates)
         try checkProviders(parsed.recipients, key: key)

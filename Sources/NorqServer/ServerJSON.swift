@@ -28,8 +28,10 @@ enum ServerJSON {
         return response(error.httpStatus, ["error": object], headers: headers)
     }
 
-    /// Reads the body (at most `limit` bytes) and parses it as a JSON object.
-    static func readObject(_ request: Request, limit: Int) async throws(NorqError) -> [String: JSONValue] {
+    /// Reads the body (at most `limit` bytes) and parses it as a JSON object; with `elements`, the arrays it names
+    /// are counted while parsing (the parse stops at the first element past the limit).
+    static func readObject(_ request: Request, limit: Int,
+                           elements: JSONElementLimit? = nil) async throws(NorqError) -> [String: JSONValue] {
         let type = request.headers[.contentType]?.lowercased() ?? ""
         guard type == contentType || type.hasPrefix(contentType + ";") else {
             throw NorqError(.serverUnsupportedMediaType,
@@ -48,7 +50,13 @@ enum ServerJSON {
         }
         let json: JSONValue
         do {
-            json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64)
+            if let elements {
+                json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64, limit: elements)
+            } else {
+                json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64)
+            }
+        } catch where error.code != .invalidJSON {
+            throw error
         } catch {
             throw NorqError(.serverInvalidRequest, "the body is not valid JSON: \(error.message)")
         }

@@ -351,10 +351,9 @@ extension NorqServer {
             // Re-registering unblocks a token: its own scope, not every key's.
             try require("register-tokens", key: key)
             let providers: [String?] = provider.map { [$0] } ?? allowedProviders.map { $0.sorted().map(Optional.some) } ?? [nil]
-            for token in register {
-                for name in providers {
-                    try await dependencies.delivery.registerToken(token, provider: name, environment: environment)
-                }
+            // One store call (one statement in the SQL stores) per provider asked, not one per token.
+            for name in providers {
+                try await dependencies.delivery.registerTokens(register, provider: name, environment: environment)
             }
             return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
         }

@@ -50,15 +50,16 @@ extension NorqServer {
         }
     }
 
-    /// The APNs provider named `name`, else the only one; `server/invalid-request` when that is ambiguous or none,
-    /// `server/forbidden` when the key may not use it.
+    /// The APNs provider named `name` (`routing/unknown-provider` when there is none of that name), else the only
+    /// one; `server/invalid-request` when that is ambiguous or none, `server/forbidden` when the key may not use it.
     func channelProvider(_ name: String?, key: APIKeyTable.Entry?) throws(NorqError) -> APNsProvider {
         let providers = dependencies.delivery.router.providers
         let apns = providers.values.compactMap { $0 as? APNsProvider }.sorted { $0.name < $1.name }
         let chosen: APNsProvider
         if let name {
             guard let found = providers[name] as? APNsProvider else {
-                throw NorqError(.serverInvalidRequest, "no APNs provider named \"\(name.prefix(100))\"")
+                // Semantic, like an unknown template: the request is well-formed (422, not 400).
+                throw NorqError(.unknownProvider, "no APNs provider named \"\(name.prefix(100))\"")
             }
             chosen = found
         } else {

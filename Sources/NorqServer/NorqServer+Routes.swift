@@ -13,6 +13,24 @@ extension NorqServer {
     /// Longest accepted `Idempotency-Key` (bytes).
     static let maximumIdempotencyKey = 255
 
+    /// The routes of `addRoutes` and `addChannelRoutes` with their methods (`:id` is one path segment): a request to
+    /// one of these paths with another method is 405 with `Allow`, not 404.
+    static let routeMethods: [(path: [Substring], methods: [String])] = [
+        ("/healthz", ["GET"]), ("/readyz", ["GET"]), ("/metrics", ["GET"]), ("/v1/sends", ["POST"]),
+        ("/v1/sends/:id", ["GET"]), ("/v1/render", ["POST"]), ("/v1/validate", ["POST"]),
+        ("/v1/tokens/invalid", ["POST"]), ("/v1/channels", ["GET", "POST"]), ("/v1/channels/:id", ["DELETE", "GET"]),
+    ].map { ($0.0.split(separator: "/"), $0.1) }
+
+    /// The methods the route at `path` takes, or nil when no route has that path.
+    static func allowedMethods(path: String) -> [String]? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard !segments.contains(where: \.isEmpty) else { return nil }
+        return routeMethods.first { route in
+            route.path.count == segments.count
+                && zip(route.path, segments).allSatisfy { $0.0 == ":id" || $0.0 == $0.1 }
+        }?.methods
+    }
+
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/healthz") { _, _ in ServerJSON.response(200, ["status": "ok"]) }
         router.get("/readyz") { _, _ in try self.readiness() }
@@ -347,6 +365,9 @@ extension NorqServer {
             return tokens
         }
         let store = dependencies.delivery.store
+        // Every field is checked in every mode (a wrong value is an error even where the mode does not use it).
+        let limit = Int(min(100_000, max(1, try ServerJSON.int(body, "limit", in: "the body") ?? 1000)))
+        let wantedTokens = try list("tokens")
         if let register = try list("register") {
             // Re-registering unblocks a token: its own scope, not every key's.
             try require("register-tokens", key: key)
@@ -357,8 +378,7 @@ extension NorqServer {
             }
             return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
         }
-        let limit = Int(min(100_000, max(1, try ServerJSON.int(body, "limit", in: "the body") ?? 1000)))
-        if let wanted = try list("tokens") {
+        if let wanted = wantedTokens {
             let records = try await store.invalidTokens(limit: 100_000)
             // Per token, the newest entry that applies to the provider and environment asked (any when not
             // asked), an entry that still skips sends before one registered again.

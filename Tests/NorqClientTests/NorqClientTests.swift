@@ -54,7 +54,7 @@ import Testing
             #expect(try await norq.api.getHealth().ok.body.json.status == "ok")
 
             // A send: 202 with its id and status URL, then its status, page and rows.
-            let to = try OpenAPIValueContainer(unvalidatedValue: [Self.token(1), Self.token(2)])
+            let to = Components.Schemas.SendRequest.ToPayload.case2(try OpenAPIArrayContainer(unvalidatedValue: [Self.token(1), Self.token(2)]))
             let sent = try await norq.api.createSend(
                 headers: .init(idempotencyKey: "client-test-1"),
                 body: .json(.init(template: "order-shipped", sample: "Default", to: to)))
@@ -84,7 +84,7 @@ import Testing
     @Test func documentedErrorsArriveAsTheirCases() async throws {
         try await Self.withServer { norq, _ in
             // Past server.limits.recipients (5): 413 with the error document.
-            let many = try OpenAPIValueContainer(unvalidatedValue: (0..<6).map(Self.token))
+            let many = Components.Schemas.SendRequest.ToPayload.case2(try OpenAPIArrayContainer(unvalidatedValue: (0..<6).map(Self.token)))
             let tooMany = try await norq.api.createSend(body: .json(.init(template: "order-shipped", to: many)))
             guard case .contentTooLarge(let answer) = tooMany else {
                 Issue.record("expected 413, got \(tooMany)")
@@ -97,7 +97,7 @@ import Testing
                 return
             }
             #expect(try missing.body.json.error.code == "store/send-not-found")
-            let to = try OpenAPIValueContainer(unvalidatedValue: [Self.token(1)])
+            let to = Components.Schemas.SendRequest.ToPayload.case2(try OpenAPIArrayContainer(unvalidatedValue: [Self.token(1)]))
             guard case .unprocessableContent(let unknown) = try await norq.api.createSend(
                 body: .json(.init(template: "nope", to: to))) else {
                 Issue.record("expected 422")
@@ -110,7 +110,7 @@ import Testing
     @Test func aWrongKeyIs401() async throws {
         try await Self.withServer { _, url in
             let other = NorqClient(serverURL: url, apiKey: "wrong-key-0123456789abcdef")
-            let to = try OpenAPIValueContainer(unvalidatedValue: [Self.token(1)])
+            let to = Components.Schemas.SendRequest.ToPayload.case2(try OpenAPIArrayContainer(unvalidatedValue: [Self.token(1)]))
             guard case .unauthorized(let refused) = try await other.api.createSend(
                 body: .json(.init(template: "order-shipped", to: to))) else {
                 Issue.record("expected 401")

@@ -79,9 +79,44 @@ extension Components {
             /// Recipients: the same JSON as `norq send --to` (a recipient, a list of them, {recipients: [...]}, or a list of token objects or hex strings)
             ///
             /// - Remark: Generated from `#/components/schemas/SendRequest/to`.
-            public var to: OpenAPIRuntime.OpenAPIValueContainer
-            /// - Remark: Generated from `#/components/schemas/SendRequest/options`.
-            public var options: Components.Schemas.SendOptions?
+            @frozen public enum ToPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/SendRequest/to/case1`.
+                case case1(OpenAPIRuntime.OpenAPIObjectContainer)
+                /// - Remark: Generated from `#/components/schemas/SendRequest/to/case2`.
+                case case2(OpenAPIRuntime.OpenAPIArrayContainer)
+                public init(from decoder: any Swift.Decoder) throws {
+                    var errors: [any Swift.Error] = []
+                    do {
+                        self = .case1(try .init(from: decoder))
+                        return
+                    } catch {
+                        errors.append(error)
+                    }
+                    do {
+                        self = .case2(try decoder.decodeFromSingleValueContainer())
+                        return
+                    } catch {
+                        errors.append(error)
+                    }
+                    throw Swift.DecodingError.failedToDecodeOneOfSchema(
+                        type: Self.self,
+                        codingPath: decoder.codingPath,
+                        errors: errors
+                    )
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    switch self {
+                    case let .case1(value):
+                        try value.encode(to: encoder)
+                    case let .case2(value):
+                        try encoder.encodeToSingleValueContainer(value)
+                    }
+                }
+            }
+            /// Recipients: the same JSON as `norq send --to` (a recipient, a list of them, {recipients: [...]}, or a list of token objects or hex strings)
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendRequest/to`.
+            public var to: Components.Schemas.SendRequest.ToPayload
             /// Creates a new `SendRequest`.
             ///
             /// - Parameters:
@@ -89,26 +124,22 @@ extension Components {
             ///   - data: Template data (merged on the sample when both are given)
             ///   - sample: A named sample of the template (default: the first when no data)
             ///   - to: Recipients: the same JSON as `norq send --to` (a recipient, a list of them, {recipients: [...]}, or a list of token objects or hex strings)
-            ///   - options:
             public init(
                 template: Swift.String,
                 data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 sample: Swift.String? = nil,
-                to: OpenAPIRuntime.OpenAPIValueContainer,
-                options: Components.Schemas.SendOptions? = nil
+                to: Components.Schemas.SendRequest.ToPayload
             ) {
                 self.template = template
                 self.data = data
                 self.sample = sample
                 self.to = to
-                self.options = options
             }
             public enum CodingKeys: String, CodingKey {
                 case template
                 case data
                 case sample
                 case to
-                case options
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -125,19 +156,14 @@ extension Components {
                     forKey: .sample
                 )
                 self.to = try container.decode(
-                    OpenAPIRuntime.OpenAPIValueContainer.self,
+                    Components.Schemas.SendRequest.ToPayload.self,
                     forKey: .to
-                )
-                self.options = try container.decodeIfPresent(
-                    Components.Schemas.SendOptions.self,
-                    forKey: .options
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "template",
                     "data",
                     "sample",
-                    "to",
-                    "options"
+                    "to"
                 ])
             }
         }
@@ -153,8 +179,6 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/RenderRequest/to`.
             public var to: OpenAPIRuntime.OpenAPIValueContainer?
-            /// - Remark: Generated from `#/components/schemas/RenderRequest/options`.
-            public var options: Components.Schemas.SendOptions?
             /// Creates a new `RenderRequest`.
             ///
             /// - Parameters:
@@ -162,26 +186,22 @@ extension Components {
             ///   - data:
             ///   - sample:
             ///   - to: Optional: with recipients the answer holds the exact requests
-            ///   - options:
             public init(
                 template: Swift.String,
                 data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 sample: Swift.String? = nil,
-                to: OpenAPIRuntime.OpenAPIValueContainer? = nil,
-                options: Components.Schemas.SendOptions? = nil
+                to: OpenAPIRuntime.OpenAPIValueContainer? = nil
             ) {
                 self.template = template
                 self.data = data
                 self.sample = sample
                 self.to = to
-                self.options = options
             }
             public enum CodingKeys: String, CodingKey {
                 case template
                 case data
                 case sample
                 case to
-                case options
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -201,16 +221,11 @@ extension Components {
                     OpenAPIRuntime.OpenAPIValueContainer.self,
                     forKey: .to
                 )
-                self.options = try container.decodeIfPresent(
-                    Components.Schemas.SendOptions.self,
-                    forKey: .options
-                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "template",
                     "data",
                     "sample",
-                    "to",
-                    "options"
+                    "to"
                 ])
             }
         }
@@ -220,6 +235,7 @@ extension Components {
             @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case sandbox = "sandbox"
                 case production = "production"
+                case _empty_ = ""
             }
             /// - Remark: Generated from `#/components/schemas/SendOptions/environment`.
             public var environment: Components.Schemas.SendOptions.EnvironmentPayload?
@@ -233,11 +249,14 @@ extension Components {
             @frozen public enum CollapsePayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case template = "template"
                 case idempotency = "idempotency"
+                case _empty_ = ""
             }
             /// - Remark: Generated from `#/components/schemas/SendOptions/collapse`.
             public var collapse: Components.Schemas.SendOptions.CollapsePayload?
             /// - Remark: Generated from `#/components/schemas/SendOptions/strict`.
             public var strict: Swift.Bool?
+            /// a UNIX time in seconds
+            ///
             /// - Remark: Generated from `#/components/schemas/SendOptions/sendTime`.
             public var sendTime: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/SendOptions/deadlineSeconds`.
@@ -251,7 +270,7 @@ extension Components {
             ///   - collapseId:
             ///   - collapse:
             ///   - strict:
-            ///   - sendTime:
+            ///   - sendTime: a UNIX time in seconds
             ///   - deadlineSeconds:
             public init(
                 environment: Components.Schemas.SendOptions.EnvironmentPayload? = nil,
@@ -778,22 +797,149 @@ extension Components {
             public var template: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload`.
             public struct DeliveriesPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/recipient`.
+                public var recipient: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/target`.
+                public var target: OpenAPIRuntime.OpenAPIObjectContainer
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/provider`.
+                public var provider: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/routing`.
+                public var routing: Swift.String
                 /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request`.
                 public struct RequestPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/method`.
+                    public var method: Swift.String
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/url`.
+                    public var url: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/authority`.
+                    public var authority: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/path`.
+                    public var path: Swift.String
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/environment`.
+                    public var environment: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/HeadersPayload`.
+                    public struct HeadersPayloadPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/HeadersPayload/name`.
+                        public var name: Swift.String
+                        /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/HeadersPayload/value`.
+                        public var value: Swift.String
+                        /// Creates a new `HeadersPayloadPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - name:
+                        ///   - value:
+                        public init(
+                            name: Swift.String,
+                            value: Swift.String
+                        ) {
+                            self.name = name
+                            self.value = value
+                        }
+                        public enum CodingKeys: String, CodingKey {
+                            case name
+                            case value
+                        }
+                    }
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/headers`.
+                    public typealias HeadersPayload = [Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload.HeadersPayloadPayload]
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/headers`.
+                    public var headers: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload.HeadersPayload
+                    /// the exact body, as JSON when it is JSON
+                    ///
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/body`.
+                    public var body: OpenAPIRuntime.OpenAPIValueContainer
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/bodyText`.
+                    public var bodyText: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/bodyBytes`.
+                    public var bodyBytes: Swift.Int
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/payloadLimit`.
+                    public var payloadLimit: Swift.Int?
                     /// Creates a new `RequestPayload`.
-                    public init() {}
+                    ///
+                    /// - Parameters:
+                    ///   - method:
+                    ///   - url:
+                    ///   - authority:
+                    ///   - path:
+                    ///   - environment:
+                    ///   - headers:
+                    ///   - body: the exact body, as JSON when it is JSON
+                    ///   - bodyText:
+                    ///   - bodyBytes:
+                    ///   - payloadLimit:
+                    public init(
+                        method: Swift.String,
+                        url: Swift.String? = nil,
+                        authority: Swift.String? = nil,
+                        path: Swift.String,
+                        environment: Swift.String? = nil,
+                        headers: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload.HeadersPayload,
+                        body: OpenAPIRuntime.OpenAPIValueContainer,
+                        bodyText: Swift.String? = nil,
+                        bodyBytes: Swift.Int,
+                        payloadLimit: Swift.Int? = nil
+                    ) {
+                        self.method = method
+                        self.url = url
+                        self.authority = authority
+                        self.path = path
+                        self.environment = environment
+                        self.headers = headers
+                        self.body = body
+                        self.bodyText = bodyText
+                        self.bodyBytes = bodyBytes
+                        self.payloadLimit = payloadLimit
+                    }
+                    public enum CodingKeys: String, CodingKey {
+                        case method
+                        case url
+                        case authority
+                        case path
+                        case environment
+                        case headers
+                        case body
+                        case bodyText
+                        case bodyBytes
+                        case payloadLimit
+                    }
                 }
                 /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request`.
                 public var request: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload?
+                /// the outcome of a target that gets no request (skipped, or rejected at routing)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/outcome`.
+                public var outcome: OpenAPIRuntime.OpenAPIObjectContainer?
                 /// Creates a new `DeliveriesPayloadPayload`.
                 ///
                 /// - Parameters:
+                ///   - recipient:
+                ///   - target:
+                ///   - provider:
+                ///   - routing:
                 ///   - request:
-                public init(request: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload? = nil) {
+                ///   - outcome: the outcome of a target that gets no request (skipped, or rejected at routing)
+                public init(
+                    recipient: Swift.String? = nil,
+                    target: OpenAPIRuntime.OpenAPIObjectContainer,
+                    provider: Swift.String? = nil,
+                    routing: Swift.String,
+                    request: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload? = nil,
+                    outcome: OpenAPIRuntime.OpenAPIObjectContainer? = nil
+                ) {
+                    self.recipient = recipient
+                    self.target = target
+                    self.provider = provider
+                    self.routing = routing
                     self.request = request
+                    self.outcome = outcome
                 }
                 public enum CodingKeys: String, CodingKey {
+                    case recipient
+                    case target
+                    case provider
+                    case routing
                     case request
+                    case outcome
                 }
             }
             /// - Remark: Generated from `#/components/schemas/Rendered/deliveries`.
@@ -865,8 +1011,38 @@ extension Components {
             public var valid: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload`.
             public struct TemplatesPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/template`.
+                public var template: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/valid`.
+                public var valid: Swift.Bool
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/errors`.
+                public var errors: [Components.Schemas.Problem]
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/warnings`.
+                public var warnings: [Components.Schemas.Problem]
                 /// Creates a new `TemplatesPayloadPayload`.
-                public init() {}
+                ///
+                /// - Parameters:
+                ///   - template:
+                ///   - valid:
+                ///   - errors:
+                ///   - warnings:
+                public init(
+                    template: Swift.String,
+                    valid: Swift.Bool,
+                    errors: [Components.Schemas.Problem],
+                    warnings: [Components.Schemas.Problem]
+                ) {
+                    self.template = template
+                    self.valid = valid
+                    self.errors = errors
+                    self.warnings = warnings
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case template
+                    case valid
+                    case errors
+                    case warnings
+                }
             }
             /// - Remark: Generated from `#/components/schemas/Validation/templates`.
             public typealias TemplatesPayload = [Components.Schemas.Validation.TemplatesPayloadPayload]
@@ -874,8 +1050,26 @@ extension Components {
             public var templates: Components.Schemas.Validation.TemplatesPayload
             /// - Remark: Generated from `#/components/schemas/Validation/ProvidersPayload`.
             public struct ProvidersPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Validation/ProvidersPayload/name`.
+                public var name: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Validation/ProvidersPayload/type`.
+                public var _type: Swift.String
                 /// Creates a new `ProvidersPayloadPayload`.
-                public init() {}
+                ///
+                /// - Parameters:
+                ///   - name:
+                ///   - _type:
+                public init(
+                    name: Swift.String,
+                    _type: Swift.String
+                ) {
+                    self.name = name
+                    self._type = _type
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case name
+                    case _type = "type"
+                }
             }
             /// - Remark: Generated from `#/components/schemas/Validation/providers`.
             public typealias ProvidersPayload = [Components.Schemas.Validation.ProvidersPayloadPayload]
@@ -902,13 +1096,36 @@ extension Components {
                 case providers
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Problem`.
+        public struct Problem: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Problem/code`.
+            public var code: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Problem/message`.
+            public var message: Swift.String
+            /// Creates a new `Problem`.
+            ///
+            /// - Parameters:
+            ///   - code:
+            ///   - message:
+            public init(
+                code: Swift.String,
+                message: Swift.String
+            ) {
+                self.code = code
+                self.message = message
+            }
+            public enum CodingKeys: String, CodingKey {
+                case code
+                case message
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/TokensRequest`.
         public struct TokensRequest: Codable, Hashable, Sendable {
-            /// query: which of these are invalid
+            /// query: which of these are invalid (at most server.limits.recipients)
             ///
             /// - Remark: Generated from `#/components/schemas/TokensRequest/tokens`.
             public var tokens: [Swift.String]?
-            /// record that these were registered again now
+            /// record that these were registered again now (at most server.limits.recipients; one store statement for the batch)
             ///
             /// - Remark: Generated from `#/components/schemas/TokensRequest/register`.
             public var register: [Swift.String]?
@@ -926,6 +1143,7 @@ extension Components {
             @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case sandbox = "sandbox"
                 case production = "production"
+                case _empty_ = ""
             }
             /// query and register modes: only this environment's entries (default: every one; an entry recorded without an environment applies to every one)
             ///
@@ -934,8 +1152,8 @@ extension Components {
             /// Creates a new `TokensRequest`.
             ///
             /// - Parameters:
-            ///   - tokens: query: which of these are invalid
-            ///   - register: record that these were registered again now
+            ///   - tokens: query: which of these are invalid (at most server.limits.recipients)
+            ///   - register: record that these were registered again now (at most server.limits.recipients; one store statement for the batch)
             ///   - limit: list mode: at most this many, newest first
             ///   - provider: query and register modes: only this provider instance's entries (default: every one; an entry recorded without a provider applies to every one)
             ///   - environment: query and register modes: only this environment's entries (default: every one; an entry recorded without an environment applies to every one)
@@ -1082,20 +1300,14 @@ extension Components {
             @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case sandbox = "sandbox"
                 case production = "production"
+                case _empty_ = ""
             }
             /// - Remark: Generated from `#/components/schemas/ChannelCreate/environment`.
             public var environment: Components.Schemas.ChannelCreate.EnvironmentPayload?
             /// 0: no message stored, 1: the most recent (default)
             ///
             /// - Remark: Generated from `#/components/schemas/ChannelCreate/storagePolicy`.
-            @frozen public enum StoragePolicyPayload: Int, Codable, Hashable, Sendable, CaseIterable {
-                case _0 = 0
-                case _1 = 1
-            }
-            /// 0: no message stored, 1: the most recent (default)
-            ///
-            /// - Remark: Generated from `#/components/schemas/ChannelCreate/storagePolicy`.
-            public var storagePolicy: Components.Schemas.ChannelCreate.StoragePolicyPayload?
+            public var storagePolicy: Swift.Int?
             /// Creates a new `ChannelCreate`.
             ///
             /// - Parameters:
@@ -1105,7 +1317,7 @@ extension Components {
             public init(
                 provider: Swift.String? = nil,
                 environment: Components.Schemas.ChannelCreate.EnvironmentPayload? = nil,
-                storagePolicy: Components.Schemas.ChannelCreate.StoragePolicyPayload? = nil
+                storagePolicy: Swift.Int? = nil
             ) {
                 self.provider = provider
                 self.environment = environment
@@ -1127,7 +1339,7 @@ extension Components {
                     forKey: .environment
                 )
                 self.storagePolicy = try container.decodeIfPresent(
-                    Components.Schemas.ChannelCreate.StoragePolicyPayload.self,
+                    Swift.Int.self,
                     forKey: .storagePolicy
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [

@@ -3435,7 +3435,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// apns/* or push/invalid-environment
+            /// apns/*, push/invalid-environment or routing/unknown-provider (no APNs provider of that name)
             ///
             /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/422`.
             ///
@@ -3453,6 +3453,57 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.ListChannels.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.ListChannels.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }
@@ -3936,10 +3987,10 @@ public enum Operations {
                     }
                 }
             }
-            public struct BadGateway: Sendable, Hashable {
-                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/502/content`.
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/503/content`.
                 @frozen public enum Body: Sendable, Hashable {
-                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/502/content/application\/json`.
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/503/content/application\/json`.
                     case json(Components.Schemas._Error)
                     /// The associated value of the enum case if `self` is `.json`.
                     ///
@@ -3955,33 +4006,33 @@ public enum Operations {
                     }
                 }
                 /// Received HTTP response body
-                public var body: Operations.CreateChannel.Output.BadGateway.Body
-                /// Creates a new `BadGateway`.
+                public var body: Operations.CreateChannel.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
                 ///
                 /// - Parameters:
                 ///   - body: Received HTTP response body
-                public init(body: Operations.CreateChannel.Output.BadGateway.Body) {
+                public init(body: Operations.CreateChannel.Output.ServiceUnavailable.Body) {
                     self.body = body
                 }
             }
-            /// provider/*: APNs could not be reached
+            /// provider/*: the APNs management service could not be reached
             ///
-            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/502`.
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/503`.
             ///
-            /// HTTP response code: `502 badGateway`.
-            case badGateway(Operations.CreateChannel.Output.BadGateway)
-            /// The associated value of the enum case if `self` is `.badGateway`.
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.CreateChannel.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
             ///
-            /// - Throws: An error if `self` is not `.badGateway`.
-            /// - SeeAlso: `.badGateway`.
-            public var badGateway: Operations.CreateChannel.Output.BadGateway {
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.CreateChannel.Output.ServiceUnavailable {
                 get throws {
                     switch self {
-                    case let .badGateway(response):
+                    case let .serviceUnavailable(response):
                         return response
                     default:
                         try throwUnexpectedResponseStatus(
-                            expectedStatus: "badGateway",
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }
@@ -4045,7 +4096,12 @@ public enum Operations {
                 /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query/provider`.
                 public var provider: Swift.String?
                 /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query/environment`.
-                public var environment: Swift.String?
+                @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case sandbox = "sandbox"
+                    case production = "production"
+                }
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query/environment`.
+                public var environment: Operations.GetChannel.Input.Query.EnvironmentPayload?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
@@ -4053,7 +4109,7 @@ public enum Operations {
                 ///   - environment:
                 public init(
                     provider: Swift.String? = nil,
-                    environment: Swift.String? = nil
+                    environment: Operations.GetChannel.Input.Query.EnvironmentPayload? = nil
                 ) {
                     self.provider = provider
                     self.environment = environment
@@ -4372,7 +4428,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// apns/*: APNs refused (for example an unknown channel)
+            /// apns/*: APNs refused (for example an unknown channel); routing/unknown-provider
             ///
             /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/422`.
             ///
@@ -4390,6 +4446,57 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetChannel.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.GetChannel.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }
@@ -4435,12 +4542,14 @@ public enum Operations {
         public struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/path`.
             public struct Path: Sendable, Hashable {
+                /// the channel id, percent-encoded
+                ///
                 /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/path/id`.
                 public var id: Swift.String
                 /// Creates a new `Path`.
                 ///
                 /// - Parameters:
-                ///   - id:
+                ///   - id: the channel id, percent-encoded
                 public init(id: Swift.String) {
                     self.id = id
                 }
@@ -4451,7 +4560,12 @@ public enum Operations {
                 /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query/provider`.
                 public var provider: Swift.String?
                 /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query/environment`.
-                public var environment: Swift.String?
+                @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case sandbox = "sandbox"
+                    case production = "production"
+                }
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query/environment`.
+                public var environment: Operations.DeleteChannel.Input.Query.EnvironmentPayload?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
@@ -4459,7 +4573,7 @@ public enum Operations {
                 ///   - environment:
                 public init(
                     provider: Swift.String? = nil,
-                    environment: Swift.String? = nil
+                    environment: Operations.DeleteChannel.Input.Query.EnvironmentPayload? = nil
                 ) {
                     self.provider = provider
                     self.environment = environment
@@ -4778,7 +4892,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// apns/*
+            /// apns/* or routing/unknown-provider (no APNs provider of that name)
             ///
             /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/422`.
             ///
@@ -4796,6 +4910,57 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.DeleteChannel.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.DeleteChannel.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }

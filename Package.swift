@@ -381,6 +381,7 @@ let package = Package(
             name: "NorqServer",
             dependencies: ["NorqStore", 
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
+                "NorqAPI",  // the documents it answers with, generated from docs/openapi.yaml (issue 33)
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

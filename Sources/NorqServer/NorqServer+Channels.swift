@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NorqAPI
 import NorqAPNs
 import NorqCore
 
@@ -31,8 +32,8 @@ extension NorqServer {
             let key = try self.authorize(request, &context)
             let provider = try self.channelProvider(request.uri.queryParameters.get("provider"), key: key)
             let list = try await provider.listChannels(environment: try Self.environment(request))
-            return ServerJSON.response(200, ["channels": .array(list.channels.map(JSONValue.string)),
-                                             "environment": .string(list.environment.rawValue)])
+            return ServerJSON.encoded(200, Components.Schemas.ChannelList(channels: list.channels,
+                                                                          environment: list.environment.rawValue))
         }
         router.get("/v1/channels/:id") { request, context in
             var context = context
@@ -46,7 +47,8 @@ extension NorqServer {
             let key = try self.authorize(request, &context)
             let provider = try self.channelProvider(request.uri.queryParameters.get("provider"), key: key)
             let deleted = try await provider.deleteChannel(try Self.channelID(context), environment: try Self.environment(request))
-            return ServerJSON.response(200, ["deleted": .string(deleted.id), "environment": .string(deleted.environment.rawValue)])
+            return ServerJSON.encoded(200, Components.Schemas.ChannelDeleted(deleted: deleted.id,
+                                                                             environment: deleted.environment.rawValue))
         }
     }
 

@@ -2,6 +2,7 @@ import Hummingbird
 import Metrics
 import Norq
 import NorqConfig
+import NorqAPI
 import NorqCore
 import NorqStore
 import NorqTemplates
@@ -32,7 +33,7 @@ extension NorqServer {
     }
 
     func addRoutes(to router: Router<ServerRequestContext>) {
-        router.get("/healthz") { _, _ in ServerJSON.response(200, ["status": "ok"]) }
+        router.get("/healthz") { _, _ in ServerJSON.encoded(200, Components.Schemas.Health(status: "ok")) }
         router.get("/readyz") { _, _ in try self.readiness() }
         router.get("/metrics") { request, context in
             var context = context
@@ -288,6 +289,13 @@ extension NorqServer {
     func validate(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
         try ServerJSON.checkFields(body, allowed: ["template", "data"], in: "the body")
+        // `data` is an object (null: absent), as in a send.
+        var data: JSONValue?
+        switch body["data"] {
+        case nil, .null?: data = nil
+        case .object?: data = body["data"]
+        default: throw NorqError(.serverInvalidRequest, "\"data\" must be a JSON object")
+        }
         guard let library = dependencies.templates?.library else {
             throw NorqError(.noTemplates, "this server has no templates directory")
         }
@@ -295,7 +303,7 @@ extension NorqServer {
             do {
                 let compiled = try library.template(named: name)
                 var problems: [JSONValue] = []
-                if let data = body["data"] {
+                if let data {
                     problems = compiled.schemaErrors(data).map { ["code": .string($0.code.rawValue), "message": .string($0.message)] }
                 }
                 return ["template": .string(name), "valid": .bool(problems.isEmpty), "errors": .array(problems),
@@ -426,7 +434,7 @@ extension NorqServer {
             guard let health = router.providers[name]?.health(), !health.isReady else { continue }
             throw NorqError(.serverNotReady, health.detail ?? "provider \(name) is not ready")
         }
-        return ServerJSON.response(200, ["status": "ready", "providers": .int(Int64(router.providers.count))])
+        return ServerJSON.encoded(200, Components.Schemas.Health(status: "ready", providers: router.providers.count))
     }
 
     func metricsText() -> Response {

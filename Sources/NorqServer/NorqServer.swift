@@ -8,6 +8,7 @@ public import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import NIOCore
+import NorqAPI
 import NIOSSL
 public import Prometheus
 import Metrics
@@ -230,7 +231,8 @@ struct ErrorAndAccessMiddleware: RouterMiddleware {
             }
         } catch {
             logger.warning("unexpected error answering a request", metadata: ["norq.error": "\(type(of: error))"])
-            response = ServerJSON.response(500, ["error": ["code": "server/internal", "message": "internal error"]])
+            response = ServerJSON.encoded(500, Components.Schemas._Error(error: .init(code: "server/internal",
+                                                                                      message: "internal error")))
         }
         let route = context.endpointPath ?? "unmatched"
         let elapsed = ContinuousClock.now - started

@@ -1440,15 +1440,25 @@ extension Components {
         public struct Health: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Health/status`.
             public var status: Swift.String
+            /// /readyz: how many providers are loaded
+            ///
+            /// - Remark: Generated from `#/components/schemas/Health/providers`.
+            public var providers: Swift.Int?
             /// Creates a new `Health`.
             ///
             /// - Parameters:
             ///   - status:
-            public init(status: Swift.String) {
+            ///   - providers: /readyz: how many providers are loaded
+            public init(
+                status: Swift.String,
+                providers: Swift.Int? = nil
+            ) {
                 self.status = status
+                self.providers = providers
             }
             public enum CodingKeys: String, CodingKey {
                 case status
+                case providers
             }
         }
     }

@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 public import Foundation
 @_exported public import NorqAPI
-public import OpenAPIRuntime
+@_exported public import OpenAPIRuntime  // the client speaks its types (OpenAPIArrayContainer, HTTPBody)
 public import HTTPTypes
 import OpenAPIAsyncHTTPClient
 

@@ -247,3 +247,6459 @@ public enum Servers {
         )
     }
 }
+
+extension Components {
+    /// Types generated from the `#/components/headers` section of the OpenAPI document.
+    public enum Headers {}
+}
+
+extension Components {
+    /// Types generated from the `#/components/parameters` section of the OpenAPI document.
+    public enum Parameters {}
+}
+
+extension Components {
+    /// Types generated from the `#/components/requestBodies` section of the OpenAPI document.
+    public enum RequestBodies {}
+}
+
+extension Components {
+    /// Types generated from the `#/components/responses` section of the OpenAPI document.
+    public enum Responses {}
+}
+
+extension Components {
+    /// Types generated from the `#/components/schemas` section of the OpenAPI document.
+    public enum Schemas {
+        /// - Remark: Generated from `#/components/schemas/Error`.
+        public struct _Error: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Error/error`.
+            public struct _ErrorPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Error/error/code`.
+                public var code: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Error/error/message`.
+                public var message: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Error/error/hint`.
+                public var hint: Swift.String?
+                /// Creates a new `_ErrorPayload`.
+                ///
+                /// - Parameters:
+                ///   - code:
+                ///   - message:
+                ///   - hint:
+                public init(
+                    code: Swift.String,
+                    message: Swift.String,
+                    hint: Swift.String? = nil
+                ) {
+                    self.code = code
+                    self.message = message
+                    self.hint = hint
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case code
+                    case message
+                    case hint
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Error/error`.
+            public var error: Components.Schemas._Error._ErrorPayload
+            /// Creates a new `_Error`.
+            ///
+            /// - Parameters:
+            ///   - error:
+            public init(error: Components.Schemas._Error._ErrorPayload) {
+                self.error = error
+            }
+            public enum CodingKeys: String, CodingKey {
+                case error
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SendRequest`.
+        public struct SendRequest: Codable, Hashable, Sendable {
+            /// Template id
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendRequest/template`.
+            public var template: Swift.String
+            /// Template data (merged on the sample when both are given)
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendRequest/data`.
+            public var data: OpenAPIRuntime.OpenAPIObjectContainer?
+            /// A named sample of the template (default: the first when no data)
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendRequest/sample`.
+            public var sample: Swift.String?
+            /// Recipients: the same JSON as `norq send --to` (a recipient, a list of them, {recipients: [...]}, or a list of token objects or hex strings)
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendRequest/to`.
+            @frozen public enum ToPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/SendRequest/to/case1`.
+                case case1(OpenAPIRuntime.OpenAPIObjectContainer)
+                /// - Remark: Generated from `#/components/schemas/SendRequest/to/case2`.
+                case case2(OpenAPIRuntime.OpenAPIArrayContainer)
+                public init(from decoder: any Swift.Decoder) throws {
+                    var errors: [any Swift.Error] = []
+                    do {
+                        self = .case1(try .init(from: decoder))
+                        return
+                    } catch {
+                        errors.append(error)
+                    }
+                    do {
+                        self = .case2(try decoder.decodeFromSingleValueContainer())
+                        return
+                    } catch {
+                        errors.append(error)
+                    }
+                    throw Swift.DecodingError.failedToDecodeOneOfSchema(
+                        type: Self.self,
+                        codingPath: decoder.codingPath,
+                        errors: errors
+                    )
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    switch self {
+                    case let .case1(value):
+                        try value.encode(to: encoder)
+                    case let .case2(value):
+                        try encoder.encodeToSingleValueContainer(value)
+                    }
+                }
+            }
+            /// Recipients: the same JSON as `norq send --to` (a recipient, a list of them, {recipients: [...]}, or a list of token objects or hex strings)
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendRequest/to`.
+            public var to: Components.Schemas.SendRequest.ToPayload
+            /// Creates a new `SendRequest`.
+            ///
+            /// - Parameters:
+            ///   - template: Template id
+            ///   - data: Template data (merged on the sample when both are given)
+            ///   - sample: A named sample of the template (default: the first when no data)
+            ///   - to: Recipients: the same JSON as `norq send --to` (a recipient, a list of them, {recipients: [...]}, or a list of token objects or hex strings)
+            public init(
+                template: Swift.String,
+                data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
+                sample: Swift.String? = nil,
+                to: Components.Schemas.SendRequest.ToPayload
+            ) {
+                self.template = template
+                self.data = data
+                self.sample = sample
+                self.to = to
+            }
+            public enum CodingKeys: String, CodingKey {
+                case template
+                case data
+                case sample
+                case to
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.template = try container.decode(
+                    Swift.String.self,
+                    forKey: .template
+                )
+                self.data = try container.decodeIfPresent(
+                    OpenAPIRuntime.OpenAPIObjectContainer.self,
+                    forKey: .data
+                )
+                self.sample = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .sample
+                )
+                self.to = try container.decode(
+                    Components.Schemas.SendRequest.ToPayload.self,
+                    forKey: .to
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "template",
+                    "data",
+                    "sample",
+                    "to"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RenderRequest`.
+        public struct RenderRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RenderRequest/template`.
+            public var template: Swift.String
+            /// - Remark: Generated from `#/components/schemas/RenderRequest/data`.
+            public var data: OpenAPIRuntime.OpenAPIObjectContainer?
+            /// - Remark: Generated from `#/components/schemas/RenderRequest/sample`.
+            public var sample: Swift.String?
+            /// Optional: with recipients the answer holds the exact requests
+            ///
+            /// - Remark: Generated from `#/components/schemas/RenderRequest/to`.
+            public var to: OpenAPIRuntime.OpenAPIValueContainer?
+            /// Creates a new `RenderRequest`.
+            ///
+            /// - Parameters:
+            ///   - template:
+            ///   - data:
+            ///   - sample:
+            ///   - to: Optional: with recipients the answer holds the exact requests
+            public init(
+                template: Swift.String,
+                data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
+                sample: Swift.String? = nil,
+                to: OpenAPIRuntime.OpenAPIValueContainer? = nil
+            ) {
+                self.template = template
+                self.data = data
+                self.sample = sample
+                self.to = to
+            }
+            public enum CodingKeys: String, CodingKey {
+                case template
+                case data
+                case sample
+                case to
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.template = try container.decode(
+                    Swift.String.self,
+                    forKey: .template
+                )
+                self.data = try container.decodeIfPresent(
+                    OpenAPIRuntime.OpenAPIObjectContainer.self,
+                    forKey: .data
+                )
+                self.sample = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .sample
+                )
+                self.to = try container.decodeIfPresent(
+                    OpenAPIRuntime.OpenAPIValueContainer.self,
+                    forKey: .to
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "template",
+                    "data",
+                    "sample",
+                    "to"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SendOptions`.
+        public struct SendOptions: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SendOptions/environment`.
+            @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case sandbox = "sandbox"
+                case production = "production"
+                case _empty_ = ""
+            }
+            /// - Remark: Generated from `#/components/schemas/SendOptions/environment`.
+            public var environment: Components.Schemas.SendOptions.EnvironmentPayload?
+            /// - Remark: Generated from `#/components/schemas/SendOptions/topic`.
+            public var topic: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SendOptions/priority`.
+            public var priority: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/SendOptions/collapseId`.
+            public var collapseId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SendOptions/collapse`.
+            @frozen public enum CollapsePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case template = "template"
+                case idempotency = "idempotency"
+                case _empty_ = ""
+            }
+            /// - Remark: Generated from `#/components/schemas/SendOptions/collapse`.
+            public var collapse: Components.Schemas.SendOptions.CollapsePayload?
+            /// - Remark: Generated from `#/components/schemas/SendOptions/strict`.
+            public var strict: Swift.Bool?
+            /// a UNIX time in seconds
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendOptions/sendTime`.
+            public var sendTime: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/SendOptions/deadlineSeconds`.
+            public var deadlineSeconds: Swift.Int?
+            /// Creates a new `SendOptions`.
+            ///
+            /// - Parameters:
+            ///   - environment:
+            ///   - topic:
+            ///   - priority:
+            ///   - collapseId:
+            ///   - collapse:
+            ///   - strict:
+            ///   - sendTime: a UNIX time in seconds
+            ///   - deadlineSeconds:
+            public init(
+                environment: Components.Schemas.SendOptions.EnvironmentPayload? = nil,
+                topic: Swift.String? = nil,
+                priority: Swift.Int? = nil,
+                collapseId: Swift.String? = nil,
+                collapse: Components.Schemas.SendOptions.CollapsePayload? = nil,
+                strict: Swift.Bool? = nil,
+                sendTime: Swift.Int? = nil,
+                deadlineSeconds: Swift.Int? = nil
+            ) {
+                self.environment = environment
+                self.topic = topic
+                self.priority = priority
+                self.collapseId = collapseId
+                self.collapse = collapse
+                self.strict = strict
+                self.sendTime = sendTime
+                self.deadlineSeconds = deadlineSeconds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case environment
+                case topic
+                case priority
+                case collapseId
+                case collapse
+                case strict
+                case sendTime
+                case deadlineSeconds
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.environment = try container.decodeIfPresent(
+                    Components.Schemas.SendOptions.EnvironmentPayload.self,
+                    forKey: .environment
+                )
+                self.topic = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .topic
+                )
+                self.priority = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .priority
+                )
+                self.collapseId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .collapseId
+                )
+                self.collapse = try container.decodeIfPresent(
+                    Components.Schemas.SendOptions.CollapsePayload.self,
+                    forKey: .collapse
+                )
+                self.strict = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .strict
+                )
+                self.sendTime = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .sendTime
+                )
+                self.deadlineSeconds = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .deadlineSeconds
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "environment",
+                    "topic",
+                    "priority",
+                    "collapseId",
+                    "collapse",
+                    "strict",
+                    "sendTime",
+                    "deadlineSeconds"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Accepted`.
+        public struct Accepted: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Accepted/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Accepted/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case accepted = "accepted"
+                case pending = "pending"
+                case finished = "finished"
+            }
+            /// - Remark: Generated from `#/components/schemas/Accepted/status`.
+            public var status: Components.Schemas.Accepted.StatusPayload
+            /// - Remark: Generated from `#/components/schemas/Accepted/statusUrl`.
+            public var statusUrl: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Accepted/targets`.
+            public var targets: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Accepted/summary`.
+            public var summary: Components.Schemas.Summary?
+            /// - Remark: Generated from `#/components/schemas/Accepted/outcomes`.
+            public var outcomes: [Components.Schemas.Outcome]?
+            /// Creates a new `Accepted`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - status:
+            ///   - statusUrl:
+            ///   - targets:
+            ///   - summary:
+            ///   - outcomes:
+            public init(
+                id: Swift.String,
+                status: Components.Schemas.Accepted.StatusPayload,
+                statusUrl: Swift.String,
+                targets: Swift.Int,
+                summary: Components.Schemas.Summary? = nil,
+                outcomes: [Components.Schemas.Outcome]? = nil
+            ) {
+                self.id = id
+                self.status = status
+                self.statusUrl = statusUrl
+                self.targets = targets
+                self.summary = summary
+                self.outcomes = outcomes
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case status
+                case statusUrl
+                case targets
+                case summary
+                case outcomes
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Finished`.
+        public struct Finished: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Finished/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Finished/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case finished = "finished"
+            }
+            /// - Remark: Generated from `#/components/schemas/Finished/status`.
+            public var status: Components.Schemas.Finished.StatusPayload
+            /// - Remark: Generated from `#/components/schemas/Finished/statusUrl`.
+            public var statusUrl: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Finished/targets`.
+            public var targets: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Finished/summary`.
+            public var summary: Components.Schemas.Summary
+            /// - Remark: Generated from `#/components/schemas/Finished/outcomes`.
+            public var outcomes: [Components.Schemas.Outcome]
+            /// Creates a new `Finished`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - status:
+            ///   - statusUrl:
+            ///   - targets:
+            ///   - summary:
+            ///   - outcomes:
+            public init(
+                id: Swift.String,
+                status: Components.Schemas.Finished.StatusPayload,
+                statusUrl: Swift.String,
+                targets: Swift.Int,
+                summary: Components.Schemas.Summary,
+                outcomes: [Components.Schemas.Outcome]
+            ) {
+                self.id = id
+                self.status = status
+                self.statusUrl = statusUrl
+                self.targets = targets
+                self.summary = summary
+                self.outcomes = outcomes
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case status
+                case statusUrl
+                case targets
+                case summary
+                case outcomes
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Summary`.
+        public struct Summary: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Summary/delivered`.
+            public var delivered: Swift.Int
+            /// outcomes the service accepted whose receipts are still to come (Expo tickets); present on a direct send's summary
+            ///
+            /// - Remark: Generated from `#/components/schemas/Summary/accepted`.
+            public var accepted: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/Summary/rejected`.
+            public var rejected: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Summary/failed`.
+            public var failed: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Summary/skipped`.
+            public var skipped: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Summary/duplicates`.
+            public var duplicates: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Summary/allDelivered`.
+            public var allDelivered: Swift.Bool
+            /// Creates a new `Summary`.
+            ///
+            /// - Parameters:
+            ///   - delivered:
+            ///   - accepted: outcomes the service accepted whose receipts are still to come (Expo tickets); present on a direct send's summary
+            ///   - rejected:
+            ///   - failed:
+            ///   - skipped:
+            ///   - duplicates:
+            ///   - allDelivered:
+            public init(
+                delivered: Swift.Int,
+                accepted: Swift.Int? = nil,
+                rejected: Swift.Int,
+                failed: Swift.Int,
+                skipped: Swift.Int,
+                duplicates: Swift.Int,
+                allDelivered: Swift.Bool
+            ) {
+                self.delivered = delivered
+                self.accepted = accepted
+                self.rejected = rejected
+                self.failed = failed
+                self.skipped = skipped
+                self.duplicates = duplicates
+                self.allDelivered = allDelivered
+            }
+            public enum CodingKeys: String, CodingKey {
+                case delivered
+                case accepted
+                case rejected
+                case failed
+                case skipped
+                case duplicates
+                case allDelivered
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Outcome`.
+        public struct Outcome: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Outcome/target`.
+            public var target: OpenAPIRuntime.OpenAPIObjectContainer
+            /// - Remark: Generated from `#/components/schemas/Outcome/recipient`.
+            public var recipient: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Outcome/provider`.
+            public var provider: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Outcome/attempts`.
+            public var attempts: Swift.Int
+            /// attempts of `attempts` the server provably did not process (re-sent without spending the retry budget)
+            ///
+            /// - Remark: Generated from `#/components/schemas/Outcome/requeues`.
+            public var requeues: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/Outcome/result`.
+            public struct ResultPayload: Codable, Hashable, Sendable {
+                /// `delivered`, `accepted` (the service took it and answers later with a receipt: Expo's ok ticket, the ticket id as `messageId`), `rejected`, `failed`, `skipped` or `duplicate`
+                ///
+                /// - Remark: Generated from `#/components/schemas/Outcome/result/kind`.
+                public var kind: Swift.String
+                /// Creates a new `ResultPayload`.
+                ///
+                /// - Parameters:
+                ///   - kind: `delivered`, `accepted` (the service took it and answers later with a receipt: Expo's ok ticket, the ticket id as `messageId`), `rejected`, `failed`, `skipped` or `duplicate`
+                public init(kind: Swift.String) {
+                    self.kind = kind
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case kind
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Outcome/result`.
+            public var result: Components.Schemas.Outcome.ResultPayload
+            /// Creates a new `Outcome`.
+            ///
+            /// - Parameters:
+            ///   - target:
+            ///   - recipient:
+            ///   - provider:
+            ///   - attempts:
+            ///   - requeues: attempts of `attempts` the server provably did not process (re-sent without spending the retry budget)
+            ///   - result:
+            public init(
+                target: OpenAPIRuntime.OpenAPIObjectContainer,
+                recipient: Swift.String? = nil,
+                provider: Swift.String? = nil,
+                attempts: Swift.Int,
+                requeues: Swift.Int? = nil,
+                result: Components.Schemas.Outcome.ResultPayload
+            ) {
+                self.target = target
+                self.recipient = recipient
+                self.provider = provider
+                self.attempts = attempts
+                self.requeues = requeues
+                self.result = result
+            }
+            public enum CodingKeys: String, CodingKey {
+                case target
+                case recipient
+                case provider
+                case attempts
+                case requeues
+                case result
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SendStatus`.
+        public struct SendStatus: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SendStatus/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SendStatus/targets`.
+            public var targets: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/SendStatus/finished`.
+            public var finished: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/SendStatus/states`.
+            public struct StatesPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.Int]
+                /// Creates a new `StatesPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.Int] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/SendStatus/states`.
+            public var states: Components.Schemas.SendStatus.StatesPayload
+            /// - Remark: Generated from `#/components/schemas/SendStatus/summary`.
+            public var summary: Components.Schemas.Summary
+            /// - Remark: Generated from `#/components/schemas/SendStatus/rows`.
+            public var rows: [Components.Schemas.Row]
+            /// - Remark: Generated from `#/components/schemas/SendStatus/page`.
+            public struct PagePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/SendStatus/page/offset`.
+                public var offset: Swift.Int
+                /// - Remark: Generated from `#/components/schemas/SendStatus/page/limit`.
+                public var limit: Swift.Int
+                /// - Remark: Generated from `#/components/schemas/SendStatus/page/next`.
+                public var next: Swift.Int?
+                /// Creates a new `PagePayload`.
+                ///
+                /// - Parameters:
+                ///   - offset:
+                ///   - limit:
+                ///   - next:
+                public init(
+                    offset: Swift.Int,
+                    limit: Swift.Int,
+                    next: Swift.Int? = nil
+                ) {
+                    self.offset = offset
+                    self.limit = limit
+                    self.next = next
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case offset
+                    case limit
+                    case next
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/SendStatus/page`.
+            public var page: Components.Schemas.SendStatus.PagePayload
+            /// Creates a new `SendStatus`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - targets:
+            ///   - finished:
+            ///   - states:
+            ///   - summary:
+            ///   - rows:
+            ///   - page:
+            public init(
+                id: Swift.String,
+                targets: Swift.Int,
+                finished: Swift.Bool,
+                states: Components.Schemas.SendStatus.StatesPayload,
+                summary: Components.Schemas.Summary,
+                rows: [Components.Schemas.Row],
+                page: Components.Schemas.SendStatus.PagePayload
+            ) {
+                self.id = id
+                self.targets = targets
+                self.finished = finished
+                self.states = states
+                self.summary = summary
+                self.rows = rows
+                self.page = page
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case targets
+                case finished
+                case states
+                case summary
+                case rows
+                case page
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Row`.
+        public struct Row: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Row/position`.
+            public var position: Swift.Int
+            /// shortened, never the whole token
+            ///
+            /// - Remark: Generated from `#/components/schemas/Row/token`.
+            public var token: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Row/recipient`.
+            public var recipient: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Row/provider`.
+            public var provider: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Row/state`.
+            @frozen public enum StatePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case pending = "pending"
+                case leased = "leased"
+                case delivered = "delivered"
+                case rejected = "rejected"
+                case failed = "failed"
+                case skipped = "skipped"
+            }
+            /// - Remark: Generated from `#/components/schemas/Row/state`.
+            public var state: Components.Schemas.Row.StatePayload
+            /// - Remark: Generated from `#/components/schemas/Row/attempts`.
+            public var attempts: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Row/messageId`.
+            public var messageId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Row/status`.
+            public var status: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/Row/code`.
+            public var code: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Row/reason`.
+            public var reason: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Row/mayHaveBeenDelivered`.
+            public var mayHaveBeenDelivered: Swift.Bool
+            /// Creates a new `Row`.
+            ///
+            /// - Parameters:
+            ///   - position:
+            ///   - token: shortened, never the whole token
+            ///   - recipient:
+            ///   - provider:
+            ///   - state:
+            ///   - attempts:
+            ///   - messageId:
+            ///   - status:
+            ///   - code:
+            ///   - reason:
+            ///   - mayHaveBeenDelivered:
+            public init(
+                position: Swift.Int,
+                token: Swift.String,
+                recipient: Swift.String? = nil,
+                provider: Swift.String? = nil,
+                state: Components.Schemas.Row.StatePayload,
+                attempts: Swift.Int,
+                messageId: Swift.String? = nil,
+                status: Swift.Int? = nil,
+                code: Swift.String? = nil,
+                reason: Swift.String? = nil,
+                mayHaveBeenDelivered: Swift.Bool
+            ) {
+                self.position = position
+                self.token = token
+                self.recipient = recipient
+                self.provider = provider
+                self.state = state
+                self.attempts = attempts
+                self.messageId = messageId
+                self.status = status
+                self.code = code
+                self.reason = reason
+                self.mayHaveBeenDelivered = mayHaveBeenDelivered
+            }
+            public enum CodingKeys: String, CodingKey {
+                case position
+                case token
+                case recipient
+                case provider
+                case state
+                case attempts
+                case messageId
+                case status
+                case code
+                case reason
+                case mayHaveBeenDelivered
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Rendered`.
+        public struct Rendered: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Rendered/content`.
+            public struct ContentPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/template`.
+                public var template: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/title`.
+                public var title: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/body`.
+                public var body: Swift.String
+                /// Creates a new `ContentPayload`.
+                ///
+                /// - Parameters:
+                ///   - template:
+                ///   - title:
+                ///   - body:
+                public init(
+                    template: Swift.String,
+                    title: Swift.String,
+                    body: Swift.String
+                ) {
+                    self.template = template
+                    self.title = title
+                    self.body = body
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case template
+                    case title
+                    case body
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Rendered/content`.
+            public var content: Components.Schemas.Rendered.ContentPayload?
+            /// - Remark: Generated from `#/components/schemas/Rendered/template`.
+            public var template: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload`.
+            public struct DeliveriesPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/recipient`.
+                public var recipient: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/target`.
+                public var target: OpenAPIRuntime.OpenAPIObjectContainer
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/provider`.
+                public var provider: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/routing`.
+                public var routing: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request`.
+                public struct RequestPayload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/method`.
+                    public var method: Swift.String
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/url`.
+                    public var url: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/authority`.
+                    public var authority: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/path`.
+                    public var path: Swift.String
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/environment`.
+                    public var environment: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/HeadersPayload`.
+                    public struct HeadersPayloadPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/HeadersPayload/name`.
+                        public var name: Swift.String
+                        /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/HeadersPayload/value`.
+                        public var value: Swift.String
+                        /// Creates a new `HeadersPayloadPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - name:
+                        ///   - value:
+                        public init(
+                            name: Swift.String,
+                            value: Swift.String
+                        ) {
+                            self.name = name
+                            self.value = value
+                        }
+                        public enum CodingKeys: String, CodingKey {
+                            case name
+                            case value
+                        }
+                    }
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/headers`.
+                    public typealias HeadersPayload = [Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload.HeadersPayloadPayload]
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/headers`.
+                    public var headers: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload.HeadersPayload
+                    /// the exact body, as JSON when it is JSON
+                    ///
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/body`.
+                    public var body: OpenAPIRuntime.OpenAPIValueContainer
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/bodyText`.
+                    public var bodyText: Swift.String?
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/bodyBytes`.
+                    public var bodyBytes: Swift.Int
+                    /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request/payloadLimit`.
+                    public var payloadLimit: Swift.Int?
+                    /// Creates a new `RequestPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - method:
+                    ///   - url:
+                    ///   - authority:
+                    ///   - path:
+                    ///   - environment:
+                    ///   - headers:
+                    ///   - body: the exact body, as JSON when it is JSON
+                    ///   - bodyText:
+                    ///   - bodyBytes:
+                    ///   - payloadLimit:
+                    public init(
+                        method: Swift.String,
+                        url: Swift.String? = nil,
+                        authority: Swift.String? = nil,
+                        path: Swift.String,
+                        environment: Swift.String? = nil,
+                        headers: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload.HeadersPayload,
+                        body: OpenAPIRuntime.OpenAPIValueContainer,
+                        bodyText: Swift.String? = nil,
+                        bodyBytes: Swift.Int,
+                        payloadLimit: Swift.Int? = nil
+                    ) {
+                        self.method = method
+                        self.url = url
+                        self.authority = authority
+                        self.path = path
+                        self.environment = environment
+                        self.headers = headers
+                        self.body = body
+                        self.bodyText = bodyText
+                        self.bodyBytes = bodyBytes
+                        self.payloadLimit = payloadLimit
+                    }
+                    public enum CodingKeys: String, CodingKey {
+                        case method
+                        case url
+                        case authority
+                        case path
+                        case environment
+                        case headers
+                        case body
+                        case bodyText
+                        case bodyBytes
+                        case payloadLimit
+                    }
+                }
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/request`.
+                public var request: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload?
+                /// the outcome of a target that gets no request (skipped, or rejected at routing)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/outcome`.
+                public var outcome: OpenAPIRuntime.OpenAPIObjectContainer?
+                /// Creates a new `DeliveriesPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - recipient:
+                ///   - target:
+                ///   - provider:
+                ///   - routing:
+                ///   - request:
+                ///   - outcome: the outcome of a target that gets no request (skipped, or rejected at routing)
+                public init(
+                    recipient: Swift.String? = nil,
+                    target: OpenAPIRuntime.OpenAPIObjectContainer,
+                    provider: Swift.String? = nil,
+                    routing: Swift.String,
+                    request: Components.Schemas.Rendered.DeliveriesPayloadPayload.RequestPayload? = nil,
+                    outcome: OpenAPIRuntime.OpenAPIObjectContainer? = nil
+                ) {
+                    self.recipient = recipient
+                    self.target = target
+                    self.provider = provider
+                    self.routing = routing
+                    self.request = request
+                    self.outcome = outcome
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case recipient
+                    case target
+                    case provider
+                    case routing
+                    case request
+                    case outcome
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Rendered/deliveries`.
+            public typealias DeliveriesPayload = [Components.Schemas.Rendered.DeliveriesPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/Rendered/deliveries`.
+            public var deliveries: Components.Schemas.Rendered.DeliveriesPayload?
+            /// Creates a new `Rendered`.
+            ///
+            /// - Parameters:
+            ///   - content:
+            ///   - template:
+            ///   - deliveries:
+            public init(
+                content: Components.Schemas.Rendered.ContentPayload? = nil,
+                template: Swift.String? = nil,
+                deliveries: Components.Schemas.Rendered.DeliveriesPayload? = nil
+            ) {
+                self.content = content
+                self.template = template
+                self.deliveries = deliveries
+            }
+            public enum CodingKeys: String, CodingKey {
+                case content
+                case template
+                case deliveries
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ValidateRequest`.
+        public struct ValidateRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ValidateRequest/template`.
+            public var template: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ValidateRequest/data`.
+            public var data: OpenAPIRuntime.OpenAPIObjectContainer?
+            /// Creates a new `ValidateRequest`.
+            ///
+            /// - Parameters:
+            ///   - template:
+            ///   - data:
+            public init(
+                template: Swift.String? = nil,
+                data: OpenAPIRuntime.OpenAPIObjectContainer? = nil
+            ) {
+                self.template = template
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case template
+                case data
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.template = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .template
+                )
+                self.data = try container.decodeIfPresent(
+                    OpenAPIRuntime.OpenAPIObjectContainer.self,
+                    forKey: .data
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "template",
+                    "data"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Validation`.
+        public struct Validation: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Validation/valid`.
+            public var valid: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload`.
+            public struct TemplatesPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/template`.
+                public var template: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/valid`.
+                public var valid: Swift.Bool
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/errors`.
+                public var errors: [Components.Schemas.Problem]
+                /// - Remark: Generated from `#/components/schemas/Validation/TemplatesPayload/warnings`.
+                public var warnings: [Components.Schemas.Problem]
+                /// Creates a new `TemplatesPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - template:
+                ///   - valid:
+                ///   - errors:
+                ///   - warnings:
+                public init(
+                    template: Swift.String,
+                    valid: Swift.Bool,
+                    errors: [Components.Schemas.Problem],
+                    warnings: [Components.Schemas.Problem]
+                ) {
+                    self.template = template
+                    self.valid = valid
+                    self.errors = errors
+                    self.warnings = warnings
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case template
+                    case valid
+                    case errors
+                    case warnings
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Validation/templates`.
+            public typealias TemplatesPayload = [Components.Schemas.Validation.TemplatesPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/Validation/templates`.
+            public var templates: Components.Schemas.Validation.TemplatesPayload
+            /// - Remark: Generated from `#/components/schemas/Validation/ProvidersPayload`.
+            public struct ProvidersPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Validation/ProvidersPayload/name`.
+                public var name: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Validation/ProvidersPayload/type`.
+                public var _type: Swift.String
+                /// Creates a new `ProvidersPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - name:
+                ///   - _type:
+                public init(
+                    name: Swift.String,
+                    _type: Swift.String
+                ) {
+                    self.name = name
+                    self._type = _type
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case name
+                    case _type = "type"
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Validation/providers`.
+            public typealias ProvidersPayload = [Components.Schemas.Validation.ProvidersPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/Validation/providers`.
+            public var providers: Components.Schemas.Validation.ProvidersPayload?
+            /// Creates a new `Validation`.
+            ///
+            /// - Parameters:
+            ///   - valid:
+            ///   - templates:
+            ///   - providers:
+            public init(
+                valid: Swift.Bool,
+                templates: Components.Schemas.Validation.TemplatesPayload,
+                providers: Components.Schemas.Validation.ProvidersPayload? = nil
+            ) {
+                self.valid = valid
+                self.templates = templates
+                self.providers = providers
+            }
+            public enum CodingKeys: String, CodingKey {
+                case valid
+                case templates
+                case providers
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Problem`.
+        public struct Problem: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Problem/code`.
+            public var code: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Problem/message`.
+            public var message: Swift.String
+            /// Creates a new `Problem`.
+            ///
+            /// - Parameters:
+            ///   - code:
+            ///   - message:
+            public init(
+                code: Swift.String,
+                message: Swift.String
+            ) {
+                self.code = code
+                self.message = message
+            }
+            public enum CodingKeys: String, CodingKey {
+                case code
+                case message
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/TokensRequest`.
+        public struct TokensRequest: Codable, Hashable, Sendable {
+            /// query: which of these are invalid (at most server.limits.recipients)
+            ///
+            /// - Remark: Generated from `#/components/schemas/TokensRequest/tokens`.
+            public var tokens: [Swift.String]?
+            /// record that these were registered again now (at most server.limits.recipients; one store statement for the batch)
+            ///
+            /// - Remark: Generated from `#/components/schemas/TokensRequest/register`.
+            public var register: [Swift.String]?
+            /// list mode: at most this many, newest first
+            ///
+            /// - Remark: Generated from `#/components/schemas/TokensRequest/limit`.
+            public var limit: Swift.Int?
+            /// query and register modes: only this provider instance's entries (default: every one; an entry recorded without a provider applies to every one)
+            ///
+            /// - Remark: Generated from `#/components/schemas/TokensRequest/provider`.
+            public var provider: Swift.String?
+            /// query and register modes: only this environment's entries (default: every one; an entry recorded without an environment applies to every one)
+            ///
+            /// - Remark: Generated from `#/components/schemas/TokensRequest/environment`.
+            @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case sandbox = "sandbox"
+                case production = "production"
+                case _empty_ = ""
+            }
+            /// query and register modes: only this environment's entries (default: every one; an entry recorded without an environment applies to every one)
+            ///
+            /// - Remark: Generated from `#/components/schemas/TokensRequest/environment`.
+            public var environment: Components.Schemas.TokensRequest.EnvironmentPayload?
+            /// Creates a new `TokensRequest`.
+            ///
+            /// - Parameters:
+            ///   - tokens: query: which of these are invalid (at most server.limits.recipients)
+            ///   - register: record that these were registered again now (at most server.limits.recipients; one store statement for the batch)
+            ///   - limit: list mode: at most this many, newest first
+            ///   - provider: query and register modes: only this provider instance's entries (default: every one; an entry recorded without a provider applies to every one)
+            ///   - environment: query and register modes: only this environment's entries (default: every one; an entry recorded without an environment applies to every one)
+            public init(
+                tokens: [Swift.String]? = nil,
+                register: [Swift.String]? = nil,
+                limit: Swift.Int? = nil,
+                provider: Swift.String? = nil,
+                environment: Components.Schemas.TokensRequest.EnvironmentPayload? = nil
+            ) {
+                self.tokens = tokens
+                self.register = register
+                self.limit = limit
+                self.provider = provider
+                self.environment = environment
+            }
+            public enum CodingKeys: String, CodingKey {
+                case tokens
+                case register
+                case limit
+                case provider
+                case environment
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.tokens = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .tokens
+                )
+                self.register = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .register
+                )
+                self.limit = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .limit
+                )
+                self.provider = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .provider
+                )
+                self.environment = try container.decodeIfPresent(
+                    Components.Schemas.TokensRequest.EnvironmentPayload.self,
+                    forKey: .environment
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "tokens",
+                    "register",
+                    "limit",
+                    "provider",
+                    "environment"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Tokens`.
+        public struct Tokens: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Tokens/registered`.
+            public var registered: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload`.
+            public struct TokensPayloadPayload: Codable, Hashable, Sendable {
+                /// shortened
+                ///
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/token`.
+                public var token: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/invalid`.
+                public var invalid: Swift.Bool
+                /// the provider instance that reported the token (null for an entry recorded without one)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/provider`.
+                public var provider: Swift.String?
+                /// sandbox or production: the registry is kept per (token, provider instance, environment); null when the provider has no environments or the entry predates per-environment entries (it then applies to every environment)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/environment`.
+                public var environment: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/reason`.
+                public var reason: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/invalidSince`.
+                public var invalidSince: Swift.Int?
+                /// - Remark: Generated from `#/components/schemas/Tokens/TokensPayload/registeredAt`.
+                public var registeredAt: Swift.Int?
+                /// Creates a new `TokensPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - token: shortened
+                ///   - invalid:
+                ///   - provider: the provider instance that reported the token (null for an entry recorded without one)
+                ///   - environment: sandbox or production: the registry is kept per (token, provider instance, environment); null when the provider has no environments or the entry predates per-environment entries (it then applies to every environment)
+                ///   - reason:
+                ///   - invalidSince:
+                ///   - registeredAt:
+                public init(
+                    token: Swift.String,
+                    invalid: Swift.Bool,
+                    provider: Swift.String? = nil,
+                    environment: Swift.String? = nil,
+                    reason: Swift.String? = nil,
+                    invalidSince: Swift.Int? = nil,
+                    registeredAt: Swift.Int? = nil
+                ) {
+                    self.token = token
+                    self.invalid = invalid
+                    self.provider = provider
+                    self.environment = environment
+                    self.reason = reason
+                    self.invalidSince = invalidSince
+                    self.registeredAt = registeredAt
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case token
+                    case invalid
+                    case provider
+                    case environment
+                    case reason
+                    case invalidSince
+                    case registeredAt
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Tokens/tokens`.
+            public typealias TokensPayload = [Components.Schemas.Tokens.TokensPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/Tokens/tokens`.
+            public var tokens: Components.Schemas.Tokens.TokensPayload?
+            /// Creates a new `Tokens`.
+            ///
+            /// - Parameters:
+            ///   - registered:
+            ///   - tokens:
+            public init(
+                registered: Swift.Int? = nil,
+                tokens: Components.Schemas.Tokens.TokensPayload? = nil
+            ) {
+                self.registered = registered
+                self.tokens = tokens
+            }
+            public enum CodingKeys: String, CodingKey {
+                case registered
+                case tokens
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ChannelCreate`.
+        public struct ChannelCreate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ChannelCreate/provider`.
+            public var provider: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ChannelCreate/environment`.
+            @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case sandbox = "sandbox"
+                case production = "production"
+                case _empty_ = ""
+            }
+            /// - Remark: Generated from `#/components/schemas/ChannelCreate/environment`.
+            public var environment: Components.Schemas.ChannelCreate.EnvironmentPayload?
+            /// 0: no message stored, 1: the most recent (default)
+            ///
+            /// - Remark: Generated from `#/components/schemas/ChannelCreate/storagePolicy`.
+            public var storagePolicy: Swift.Int?
+            /// Creates a new `ChannelCreate`.
+            ///
+            /// - Parameters:
+            ///   - provider:
+            ///   - environment:
+            ///   - storagePolicy: 0: no message stored, 1: the most recent (default)
+            public init(
+                provider: Swift.String? = nil,
+                environment: Components.Schemas.ChannelCreate.EnvironmentPayload? = nil,
+                storagePolicy: Swift.Int? = nil
+            ) {
+                self.provider = provider
+                self.environment = environment
+                self.storagePolicy = storagePolicy
+            }
+            public enum CodingKeys: String, CodingKey {
+                case provider
+                case environment
+                case storagePolicy
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.provider = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .provider
+                )
+                self.environment = try container.decodeIfPresent(
+                    Components.Schemas.ChannelCreate.EnvironmentPayload.self,
+                    forKey: .environment
+                )
+                self.storagePolicy = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .storagePolicy
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "provider",
+                    "environment",
+                    "storagePolicy"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Channel`.
+        public struct Channel: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Channel/channel`.
+            public var channel: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Channel/environment`.
+            public var environment: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Channel/messageStoragePolicy`.
+            public var messageStoragePolicy: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/Channel/pushType`.
+            public var pushType: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Channel/requestId`.
+            public var requestId: Swift.String?
+            /// Creates a new `Channel`.
+            ///
+            /// - Parameters:
+            ///   - channel:
+            ///   - environment:
+            ///   - messageStoragePolicy:
+            ///   - pushType:
+            ///   - requestId:
+            public init(
+                channel: Swift.String,
+                environment: Swift.String,
+                messageStoragePolicy: Swift.Int? = nil,
+                pushType: Swift.String? = nil,
+                requestId: Swift.String? = nil
+            ) {
+                self.channel = channel
+                self.environment = environment
+                self.messageStoragePolicy = messageStoragePolicy
+                self.pushType = pushType
+                self.requestId = requestId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case channel
+                case environment
+                case messageStoragePolicy
+                case pushType
+                case requestId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ChannelList`.
+        public struct ChannelList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ChannelList/channels`.
+            public var channels: [Swift.String]
+            /// - Remark: Generated from `#/components/schemas/ChannelList/environment`.
+            public var environment: Swift.String
+            /// Creates a new `ChannelList`.
+            ///
+            /// - Parameters:
+            ///   - channels:
+            ///   - environment:
+            public init(
+                channels: [Swift.String],
+                environment: Swift.String
+            ) {
+                self.channels = channels
+                self.environment = environment
+            }
+            public enum CodingKeys: String, CodingKey {
+                case channels
+                case environment
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ChannelDeleted`.
+        public struct ChannelDeleted: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ChannelDeleted/deleted`.
+            public var deleted: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ChannelDeleted/environment`.
+            public var environment: Swift.String
+            /// Creates a new `ChannelDeleted`.
+            ///
+            /// - Parameters:
+            ///   - deleted:
+            ///   - environment:
+            public init(
+                deleted: Swift.String,
+                environment: Swift.String
+            ) {
+                self.deleted = deleted
+                self.environment = environment
+            }
+            public enum CodingKeys: String, CodingKey {
+                case deleted
+                case environment
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Health`.
+        public struct Health: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Health/status`.
+            public var status: Swift.String
+            /// /readyz: how many providers are loaded
+            ///
+            /// - Remark: Generated from `#/components/schemas/Health/providers`.
+            public var providers: Swift.Int?
+            /// Creates a new `Health`.
+            ///
+            /// - Parameters:
+            ///   - status:
+            ///   - providers: /readyz: how many providers are loaded
+            public init(
+                status: Swift.String,
+                providers: Swift.Int? = nil
+            ) {
+                self.status = status
+                self.providers = providers
+            }
+            public enum CodingKeys: String, CodingKey {
+                case status
+                case providers
+            }
+        }
+    }
+}
+
+/// Types generated from the components section of the OpenAPI document.
+public enum Components {}
+
+/// API operations, with input and output types, generated from `#/paths` in the OpenAPI document.
+public enum Operations {
+    /// The process is alive
+    ///
+    /// - Remark: HTTP `GET /healthz`.
+    /// - Remark: Generated from `#/paths//healthz/get(getHealth)`.
+    public enum GetHealth {
+        public static let id: Swift.String = "getHealth"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/healthz/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetHealth.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetHealth.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetHealth.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            public init(headers: Operations.GetHealth.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/healthz/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/healthz/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Health)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Health {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetHealth.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetHealth.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// alive
+            ///
+            /// - Remark: Generated from `#/paths//healthz/get(getHealth)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetHealth.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetHealth.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Ready to deliver: the store answered its last background check and every provider can reach its device-push service. Answered from memory (within 100 ms whatever the database does).
+    ///
+    /// - Remark: HTTP `GET /readyz`.
+    /// - Remark: Generated from `#/paths//readyz/get(getReadiness)`.
+    public enum GetReadiness {
+        public static let id: Swift.String = "getReadiness"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/readyz/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetReadiness.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetReadiness.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetReadiness.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            public init(headers: Operations.GetReadiness.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/readyz/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/readyz/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Health)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Health {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetReadiness.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetReadiness.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// ready
+            ///
+            /// - Remark: Generated from `#/paths//readyz/get(getReadiness)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetReadiness.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetReadiness.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/readyz/GET/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/readyz/GET/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetReadiness.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetReadiness.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// server/not-ready
+            ///
+            /// - Remark: Generated from `#/paths//readyz/get(getReadiness)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetReadiness.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.GetReadiness.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Prometheus text format (needs a key with the `metrics` or `admin` scope); the queue depth is the last one the background store check read, with its age in norq_outbox_depth_age_seconds
+    ///
+    /// - Remark: HTTP `GET /metrics`.
+    /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
+    public enum GetMetrics {
+        public static let id: Swift.String = "getMetrics"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/metrics/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetMetrics.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetMetrics.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetMetrics.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            public init(headers: Operations.GetMetrics.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/metrics/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/metrics/GET/responses/200/content/text\/plain`.
+                    case plainText(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.plainText`.
+                    ///
+                    /// - Throws: An error if `self` is not `.plainText`.
+                    /// - SeeAlso: `.plainText`.
+                    public var plainText: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .plainText(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetMetrics.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetMetrics.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// text/plain; version=0.0.4
+            ///
+            /// - Remark: Generated from `#/paths//metrics/get(getMetrics)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetMetrics.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetMetrics.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/metrics/GET/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/metrics/GET/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetMetrics.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetMetrics.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//metrics/get(getMetrics)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetMetrics.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.GetMetrics.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/metrics/GET/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/metrics/GET/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetMetrics.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetMetrics.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden: the key lacks the metrics scope
+            ///
+            /// - Remark: Generated from `#/paths//metrics/get(getMetrics)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetMetrics.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.GetMetrics.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/metrics/GET/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/metrics/GET/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetMetrics.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetMetrics.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//metrics/get(getMetrics)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.GetMetrics.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.GetMetrics.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case plainText
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/plain":
+                    self = .plainText
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .plainText:
+                    return "text/plain"
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .plainText,
+                    .json
+                ]
+            }
+        }
+    }
+    /// Enqueue a send
+    ///
+    /// - Remark: HTTP `POST /v1/sends`.
+    /// - Remark: Generated from `#/paths//v1/sends/post(createSend)`.
+    public enum CreateSend {
+        public static let id: Swift.String = "createSend"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/sends/POST/query`.
+            public struct Query: Sendable, Hashable {
+                /// wait for every outcome (bounded by server.limits.waitTimeout)
+                ///
+                /// - Remark: Generated from `#/paths/v1/sends/POST/query/wait`.
+                public var wait: Swift.Bool?
+                /// seconds to wait, at most server.limits.waitTimeout
+                ///
+                /// - Remark: Generated from `#/paths/v1/sends/POST/query/timeout`.
+                public var timeout: Swift.Double?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - wait: wait for every outcome (bounded by server.limits.waitTimeout)
+                ///   - timeout: seconds to wait, at most server.limits.waitTimeout
+                public init(
+                    wait: Swift.Bool? = nil,
+                    timeout: Swift.Double? = nil
+                ) {
+                    self.wait = wait
+                    self.timeout = timeout
+                }
+            }
+            public var query: Operations.CreateSend.Input.Query
+            /// - Remark: Generated from `#/paths/v1/sends/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                /// a repeat returns the original answer with Idempotent-Replayed: true; the same key with another body is 422 idempotency/key-reused; a repeat while the first is being accepted is 409
+                ///
+                /// - Remark: Generated from `#/paths/v1/sends/POST/header/Idempotency-Key`.
+                public var idempotencyKey: Swift.String?
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateSend.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - idempotencyKey: a repeat returns the original answer with Idempotent-Replayed: true; the same key with another body is 422 idempotency/key-reused; a repeat while the first is being accepted is 409
+                ///   - accept:
+                public init(
+                    idempotencyKey: Swift.String? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateSend.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.idempotencyKey = idempotencyKey
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.CreateSend.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/sends/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.SendRequest)
+            }
+            public var body: Operations.CreateSend.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            ///   - body:
+            public init(
+                query: Operations.CreateSend.Input.Query = .init(),
+                headers: Operations.CreateSend.Input.Headers = .init(),
+                body: Operations.CreateSend.Input.Body
+            ) {
+                self.query = query
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Finished)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Finished {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// finished (?wait=true)
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.CreateSend.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.CreateSend.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/202/headers`.
+                public struct Headers: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/202/headers/Idempotent-Replayed`.
+                    @frozen public enum IdempotentReplayedPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                        case _true = "true"
+                    }
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/202/headers/Idempotent-Replayed`.
+                    public var idempotentReplayed: Operations.CreateSend.Output.Accepted.Headers.IdempotentReplayedPayload?
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/202/headers/Location`.
+                    public var location: Swift.String?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - idempotentReplayed:
+                    ///   - location:
+                    public init(
+                        idempotentReplayed: Operations.CreateSend.Output.Accepted.Headers.IdempotentReplayedPayload? = nil,
+                        location: Swift.String? = nil
+                    ) {
+                        self.idempotentReplayed = idempotentReplayed
+                        self.location = location
+                    }
+                }
+                /// Received HTTP response headers
+                public var headers: Operations.CreateSend.Output.Accepted.Headers
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/202/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.Accepted)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Accepted {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                public init(
+                    headers: Operations.CreateSend.Output.Accepted.Headers = .init(),
+                    body: Operations.CreateSend.Output.Accepted.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// accepted (or still pending after ?wait=true); Location: the status URL
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.CreateSend.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            public var accepted: Operations.CreateSend.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request: malformed JSON, a missing or unknown field, a wrong type
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.CreateSend.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.CreateSend.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ContentTooLarge: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/413/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/413/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.ContentTooLarge.Body
+                /// Creates a new `ContentTooLarge`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.ContentTooLarge.Body) {
+                    self.body = body
+                }
+            }
+            /// server/body-too-large or server/too-many-recipients
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Operations.CreateSend.Output.ContentTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Operations.CreateSend.Output.ContentTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnsupportedMediaType: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/415/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/415/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.UnsupportedMediaType.Body
+                /// Creates a new `UnsupportedMediaType`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.UnsupportedMediaType.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unsupported-media-type: the body is not application/json
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Operations.CreateSend.Output.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            public var unsupportedMediaType: Operations.CreateSend.Output.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// a template, data, recipient or idempotency error (template/*, push/*, idempotency/key-reused, server/unknown-sample)
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.CreateSend.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.CreateSend.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.CreateSend.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.CreateSend.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.CreateSend.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.CreateSend.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden: the key may not use this template or provider
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.CreateSend.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.CreateSend.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/409/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// server/idempotency-in-progress
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.CreateSend.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Operations.CreateSend.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/POST/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/POST/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateSend.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateSend.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// store/*: the store is unavailable
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/post(createSend)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.CreateSend.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.CreateSend.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Progress and outcomes of a send, paginated. Readable by the key that made the send, or a key with the `read-all` or `admin` scope; another key's send answers 404 like an unknown id.
+    ///
+    /// - Remark: HTTP `GET /v1/sends/{id}`.
+    /// - Remark: Generated from `#/paths//v1/sends/{id}/get(getSend)`.
+    public enum GetSend {
+        public static let id: Swift.String = "getSend"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/path/id`.
+                public var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id:
+                public init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            public var path: Operations.GetSend.Input.Path
+            /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/query/offset`.
+                public var offset: Swift.Int?
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/query/limit`.
+                public var limit: Swift.Int?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - offset:
+                ///   - limit:
+                public init(
+                    offset: Swift.Int? = nil,
+                    limit: Swift.Int? = nil
+                ) {
+                    self.offset = offset
+                    self.limit = limit
+                }
+            }
+            public var query: Operations.GetSend.Input.Query
+            /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetSend.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetSend.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetSend.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.GetSend.Input.Path,
+                query: Operations.GetSend.Input.Query = .init(),
+                headers: Operations.GetSend.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.SendStatus)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.SendStatus {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetSend.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetSend.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// the send
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/{id}/get(getSend)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetSend.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetSend.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/404/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetSend.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetSend.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// store/send-not-found
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/{id}/get(getSend)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.GetSend.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Operations.GetSend.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetSend.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetSend.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/{id}/get(getSend)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetSend.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.GetSend.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetSend.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetSend.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/{id}/get(getSend)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.GetSend.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.GetSend.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/sends/{id}/GET/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetSend.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetSend.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// store/*
+            ///
+            /// - Remark: Generated from `#/paths//v1/sends/{id}/get(getSend)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetSend.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.GetSend.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Dry run: the rendered content, or with `to` the exact requests (authorization redacted)
+    ///
+    /// - Remark: HTTP `POST /v1/render`.
+    /// - Remark: Generated from `#/paths//v1/render/post(render)`.
+    public enum Render {
+        public static let id: Swift.String = "render"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/render/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Render.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Render.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.Render.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/render/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.RenderRequest)
+            }
+            public var body: Operations.Render.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.Render.Input.Headers = .init(),
+                body: Operations.Render.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Rendered)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Rendered {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// rendered
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.Render.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.Render.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request: malformed JSON, a missing or unknown field, a wrong type
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.Render.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.Render.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ContentTooLarge: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/413/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/413/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.ContentTooLarge.Body
+                /// Creates a new `ContentTooLarge`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.ContentTooLarge.Body) {
+                    self.body = body
+                }
+            }
+            /// server/body-too-large or server/too-many-recipients
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Operations.Render.Output.ContentTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Operations.Render.Output.ContentTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnsupportedMediaType: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/415/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/415/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.UnsupportedMediaType.Body
+                /// Creates a new `UnsupportedMediaType`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.UnsupportedMediaType.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unsupported-media-type: the body is not application/json
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Operations.Render.Output.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            public var unsupportedMediaType: Operations.Render.Output.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// a template, data, recipient or idempotency error (template/*, push/*, idempotency/key-reused, server/unknown-sample)
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.Render.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.Render.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.Render.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.Render.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.Render.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.Render.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/render/POST/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/render/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Render.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Render.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden
+            ///
+            /// - Remark: Generated from `#/paths//v1/render/post(render)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.Render.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.Render.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Compile one template (and check data against its schema) or all of them
+    ///
+    /// - Remark: HTTP `POST /v1/validate`.
+    /// - Remark: Generated from `#/paths//v1/validate/post(validate)`.
+    public enum Validate {
+        public static let id: Swift.String = "validate"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/validate/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Validate.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Validate.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.Validate.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/validate/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.ValidateRequest)
+            }
+            public var body: Operations.Validate.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.Validate.Input.Headers = .init(),
+                body: Operations.Validate.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Validation)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Validation {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// the result
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.Validate.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.Validate.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request: malformed JSON, a missing or unknown field, a wrong type
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.Validate.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.Validate.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ContentTooLarge: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/413/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/413/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.ContentTooLarge.Body
+                /// Creates a new `ContentTooLarge`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.ContentTooLarge.Body) {
+                    self.body = body
+                }
+            }
+            /// server/body-too-large or server/too-many-recipients
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Operations.Validate.Output.ContentTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Operations.Validate.Output.ContentTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnsupportedMediaType: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/415/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/415/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.UnsupportedMediaType.Body
+                /// Creates a new `UnsupportedMediaType`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.UnsupportedMediaType.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unsupported-media-type: the body is not application/json
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Operations.Validate.Output.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            public var unsupportedMediaType: Operations.Validate.Output.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// a template, data, recipient or idempotency error (template/*, push/*, idempotency/key-reused, server/unknown-sample)
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.Validate.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.Validate.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.Validate.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.Validate.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.Validate.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.Validate.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/validate/POST/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/validate/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Validate.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Validate.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden
+            ///
+            /// - Remark: Generated from `#/paths//v1/validate/post(validate)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.Validate.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.Validate.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// The token registry: query tokens, record re-registrations (needs the `register-tokens` or `admin` scope), or list. A provider-scoped key sees and registers in its providers only.
+    ///
+    /// - Remark: HTTP `POST /v1/tokens/invalid`.
+    /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)`.
+    public enum Tokens {
+        public static let id: Swift.String = "tokens"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Tokens.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.Tokens.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.Tokens.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.TokensRequest)
+            }
+            public var body: Operations.Tokens.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.Tokens.Input.Headers = .init(),
+                body: Operations.Tokens.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Tokens)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Tokens {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// the answer
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.Tokens.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.Tokens.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request: malformed JSON, a missing or unknown field, a wrong type
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.Tokens.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.Tokens.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ContentTooLarge: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/413/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/413/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.ContentTooLarge.Body
+                /// Creates a new `ContentTooLarge`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.ContentTooLarge.Body) {
+                    self.body = body
+                }
+            }
+            /// server/body-too-large or server/too-many-recipients
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Operations.Tokens.Output.ContentTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Operations.Tokens.Output.ContentTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnsupportedMediaType: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/415/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/415/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.UnsupportedMediaType.Body
+                /// Creates a new `UnsupportedMediaType`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.UnsupportedMediaType.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unsupported-media-type: the body is not application/json
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Operations.Tokens.Output.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            public var unsupportedMediaType: Operations.Tokens.Output.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// a template, data, recipient or idempotency error (template/*, push/*, idempotency/key-reused, server/unknown-sample)
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.Tokens.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.Tokens.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden: register without the register-tokens scope, or a provider outside the key's scope
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.Tokens.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.Tokens.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.Tokens.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.Tokens.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.Tokens.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.Tokens.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/tokens/invalid/POST/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.Tokens.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.Tokens.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// store/*
+            ///
+            /// - Remark: Generated from `#/paths//v1/tokens/invalid/post(tokens)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.Tokens.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.Tokens.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// List the app's channels
+    ///
+    /// - Remark: HTTP `GET /v1/channels`.
+    /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)`.
+    public enum ListChannels {
+        public static let id: Swift.String = "listChannels"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/channels/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/query/provider`.
+                public var provider: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/channels/GET/query/environment`.
+                @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case sandbox = "sandbox"
+                    case production = "production"
+                }
+                /// - Remark: Generated from `#/paths/v1/channels/GET/query/environment`.
+                public var environment: Operations.ListChannels.Input.Query.EnvironmentPayload?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - provider:
+                ///   - environment:
+                public init(
+                    provider: Swift.String? = nil,
+                    environment: Operations.ListChannels.Input.Query.EnvironmentPayload? = nil
+                ) {
+                    self.provider = provider
+                    self.environment = environment
+                }
+            }
+            public var query: Operations.ListChannels.Input.Query
+            /// - Remark: Generated from `#/paths/v1/channels/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListChannels.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListChannels.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ListChannels.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.ListChannels.Input.Query = .init(),
+                headers: Operations.ListChannels.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ChannelList)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ChannelList {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// the channels
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListChannels.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ListChannels.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.ListChannels.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.ListChannels.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.ListChannels.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.ListChannels.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.ListChannels.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.ListChannels.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.ListChannels.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.ListChannels.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// apns/*, push/invalid-environment or routing/unknown-provider (no APNs provider of that name)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.ListChannels.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.ListChannels.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/GET/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/GET/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListChannels.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListChannels.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/get(listChannels)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.ListChannels.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.ListChannels.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Create a Live Activity broadcast channel (iOS 18) through the APNs provider
+    ///
+    /// - Remark: HTTP `POST /v1/channels`.
+    /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)`.
+    public enum CreateChannel {
+        public static let id: Swift.String = "createChannel"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/channels/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateChannel.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateChannel.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.CreateChannel.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/channels/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.ChannelCreate)
+            }
+            public var body: Operations.CreateChannel.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.CreateChannel.Input.Headers = .init(),
+                body: Operations.CreateChannel.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.Channel)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Channel {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// created
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.CreateChannel.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.CreateChannel.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request: malformed JSON, a missing or unknown field, a wrong type
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.CreateChannel.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.CreateChannel.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ContentTooLarge: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/413/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/413/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.ContentTooLarge.Body
+                /// Creates a new `ContentTooLarge`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.ContentTooLarge.Body) {
+                    self.body = body
+                }
+            }
+            /// server/body-too-large or server/too-many-recipients
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Operations.CreateChannel.Output.ContentTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Operations.CreateChannel.Output.ContentTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnsupportedMediaType: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/415/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/415/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.UnsupportedMediaType.Body
+                /// Creates a new `UnsupportedMediaType`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.UnsupportedMediaType.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unsupported-media-type: the body is not application/json
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Operations.CreateChannel.Output.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            public var unsupportedMediaType: Operations.CreateChannel.Output.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// a template, data, recipient or idempotency error (template/*, push/*, idempotency/key-reused, server/unknown-sample)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.CreateChannel.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.CreateChannel.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.CreateChannel.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.CreateChannel.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.CreateChannel.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.CreateChannel.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.CreateChannel.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.CreateChannel.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/POST/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/POST/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.CreateChannel.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.CreateChannel.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/post(createChannel)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.CreateChannel.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.CreateChannel.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Read a channel
+    ///
+    /// - Remark: HTTP `GET /v1/channels/{id}`.
+    /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)`.
+    public enum GetChannel {
+        public static let id: Swift.String = "getChannel"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// the channel id, percent-encoded
+                ///
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/path/id`.
+                public var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id: the channel id, percent-encoded
+                public init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            public var path: Operations.GetChannel.Input.Path
+            /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query/provider`.
+                public var provider: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query/environment`.
+                @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case sandbox = "sandbox"
+                    case production = "production"
+                }
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/query/environment`.
+                public var environment: Operations.GetChannel.Input.Query.EnvironmentPayload?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - provider:
+                ///   - environment:
+                public init(
+                    provider: Swift.String? = nil,
+                    environment: Operations.GetChannel.Input.Query.EnvironmentPayload? = nil
+                ) {
+                    self.provider = provider
+                    self.environment = environment
+                }
+            }
+            public var query: Operations.GetChannel.Input.Query
+            /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetChannel.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetChannel.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetChannel.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.GetChannel.Input.Path,
+                query: Operations.GetChannel.Input.Query = .init(),
+                headers: Operations.GetChannel.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Channel)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Channel {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// the channel
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetChannel.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetChannel.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.GetChannel.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.GetChannel.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.GetChannel.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.GetChannel.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.GetChannel.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.GetChannel.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.GetChannel.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.GetChannel.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// apns/*: APNs refused (for example an unknown channel); routing/unknown-provider
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.GetChannel.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.GetChannel.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/GET/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetChannel.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetChannel.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/get(getChannel)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.GetChannel.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.GetChannel.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Delete a channel
+    ///
+    /// - Remark: HTTP `DELETE /v1/channels/{id}`.
+    /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)`.
+    public enum DeleteChannel {
+        public static let id: Swift.String = "deleteChannel"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/path`.
+            public struct Path: Sendable, Hashable {
+                /// the channel id, percent-encoded
+                ///
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/path/id`.
+                public var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id: the channel id, percent-encoded
+                public init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            public var path: Operations.DeleteChannel.Input.Path
+            /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query/provider`.
+                public var provider: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query/environment`.
+                @frozen public enum EnvironmentPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case sandbox = "sandbox"
+                    case production = "production"
+                }
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/query/environment`.
+                public var environment: Operations.DeleteChannel.Input.Query.EnvironmentPayload?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - provider:
+                ///   - environment:
+                public init(
+                    provider: Swift.String? = nil,
+                    environment: Operations.DeleteChannel.Input.Query.EnvironmentPayload? = nil
+                ) {
+                    self.provider = provider
+                    self.environment = environment
+                }
+            }
+            public var query: Operations.DeleteChannel.Input.Query
+            /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteChannel.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.DeleteChannel.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.DeleteChannel.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.DeleteChannel.Input.Path,
+                query: Operations.DeleteChannel.Input.Query = .init(),
+                headers: Operations.DeleteChannel.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/200/content/application\/json`.
+                    case json(Components.Schemas.ChannelDeleted)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.ChannelDeleted {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// deleted
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.DeleteChannel.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.DeleteChannel.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/400/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// server/invalid-request
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.DeleteChannel.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.DeleteChannel.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Unauthorized: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/401/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/401/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.Unauthorized.Body
+                /// Creates a new `Unauthorized`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.Unauthorized.Body) {
+                    self.body = body
+                }
+            }
+            /// server/unauthorized: no or wrong API key
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Operations.DeleteChannel.Output.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Operations.DeleteChannel.Output.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct TooManyRequests: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/429/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/429/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.TooManyRequests.Body
+                /// Creates a new `TooManyRequests`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.TooManyRequests.Body) {
+                    self.body = body
+                }
+            }
+            /// server/rate-limited: too many requests for this key, or without a valid key from this address (Retry-After)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Operations.DeleteChannel.Output.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Operations.DeleteChannel.Output.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/403/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// server/forbidden
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.DeleteChannel.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Operations.DeleteChannel.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct UnprocessableContent: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/422/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/422/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.UnprocessableContent.Body
+                /// Creates a new `UnprocessableContent`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.UnprocessableContent.Body) {
+                    self.body = body
+                }
+            }
+            /// apns/* or routing/unknown-provider (no APNs provider of that name)
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Operations.DeleteChannel.Output.UnprocessableContent)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Operations.DeleteChannel.Output.UnprocessableContent {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct ServiceUnavailable: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/503/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/channels/{id}/DELETE/responses/503/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.DeleteChannel.Output.ServiceUnavailable.Body
+                /// Creates a new `ServiceUnavailable`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.DeleteChannel.Output.ServiceUnavailable.Body) {
+                    self.body = body
+                }
+            }
+            /// provider/*: the APNs management service could not be reached
+            ///
+            /// - Remark: Generated from `#/paths//v1/channels/{id}/delete(deleteChannel)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Operations.DeleteChannel.Output.ServiceUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Operations.DeleteChannel.Output.ServiceUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+}

@@ -441,6 +441,9 @@ let package = Package(
                 "NorqClient", "NorqAPI", "NorqServer", "Norq", "NorqConfig", "NorqStore", "NorqTemplates", "NorqConsole",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import Norq
@@ -7,6 +8,8 @@ import NorqConfig
 import NorqConsole
 import NorqServer
 import NorqStore
+import NIOCore
+import NIOHTTP1
 import NorqTemplates
 import OpenAPIRuntime
 import Synchronization
@@ -105,6 +108,32 @@ import Testing
                   case .badRequest = try await norq.api.createChannel(body: .json(.init())) else {
                 Issue.record("a channel route did not answer 400")
                 return
+            }
+            // A provider that does not exist: 422 routing/unknown-provider (semantic, not a malformed request).
+            guard case .unprocessableContent(let unknown) = try await norq.api.listChannels(query: .init(provider: "nope"))
+            else {
+                Issue.record("an unknown provider did not answer 422")
+                return
+            }
+            #expect(try unknown.body.json.error.code == "routing/unknown-provider")
+        }
+    }
+
+    /// A path of the API with a method it does not take: 405 with Allow (not 404); another path: 404.
+    @Test func anUndeclaredMethodIs405WithAllow() async throws {
+        try await Self.withServer { _, url in
+            for (method, path, status, allow) in [(HTTPMethod.PUT, "/v1/validate", 405, "POST"),
+                                                  (.PATCH, "/v1/channels", 405, "GET, POST"),
+                                                  (.POST, "/v1/sends/0123abcd", 405, "GET"),
+                                                  (.GET, "/v1/nothing", 404, nil)] {
+                var request = HTTPClientRequest(url: url.absoluteString + path)
+                request.method = method
+                request.headers.add(name: "Authorization", value: "Bearer \(Self.key)")
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                #expect(Int(response.status.code) == status, "\(method) \(path)")
+                #expect(response.headers.first(name: "Allow") == allow, "\(method) \(path)")
+                let body = try await response.body.collect(upTo: 65_536)
+                #expect(String(buffer: body).contains(status == 405 ? "server/invalid-request" : "server/not-found"))
             }
         }
     }

@@ -10,10 +10,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCHEMATHESIS_VERSION=4.32.5
-if ! command -v st >/dev/null 2>&1 || [ "$(st --version 2>/dev/null | awk '{print $NF}')" != "$SCHEMATHESIS_VERSION" ]; then
+installed() { python3 -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true; }
+if [ "$(installed)" != "$SCHEMATHESIS_VERSION" ]; then
     echo "scripts/schemathesis.sh: installing schemathesis $SCHEMATHESIS_VERSION (PyPI)" >&2
     python3 -m pip install -q "schemathesis==$SCHEMATHESIS_VERSION" >&2
 fi
+# Through python3 rather than the `st` script, which a pyenv or a user install may not have put on PATH yet.
+st() { python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "st"; sys.exit(schemathesis())' "$@"; }
 NORQ="${NORQ_BIN:-$(swift build --show-bin-path)/norq}"
 [ -x "$NORQ" ] || { echo "scripts/schemathesis.sh: no $NORQ (build first)" >&2; exit 1; }
 

@@ -12,7 +12,7 @@ extension PostgresDeliveryStore {
         // An entry without a provider or environment ('') applies everywhere: any filter re-registers it
         // (`DeliveryStoreRules.registrationApplies`), as in `registerToken`.
         try await call("recording \(tokens.count) token registrations") { client in
-            try await client.query("""
+            _ = try await client.query("""
                 UPDATE norq_invalid_tokens SET registered_at = greatest(coalesce(registered_at, \(at)), \(at))
                 WHERE token = ANY(\(tokens)::text[]) AND (\(provider)::text IS NULL OR provider IN ('', \(provider)::text))
                     AND (\(environment)::text IS NULL OR environment IN ('', \(environment)::text))

@@ -28,6 +28,8 @@ let package = Package(
         .library(name: "NorqServer", targets: ["NorqServer"]),
         .library(name: "NorqBuiltIns", targets: ["NorqBuiltIns"]),
         .library(name: "NorqLocalEmulators", targets: ["NorqLocalEmulators"]),
+        .library(name: "NorqAPI", targets: ["NorqAPI"]),
+        .library(name: "NorqClient", targets: ["NorqClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -53,6 +55,11 @@ let package = Package(
         // `norq serve` (issue 19): the request-body deadline handler sees HTTP parts as swift-http-types.
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // Spec-first API (issue 33): the code generated from docs/openapi.yaml (scripts/generate-openapi.sh, committed,
+        // so no build compiles the generator) needs its runtime; the client's transport is AsyncHTTPClient's, which
+        // the package already builds for Web Push.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
         // Tests only: property-based round trips of the stored values (issue 29).
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
@@ -374,6 +381,7 @@ let package = Package(
             name: "NorqServer",
             dependencies: ["NorqStore", 
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
+                "NorqAPI",  // the documents it answers with, generated from docs/openapi.yaml (issue 33)
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
@@ -403,6 +411,39 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        // The request and response types of docs/openapi.yaml, generated (Generated/, scripts/generate-openapi.sh):
+        // what the server answers with and the client reads (issue 33).
+        .target(
+            name: "NorqAPI",
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            exclude: ["Generated/openapi.yaml.sha256"],
+            swiftSettings: strict
+        ),
+        // A Swift client of a norq server (issue 33): the generated client of docs/openapi.yaml over AsyncHTTPClient,
+        // with the API key as a bearer token.
+        .target(
+            name: "NorqClient",
+            dependencies: [
+                "NorqAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqClientTests",
+            dependencies: [
+                "NorqClient", "NorqAPI", "NorqServer", "Norq", "NorqConfig", "NorqStore", "NorqTemplates", "NorqConsole",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -2,8 +2,9 @@
 # The README's test command. Starts a throwaway PostgreSQL server (installing the Debian package `postgresql` when
 # missing) as a non-root user on a free port in a temporary directory, exports its URL for the PostgreSQL tests
 # (NORQ_TEST_POSTGRES_URL), runs `swift test --no-parallel` (extra arguments are passed on), and stops the server
-# on exit.
+# on exit; then schemathesis against a live server (scripts/schemathesis.sh, installed from PyPI when missing).
 #
+#   NORQ_SKIP_SCHEMATHESIS=1               skip schemathesis (also skipped on a --filter/--skip run)
 #   NORQ_TEST_POSTGRES_URL=postgres://...  use that server instead (it must allow CREATE DATABASE)
 #   NORQ_SKIP_POSTGRES=1                   skip the PostgreSQL tests explicitly (they fail when neither is set)
 #
@@ -26,8 +27,27 @@ if [ "${NORQ_SKIP_BROWSER:-}" != "1" ]; then
     export NORQ_REQUIRE_BROWSER=1
 fi
 
+# After the tests, schemathesis against a live `norq serve --emulator` (scripts/schemathesis.sh: every operation of
+# docs/openapi.yaml, all checks, a fixed seed, 300 examples per operation; zero failures). Skipped when the run is
+# filtered (--filter/--skip) or NORQ_SKIP_SCHEMATHESIS=1.
+run_tests() {
+    local status=0
+    swift test --no-parallel "$@" || status=$?
+    [ "$status" -ne 0 ] && return "$status"
+    case " $* " in
+        *" --filter "*|*" --skip "*)
+            echo "scripts/test.sh: filtered run, schemathesis not run" >&2; return 0 ;;
+    esac
+    if [ "${NORQ_SKIP_SCHEMATHESIS:-}" = "1" ]; then
+        echo "scripts/test.sh: NORQ_SKIP_SCHEMATHESIS=1, schemathesis not run" >&2
+        return 0
+    fi
+    scripts/schemathesis.sh
+}
+
 if [ "${NORQ_SKIP_POSTGRES:-}" = "1" ] || [ -n "${NORQ_TEST_POSTGRES_URL:-}" ]; then
-    exec swift test --no-parallel "$@"
+    run_tests "$@"
+    exit $?
 fi
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
@@ -86,8 +106,6 @@ export NORQ_TEST_POSTGRES_URL="postgres://norq@127.0.0.1:$PORT/postgres?sslmode=
 export NORQ_TEST_POSTGRES_CTL="$PGTMP/pgctl"
 echo "scripts/test.sh: PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT ($PGTMP)" >&2
 
-set +e
-swift test --no-parallel "$@"
-status=$?
-set -e
+status=0
+run_tests "$@" || status=$?
 exit $status

@@ -406,10 +406,13 @@ struct TokensCommand: AsyncParsableCommand {
     struct Register: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "register",
-            abstract: "Record that a token was registered again now (later sends reach it).")
+            abstract: "Record that tokens were registered again now (later sends reach them).")
 
-        @Argument(help: "The device token.")
-        var token: String
+        @Argument(help: "The device tokens (one or more).")
+        var tokens: [String] = []
+        @Option(name: .long, help: ArgumentHelp("Also the tokens in this file, one a line ('-': standard input).",
+                                                valueName: "PATH"))
+        var file: String?
         @OptionGroup var configOptions: ConfigOptions
         @Option(name: .long, help: ArgumentHelp("A SQLite file or a postgres:// URL.", valueName: "PATH|URL"))
         var store: String?
@@ -424,16 +427,43 @@ struct TokensCommand: AsyncParsableCommand {
                 let environment = try self.environment.map(PushEnvironment.parse)?.rawValue
                 let configuration = try configOptions.loadConfigurationIfPresent()
                 let storeConfiguration = try DurableCLI.requireStore(store, configuration)
-                let token = self.token, provider = self.provider
+                let tokens = try self.tokens + readFile()
+                guard !tokens.isEmpty else {
+                    throw NorqError(.cliMissingRecipients, "norq tokens register needs at least one token (arguments or --file)")
+                }
+                if let empty = tokens.firstIndex(where: \.isEmpty) {
+                    throw NorqError(.emptyToken, "token \(empty + 1) is empty")
+                }
+                let provider = self.provider
                 try await DurableCLI.withStore(storeConfiguration, logger: DurableCLI.logger(verbose: false)) { store, _ in
-                    try await store.registerToken(token, provider: provider, environment: environment,
-                                                  at: StoreClock.system.nowMillis())
+                    // One store call for the batch (one statement in the SQL stores).
+                    try await store.registerTokens(tokens, provider: provider, environment: environment,
+                                                   at: StoreClock.system.nowMillis())
                     let scope = [provider.map { "provider \($0)" }, environment].compactMap { $0 }.joined(separator: ", ")
-                    Console.out("registered \(PushToken.redact(token))\(scope.isEmpty ? "" : " (\(scope))")\n")
+                    let what = tokens.count == 1 ? PushToken.redact(tokens[0]) : "\(tokens.count) tokens"
+                    Console.out("registered \(what)\(scope.isEmpty ? "" : " (\(scope))")\n")
                 }
             } catch let error as NorqError {
                 throw Console.fail(error)
             }
+        }
+
+        /// The tokens of `--file`: one a line, blank lines and surrounding spaces ignored.
+        func readFile() throws(NorqError) -> [String] {
+            guard let file else { return [] }
+            let text: String
+            if file == "-" {
+                var lines: [String] = []
+                while let line = readLine(strippingNewline: true) { lines.append(line) }
+                text = lines.joined(separator: "\n")
+            } else {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw NorqError(.cliFileNotFound, "cannot read the token file \(file)")
+                }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            return text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
         }
     }
 }

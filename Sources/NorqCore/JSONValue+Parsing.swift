@@ -11,6 +11,39 @@ extension JSONValue {
         var parser = JSONParser(bytes: bytes, file: file, maxDepth: maxDepth)
         self = try parser.parseDocument()
     }
+
+    /// Parses UTF-8 JSON bytes, counting the elements of the arrays at `limit`'s paths while parsing: the parse stops
+    /// with `limit.error` at the first element past `limit.maximum` in any one group, before the rest of the text is
+    /// read (a large list is refused without building it).
+    public init(parsing bytes: [UInt8], maxDepth: Int = 256, limit: JSONElementLimit) throws(NorqError) {
+        var parser = JSONParser(bytes: bytes, file: nil, maxDepth: maxDepth)
+        parser.limit = limit
+        parser.counts = Array(repeating: 0, count: limit.groups.count)
+        self = try parser.parseDocument()
+    }
+}
+
+/// The most elements that the arrays at some paths may hold together, checked while parsing
+/// (`JSONValue(parsing:maxDepth:limit:)`).
+public struct JSONElementLimit: Sendable {
+    /// One step of a path from the document's root: an object key, or any index of an array.
+    public enum Step: Sendable, Hashable {
+        case key(String)
+        case index
+    }
+
+    /// Groups of array paths (each path ends at an array element, `.index`); the elements at a group's paths are
+    /// counted together, and each group may hold at most `maximum`.
+    public var groups: [[[Step]]]
+    public var maximum: Int
+    /// The error thrown at the first element past `maximum`.
+    public var error: NorqError
+
+    public init(groups: [[[Step]]], maximum: Int, error: NorqError) {
+        self.groups = groups
+        self.maximum = maximum
+        self.error = error
+    }
 }
 
 struct JSONParser {
@@ -19,6 +52,10 @@ struct JSONParser {
     let maxDepth: Int
     var index = 0
     var depth = 0
+    /// With a limit: the path from the root to the value being parsed, and the count of each group.
+    var limit: JSONElementLimit?
+    var path: [JSONElementLimit.Step] = []
+    var counts: [Int] = []
 
     init(bytes: [UInt8], file: String?, maxDepth: Int) {
         self.bytes = bytes
@@ -100,7 +137,13 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            if limit != nil {
+                path.append(.key(key))
+                object[key] = try parseValue()
+                path.removeLast()
+            } else {
+                object[key] = try parseValue()
+            }
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input in object") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -121,12 +164,28 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
-            items.append(try parseValue())
+            if limit != nil {
+                path.append(.index)
+                try countElement()
+                items.append(try parseValue())
+                path.removeLast()
+            } else {
+                items.append(try parseValue())
+            }
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input in array") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
             if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
             throw error("expected ',' or ']'")
+        }
+    }
+
+    /// Counts the array element at `path` in every group with that path; throws past the maximum.
+    mutating func countElement() throws(NorqError) {
+        guard let limit else { return }
+        for (group, paths) in limit.groups.enumerated() where paths.contains(path) {
+            counts[group] += 1
+            if counts[group] > limit.maximum { throw limit.error }
         }
     }
 

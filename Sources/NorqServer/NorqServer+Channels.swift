@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NorqAPI
 import NorqAPNs
 import NorqCore
 
@@ -31,8 +32,8 @@ extension NorqServer {
             let key = try self.authorize(request, &context)
             let provider = try self.channelProvider(request.uri.queryParameters.get("provider"), key: key)
             let list = try await provider.listChannels(environment: try Self.environment(request))
-            return ServerJSON.response(200, ["channels": .array(list.channels.map(JSONValue.string)),
-                                             "environment": .string(list.environment.rawValue)])
+            return ServerJSON.encoded(200, Components.Schemas.ChannelList(channels: list.channels,
+                                                                          environment: list.environment.rawValue))
         }
         router.get("/v1/channels/:id") { request, context in
             var context = context
@@ -46,19 +47,21 @@ extension NorqServer {
             let key = try self.authorize(request, &context)
             let provider = try self.channelProvider(request.uri.queryParameters.get("provider"), key: key)
             let deleted = try await provider.deleteChannel(try Self.channelID(context), environment: try Self.environment(request))
-            return ServerJSON.response(200, ["deleted": .string(deleted.id), "environment": .string(deleted.environment.rawValue)])
+            return ServerJSON.encoded(200, Components.Schemas.ChannelDeleted(deleted: deleted.id,
+                                                                             environment: deleted.environment.rawValue))
         }
     }
 
-    /// The APNs provider named `name`, else the only one; `server/invalid-request` when that is ambiguous or none,
-    /// `server/forbidden` when the key may not use it.
+    /// The APNs provider named `name` (`routing/unknown-provider` when there is none of that name), else the only
+    /// one; `server/invalid-request` when that is ambiguous or none, `server/forbidden` when the key may not use it.
     func channelProvider(_ name: String?, key: APIKeyTable.Entry?) throws(NorqError) -> APNsProvider {
         let providers = dependencies.delivery.router.providers
         let apns = providers.values.compactMap { $0 as? APNsProvider }.sorted { $0.name < $1.name }
         let chosen: APNsProvider
         if let name {
             guard let found = providers[name] as? APNsProvider else {
-                throw NorqError(.serverInvalidRequest, "no APNs provider named \"\(name.prefix(100))\"")
+                // Semantic, like an unknown template: the request is well-formed (422, not 400).
+                throw NorqError(.unknownProvider, "no APNs provider named \"\(name.prefix(100))\"")
             }
             chosen = found
         } else {

@@ -2,6 +2,7 @@ import Hummingbird
 import Metrics
 import Norq
 import NorqConfig
+import NorqAPI
 import NorqCore
 import NorqStore
 import NorqTemplates
@@ -13,8 +14,26 @@ extension NorqServer {
     /// Longest accepted `Idempotency-Key` (bytes).
     static let maximumIdempotencyKey = 255
 
+    /// The routes of `addRoutes` and `addChannelRoutes` with their methods (`:id` is one path segment): a request to
+    /// one of these paths with another method is 405 with `Allow`, not 404.
+    static let routeMethods: [(path: [Substring], methods: [String])] = [
+        ("/healthz", ["GET"]), ("/readyz", ["GET"]), ("/metrics", ["GET"]), ("/v1/sends", ["POST"]),
+        ("/v1/sends/:id", ["GET"]), ("/v1/render", ["POST"]), ("/v1/validate", ["POST"]),
+        ("/v1/tokens/invalid", ["POST"]), ("/v1/channels", ["GET", "POST"]), ("/v1/channels/:id", ["DELETE", "GET"]),
+    ].map { ($0.0.split(separator: "/"), $0.1) }
+
+    /// The methods the route at `path` takes, or nil when no route has that path.
+    static func allowedMethods(path: String) -> [String]? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard !segments.contains(where: \.isEmpty) else { return nil }
+        return routeMethods.first { route in
+            route.path.count == segments.count
+                && zip(route.path, segments).allSatisfy { $0.0 == ":id" || $0.0 == $0.1 }
+        }?.methods
+    }
+
     func addRoutes(to router: Router<ServerRequestContext>) {
-        router.get("/healthz") { _, _ in ServerJSON.response(200, ["status": "ok"]) }
+        router.get("/healthz") { _, _ in ServerJSON.encoded(200, Components.Schemas.Health(status: "ok")) }
         router.get("/readyz") { _, _ in try self.readiness() }
         router.get("/metrics") { request, context in
             var context = context
@@ -127,7 +146,8 @@ extension NorqServer {
 
     func send(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let limits = settings.limits
-        let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes)
+        let body = try await ServerJSON.readObject(request, limit: limits.bodyBytes,
+                                                   elements: SendRequest.targetLimit(maximum: limits.recipients))
         let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: limits.recipients,
                                      allowedTemplates: key?.templates)
         try checkProviders(parsed.recipients, key: key)
@@ -243,7 +263,8 @@ extension NorqServer {
     // MARK: POST /v1/render
 
     func render(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
-        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
+        let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes,
+                                                   elements: SendRequest.targetLimit(maximum: settings.limits.recipients))
         let parsed = try SendRequest(body, library: dependencies.templates?.library, maximumTargets: settings.limits.recipients,
                                      recipientsRequired: false, allowedTemplates: key?.templates)
         try checkProviders(parsed.recipients, key: key)
@@ -268,6 +289,13 @@ extension NorqServer {
     func validate(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
         try ServerJSON.checkFields(body, allowed: ["template", "data"], in: "the body")
+        // `data` is an object (null: absent), as in a send.
+        var data: JSONValue?
+        switch body["data"] {
+        case nil, .null?: data = nil
+        case .object?: data = body["data"]
+        default: throw NorqError(.serverInvalidRequest, "\"data\" must be a JSON object")
+        }
         guard let library = dependencies.templates?.library else {
             throw NorqError(.noTemplates, "this server has no templates directory")
         }
@@ -275,7 +303,7 @@ extension NorqServer {
             do {
                 let compiled = try library.template(named: name)
                 var problems: [JSONValue] = []
-                if let data = body["data"] {
+                if let data {
                     problems = compiled.schemaErrors(data).map { ["code": .string($0.code.rawValue), "message": .string($0.message)] }
                 }
                 return ["template": .string(name), "valid": .bool(problems.isEmpty), "errors": .array(problems),
@@ -345,19 +373,20 @@ extension NorqServer {
             return tokens
         }
         let store = dependencies.delivery.store
+        // Every field is checked in every mode (a wrong value is an error even where the mode does not use it).
+        let limit = Int(min(100_000, max(1, try ServerJSON.int(body, "limit", in: "the body") ?? 1000)))
+        let wantedTokens = try list("tokens")
         if let register = try list("register") {
             // Re-registering unblocks a token: its own scope, not every key's.
             try require("register-tokens", key: key)
             let providers: [String?] = provider.map { [$0] } ?? allowedProviders.map { $0.sorted().map(Optional.some) } ?? [nil]
-            for token in register {
-                for name in providers {
-                    try await dependencies.delivery.registerToken(token, provider: name, environment: environment)
-                }
+            // One store call (one statement in the SQL stores) per provider asked, not one per token.
+            for name in providers {
+                try await dependencies.delivery.registerTokens(register, provider: name, environment: environment)
             }
             return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
         }
-        let limit = Int(min(100_000, max(1, try ServerJSON.int(body, "limit", in: "the body") ?? 1000)))
-        if let wanted = try list("tokens") {
+        if let wanted = wantedTokens {
             let records = try await store.invalidTokens(limit: 100_000)
             // Per token, the newest entry that applies to the provider and environment asked (any when not
             // asked), an entry that still skips sends before one registered again.
@@ -405,7 +434,7 @@ extension NorqServer {
             guard let health = router.providers[name]?.health(), !health.isReady else { continue }
             throw NorqError(.serverNotReady, health.detail ?? "provider \(name) is not ready")
         }
-        return ServerJSON.response(200, ["status": "ready", "providers": .int(Int64(router.providers.count))])
+        return ServerJSON.encoded(200, Components.Schemas.Health(status: "ready", providers: router.providers.count))
     }
 
     func metricsText() -> Response {

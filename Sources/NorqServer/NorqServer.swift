@@ -8,6 +8,7 @@ public import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import NIOCore
+import NorqAPI
 import NIOSSL
 public import Prometheus
 import Metrics
@@ -213,14 +214,25 @@ struct ErrorAndAccessMiddleware: RouterMiddleware {
             case 413: .serverBodyTooLarge
             default: .serverInvalidRequest
             }
-            var answer = ServerJSON.error(NorqError(code, error.status.code == 404
-                                                    ? "no route \(request.method) \(request.uri.path.prefix(200))"
-                                                    : "the request was refused (\(error.status.code))"))
-            if error.status.code == 405 { answer.status = .methodNotAllowed }
-            response = answer
+            if error.status.code == 404, let allowed = NorqServer.allowedMethods(path: request.uri.path) {
+                // A route of the API asked with a method it does not take: 405 with the methods it takes.
+                var answer = ServerJSON.error(NorqError(.serverInvalidRequest,
+                                                        "\(request.method) is not allowed on \(request.uri.path.prefix(200))",
+                                                        hint: "allowed: " + allowed.joined(separator: ", ")),
+                                              headers: [.allow: allowed.joined(separator: ", ")])
+                answer.status = .methodNotAllowed
+                response = answer
+            } else {
+                var answer = ServerJSON.error(NorqError(code, error.status.code == 404
+                                                        ? "no route \(request.method) \(request.uri.path.prefix(200))"
+                                                        : "the request was refused (\(error.status.code))"))
+                if error.status.code == 405 { answer.status = .methodNotAllowed }
+                response = answer
+            }
         } catch {
             logger.warning("unexpected error answering a request", metadata: ["norq.error": "\(type(of: error))"])
-            response = ServerJSON.response(500, ["error": ["code": "server/internal", "message": "internal error"]])
+            response = ServerJSON.encoded(500, Components.Schemas._Error(error: .init(code: "server/internal",
+                                                                                      message: "internal error")))
         }
         let route = context.endpointPath ?? "unmatched"
         let elapsed = ContinuousClock.now - started

@@ -22,6 +22,26 @@ struct SendRequest: Sendable {
                         hint: suggestion.map { "did you mean \"\($0)\"?" })
     }
 
+    /// The recipients of `to` counted while the body is parsed, so that a body naming far more targets than
+    /// `maximum` is refused at the first one past it instead of being parsed whole. Two lower bounds of the count
+    /// that `init` makes exactly: the elements of the list at `to` (or `to.recipients`; each a token, or a recipient
+    /// that needs at least one target), and every recipient's `push.tokens` and `push.channels` elements.
+    static func targetLimit(maximum: Int) -> JSONElementLimit {
+        typealias Step = JSONElementLimit.Step
+        let lists: [[Step]] = [[.key("to"), .index], [.key("to"), .key("recipients"), .index]]
+        let recipients: [[Step]] = [[.key("to")], [.key("to"), .index], [.key("to"), .key("recipients"), .index]]
+        let targets = recipients.flatMap { prefix in
+            [prefix + [.key("push"), .key("tokens"), .index], prefix + [.key("push"), .key("channels"), .index]]
+        }
+        return JSONElementLimit(groups: [lists, targets], maximum: maximum, error: tooManyTargets(
+            "more than \(maximum)", maximum: maximum))
+    }
+
+    static func tooManyTargets(_ count: String, maximum: Int) -> NorqError {
+        NorqError(.serverTooManyRecipients,
+                  "the send has \(count) targets; this server takes at most \(maximum) per request (server.limits.recipients)")
+    }
+
     static let fields: Set<String> = ["template", "data", "sample", "to", "options"]
     static let optionFields: Set<String> = ["environment", "topic", "priority", "collapseId", "collapse", "strict",
                                             "sendTime", "deadlineSeconds"]
@@ -74,10 +94,7 @@ struct SendRequest: Sendable {
         if recipientsRequired && count == 0 {
             throw NorqError(.serverInvalidRequest, "the body needs \"to\": at least one recipient with a token or channel")
         }
-        guard count <= maximumTargets else {
-            throw NorqError(.serverTooManyRecipients,
-                            "the send has \(count) targets; this server takes at most \(maximumTargets) per request (server.limits.recipients)")
-        }
+        guard count <= maximumTargets else { throw Self.tooManyTargets("\(count)", maximum: maximumTargets) }
         options = try Self.options(body["options"])
     }
 

@@ -1,5 +1,7 @@
+import Foundation
 import Hummingbird
 import Norq
+import NorqAPI
 import NorqCore
 import NorqStore
 import NIOCore
@@ -18,18 +20,33 @@ enum ServerJSON {
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    /// `{"error": {"code", "message"}}` with the error's status. Messages never hold a key or a whole token.
+    /// `{"error": {"code", "message", "hint"?}}` (docs/openapi.yaml's `Error`, its generated type) with the error's
+    /// status. Messages never hold a key or a whole token.
     static func error(_ error: NorqError, headers: HTTPFields = [:]) -> Response {
-        var object: JSONValue = ["code": .string(error.code.rawValue), "message": .string(error.message)]
-        if let hint = error.hint, case .object(var fields) = object {
-            fields["hint"] = .string(hint)
-            object = .object(fields)
-        }
-        return response(error.httpStatus, ["error": object], headers: headers)
+        encoded(error.httpStatus, Components.Schemas._Error(error: .init(code: error.code.rawValue, message: error.message,
+                                                                          hint: error.hint)),
+                headers: headers)
     }
 
-    /// Reads the body (at most `limit` bytes) and parses it as a JSON object.
-    static func readObject(_ request: Request, limit: Int) async throws(NorqError) -> [String: JSONValue] {
+    /// A JSON response with `status` whose body is a value of a type generated from docs/openapi.yaml (NorqAPI): the
+    /// document has the spec's shape by construction.
+    static func encoded(_ status: Int, _ body: some Encodable, headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        headers[.contentType] = contentType
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(body) else {
+            // Only a non-finite number fails to encode, and these documents hold none.
+            return response(500, ["error": ["code": "server/internal", "message": "the answer could not be encoded"]])
+        }
+        return Response(status: HTTPResponse.Status(code: status), headers: headers,
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// Reads the body (at most `limit` bytes) and parses it as a JSON object; with `elements`, the arrays it names
+    /// are counted while parsing (the parse stops at the first element past the limit).
+    static func readObject(_ request: Request, limit: Int,
+                           elements: JSONElementLimit? = nil) async throws(NorqError) -> [String: JSONValue] {
         let type = request.headers[.contentType]?.lowercased() ?? ""
         guard type == contentType || type.hasPrefix(contentType + ";") else {
             throw NorqError(.serverUnsupportedMediaType,
@@ -48,7 +65,13 @@ enum ServerJSON {
         }
         let json: JSONValue
         do {
-            json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64)
+            if let elements {
+                json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64, limit: elements)
+            } else {
+                json = try JSONValue(parsing: Array(buffer.readableBytesView), maxDepth: 64)
+            }
+        } catch where error.code != .invalidJSON {
+            throw error
         } catch {
             throw NorqError(.serverInvalidRequest, "the body is not valid JSON: \(error.message)")
         }

@@ -62,6 +62,11 @@ public protocol DeliveryStore: Sendable {
     /// without one, which match every provider / environment) are re-registered; nil means every one.
     func registerToken(_ token: String, provider: String?, environment: String?, at: Int64) async throws(NorqError)
 
+    /// `registerToken(_:provider:environment:at:)` for every token of `tokens` at once: the SQL stores run one
+    /// statement for the whole batch (not one call per token). The default (`DeliveryStore+TokenBatch.swift`)
+    /// registers them one by one.
+    func registerTokens(_ tokens: [String], provider: String?, environment: String?, at: Int64) async throws(NorqError)
+
     /// Deletes at most `limit` finished rows (and sends whose rows are all gone and whose key expired) finished
     /// before `before`; returns how many rows were deleted. Callers loop while it returns `limit`.
     func prune(finishedBefore before: Int64, limit: Int) async throws(NorqError) -> Int

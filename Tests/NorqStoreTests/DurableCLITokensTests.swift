@@ -57,6 +57,38 @@ import Testing
         #expect(try Self.skipped(registered.out) == [true, false], "\(registered.out)")
     }
 
+    /// Many tokens at once, as arguments and from a file, in one store call; no token at all is a usage error.
+    @Test func registerTakesManyTokensFromArgumentsAndAFile() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let db = directory.appendingPathComponent("norq.db").path
+        let tokens = (0..<5).map(DurableRig.token)
+        try await SQLiteDeliveryStore.withMigrated(path: db) { store in
+            let send = StoreConformance.send(to: tokens.map { ($0, "apns", "sandbox") })
+            _ = try await store.enqueue(send, now: 1_000, idempotencyWindow: StoreConformance.window)
+            for token in tokens {
+                try await StoreConformance.reject(store, token: token, reason: "BadDeviceToken", status: 400,
+                                                  invalidSince: nil, environment: "sandbox", now: 2_000)
+            }
+        }
+        let none = try DurableCLITests.norq(["tokens", "register", "--store", db])
+        #expect(none.status != 0 && none.err.contains("cli/missing-recipients"), "\(none)")
+        let missing = try DurableCLITests.norq(["tokens", "register", "--store", db, "--file", directory.path + "/nope"])
+        #expect(missing.status != 0 && missing.err.contains("cli/file-not-found"), "\(missing)")
+        let file = directory.appendingPathComponent("tokens.txt")
+        try (" \(tokens[2])\n\n\(tokens[3])\n").write(to: file, atomically: true, encoding: .utf8)
+        let batch = try DurableCLITests.norq(["tokens", "register", tokens[0], tokens[1], "--store", db,
+                                              "--file", file.path])
+        #expect(batch.status == 0 && batch.out.contains("registered 4 tokens"), "\(batch)")
+        let listed = try DurableCLITests.norq(["tokens", "invalid", "--store", db, "--json"])
+        guard case .array(let entries) = try JSONValue(parsing: listed.out) else {
+            Issue.record("not a JSON array: \(listed.out)")
+            return
+        }
+        let stillInvalid = entries.filter { $0["skipped"] == true }.compactMap { $0["token"]?.stringValue }
+        #expect(stillInvalid == [tokens[4]], "\(listed.out)")
+    }
+
     /// The `skipped` field of each entry `norq tokens invalid --json` printed.
     static func skipped(_ out: String) throws -> [Bool] {
         guard case .array(let entries) = try JSONValue(parsing: out) else { return [] }

@@ -357,7 +357,7 @@ enum StoreConformance {
         ("pruneByAge", pruneByAge),
         ("migrateTwice", migrateTwice),
         ("queueDepth", queueDepth),
-    ] + environmentChecks
+    ] + environmentChecks + tokenBatchChecks
 }
 
 extension Sequence {

@@ -111,25 +111,33 @@ final class RequestBatcher: Sendable {
         self.accumulator = Mutex(BatchAccumulator(maxBatchSize: batching.maxBatchSize, linger: batching.batchLinger))
     }
 
-    /// Queues one attempt; `completion` gets its own result exactly once.
-    func submit(_ request: PreparedRequest, deadline: ContinuousClock.Instant, completion: @escaping Completion) {
+    /// Runs a timer's wait as a child task of its owner (the pump's `run()` group): no unowned task per timer, and a
+    /// cancelled send ends its timers' sleeps (the groups they guard leave at once).
+    typealias TimerRunner = @Sendable (@escaping @Sendable () async -> Void) -> Void
+
+    /// Queues one attempt; `completion` gets its own result exactly once. `timers` runs the waits of the linger
+    /// timers this arms.
+    func submit(_ request: PreparedRequest, deadline: ContinuousClock.Instant, timers: @escaping TimerRunner,
+                completion: @escaping Completion) {
         let key = provider.batchKey(for: request) ?? ""
         let entry = Entry(request: request, deadline: deadline, completion: completion)
         let now = clock.now()
         let step = accumulator.withLock { $0.add(entry, key: key, deadline: deadline, now: now) }
-        perform(step, now: now)
+        perform(step, now: now, timers: timers)
     }
 
-    private func perform(_ step: BatchAccumulator<Entry>.Step, now: ContinuousClock.Instant) {
+    private func perform(_ step: BatchAccumulator<Entry>.Step, now: ContinuousClock.Instant, timers: @escaping TimerRunner) {
         switch step {
         case .flush(let entries):
             send(entries)
         case .arm(let key, let generation, let at):
             let delay = now.duration(to: at)
-            Task { [self] in
+            timers { [self] in
+                // Cancelled (the send was): the group is due at once rather than never.
                 if delay > .zero { try? await clock.sleep(delay) }
                 let now = clock.now()
-                perform(accumulator.withLock { $0.expire(key: key, generation: generation, now: now) }, now: now)
+                perform(accumulator.withLock { $0.expire(key: key, generation: generation, now: now) }, now: now,
+                        timers: timers)
             }
         case .wait:
             break

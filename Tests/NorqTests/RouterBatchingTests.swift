@@ -96,6 +96,37 @@ struct RouterBatchingTests {
         await router.shutdown()
     }
 
+    /// The linger timers are child tasks of the send (not unowned tasks): cancelling a send whose partly filled batch
+    /// waits on its timer ends that wait, and the batch leaves at once; every target still gets its one outcome.
+    @Test("cancelling a send ends its batches' linger timers")
+    func cancelledSendEndsItsTimers() async throws {
+        let provider = GroupingProvider(maxBatchSize: 100)
+        // A linger that never ends by itself: only cancellation ends the timer's sleep.
+        let router = try NotificationRouter(providers: [provider], byPlatform: [.ios: "grouping"],
+                                            clock: RouterClock(sleep: { _ in try await Task.sleep(for: .seconds(3_600)) }))
+        let tokens = ["a0", "a1", "a2"]
+        let sending = Task { try await router.send(content: PushContent(title: "Hi"), to: Self.recipients(tokens)) }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(provider.batches.withLock { $0 }.isEmpty, "the batch waits for its timer")
+        sending.cancel()
+        // Bounded, polling a flag (awaiting `sending.value` cannot itself be cut short): a timer that outlived the
+        // send would hold the batch for an hour.
+        let ended = Mutex<SendReport??>(nil)
+        let observer = Task {
+            let report = try? await sending.value
+            ended.withLock { $0 = .some(report) }
+        }
+        for _ in 0..<200 where ended.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(100)) }
+        guard let finished = ended.withLock({ $0 }), let report = finished else {
+            Issue.record("the cancelled send did not end within 20 s")
+            observer.cancel()
+            return
+        }
+        #expect(report.outcomes.count == tokens.count)
+        #expect(provider.batches.withLock { $0 }.flatMap { $0 }.sorted() == tokens)
+        await router.shutdown()
+    }
+
     @Test("a batch size of 1 keeps the per-token path")
     func batchSizeOne() async throws {
         let provider = GroupingProvider(maxBatchSize: 1)

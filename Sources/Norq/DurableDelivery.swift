@@ -241,17 +241,21 @@ public final class DurableDelivery: Sendable {
 
     /// Every row of a send in `store`, in target order, each with its message id (see `rows(of:positions:in:)`).
     public static func rows(of sendID: String, in store: any DeliveryStore) async throws(NorqError) -> [OutboxRow] {
-        let rows = try await store.deliveries(ofSend: sendID)
-        guard !rows.isEmpty, let send = try await store.send(id: sendID) else { return rows }
-        return DurableCodec.withMessageIDs(rows, of: send)
+        try await withMessageIDs(try await store.deliveries(ofSend: sendID), of: sendID, in: store)
     }
 
     /// The rows of a send at target positions `positions` in `store`, in target order, each with its message id
     /// (the stores keep only the ids a provider chose; the id every attempt sent is made again from the send's key).
     public static func rows(of sendID: String, positions: Range<Int>,
                             in store: any DeliveryStore) async throws(NorqError) -> [OutboxRow] {
-        let rows = try await store.deliveries(ofSend: sendID, positions: positions)
-        guard !rows.isEmpty, let send = try await store.send(id: sendID) else { return rows }
+        try await withMessageIDs(try await store.deliveries(ofSend: sendID, positions: positions), of: sendID, in: store)
+    }
+
+    /// `rows` with their message ids; the send is read only when a row lacks one (rows enqueued before stop 31
+    /// carry theirs).
+    private static func withMessageIDs(_ rows: [OutboxRow], of sendID: String,
+                                       in store: any DeliveryStore) async throws(NorqError) -> [OutboxRow] {
+        guard rows.contains(where: { $0.messageID == nil }), let send = try await store.send(id: sendID) else { return rows }
         return DurableCodec.withMessageIDs(rows, of: send)
     }
 

@@ -82,7 +82,7 @@ public final class DurableDelivery: Sendable {
     /// Throws template errors, `idempotency/key-reused`, and store errors (`store/...`).
     /// - Parameter scope: the send's idempotency scope, stored with the send (`StoredSend.scope`); nil: ``scope``.
     ///   `norq serve` gives each API key its own, so a key's idempotency keys and sends are its own.
-    public func enqueue(template: String, data: JSONValue, to recipients: [Recipient],
+    public func enqueue(template: String, data: JSONValue, to recipients: some Sequence<Recipient>,
                         options: RouterSendOptions = RouterSendOptions(),
                         scope: String? = nil) async throws(NorqError) -> Receipt {
         let content = try router.render(template: template, data: data, strict: options.strict)
@@ -93,7 +93,7 @@ public final class DurableDelivery: Sendable {
     }
 
     /// Commits pre-built content for every target of `recipients`.
-    public func enqueue(content: PushContent, to recipients: [Recipient],
+    public func enqueue(content: PushContent, to recipients: some Sequence<Recipient>,
                         options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> Receipt {
         var fingerprint: [UInt8] = Array("content\u{0}".utf8)
         try DurableCodec.fingerprint(content, into: &fingerprint)
@@ -101,7 +101,8 @@ public final class DurableDelivery: Sendable {
                                  recipients: recipients, options: options)
     }
 
-    func enqueue(content: PushContent?, templateName: String?, fingerprint prefix: [UInt8], recipients: [Recipient],
+    func enqueue(content: PushContent?, templateName: String?, fingerprint prefix: [UInt8],
+                 recipients: some Sequence<Recipient>,
                  options: RouterSendOptions, scope sendScope: String? = nil) async throws(NorqError) -> Receipt {
         let now = clock.nowMillis()
         var options = options
@@ -114,39 +115,41 @@ public final class DurableDelivery: Sendable {
         var fingerprint = RequestID.V5(namespace: RequestID.namespace)
         fingerprint.update(prefix)
         fingerprint.update("\u{0}recipients\u{0}")
-        var targets: [NewDelivery] = []
-        targets.reserveCapacity(NotificationRouter.targetCount(recipients))
+        // Encoded into the store's segments as they are made: a million targets are held as ~44 MB, not as
+        // values (`SendTargets`), and `recipients` may be a lazy sequence the caller never holds whole.
+        var targets = SendTargets(segmentSize: store.segmentSize)
         let plan = SendPlan(content: content, templateName: templateName, options: options)
         let disabled = plan.templateDisabled ? NotificationRouter.disabledSkip(plan) : nil
         var position = 0
-        for recipient in recipients {
-            let all = recipient.tokens.map(DeliveryTarget.token) + recipient.channels.map(DeliveryTarget.channel)
-            for target in all {
-                let stored = DurableCodec.encode(target)
-                let identity = target.identity
-                fingerprint.update(identity)
-                fingerprint.update(byte: 0)
-                fingerprint.update(stored)
-                fingerprint.update(byte: 0)
-                // No message id is stored: it is `RequestID.make(idempotencyKey: plan.key, token: identity)`, made
-                // again by the worker that sends it and by whoever reads the row (`DurableCodec.withMessageIDs`).
-                var row = NewDelivery(position: position, target: stored, identity: identity, provider: nil,
-                                      recipientID: recipient.id)
-                switch router.route(target) {
-                case .outcome(let result, let provider, _):
-                    row.provider = provider
-                    row.outcome = DurableCodec.stored(result, messageID: nil, mayHaveBeenDelivered: false)
-                case .provider(let provider, _):
-                    row.provider = provider.name
-                    // The token registry is keyed by (token, provider, environment).
-                    row.environment = provider.environment(for: target, options: plan.sendOptions)?.rawValue
-                    if let disabled {
-                        row.outcome = DurableCodec.stored(.skipped(disabled), messageID: nil, mayHaveBeenDelivered: false)
-                    }
+        func add(_ target: DeliveryTarget, of recipient: Recipient) {
+            let stored = DurableCodec.encode(target)
+            let identity = target.identity
+            fingerprint.update(identity)
+            fingerprint.update(byte: 0)
+            fingerprint.update(stored)
+            fingerprint.update(byte: 0)
+            // No message id is stored: it is `RequestID.make(idempotencyKey: plan.key, token: identity)`, made
+            // again by the worker that sends it and by whoever reads the row (`DurableCodec.withMessageIDs`).
+            var row = NewDelivery(position: position, target: stored, identity: identity, provider: nil,
+                                  recipientID: recipient.id)
+            switch router.route(target) {
+            case .outcome(let result, let provider, _):
+                row.provider = provider
+                row.outcome = DurableCodec.stored(result, messageID: nil, mayHaveBeenDelivered: false)
+            case .provider(let provider, _):
+                row.provider = provider.name
+                // The token registry is keyed by (token, provider, environment).
+                row.environment = provider.environment(for: target, options: plan.sendOptions)?.rawValue
+                if let disabled {
+                    row.outcome = DurableCodec.stored(.skipped(disabled), messageID: nil, mayHaveBeenDelivered: false)
                 }
-                targets.append(row)
-                position += 1
             }
+            targets.append(row)
+            position += 1
+        }
+        for recipient in recipients {
+            for token in recipient.tokens { add(.token(token), of: recipient) }
+            for channel in recipient.channels { add(.channel(channel), of: recipient) }
         }
         var optionsForFingerprint = options
         optionsForFingerprint.idempotencyKey = nil

@@ -17,6 +17,11 @@ public protocol DeliveryStore: Sendable {
     /// throws `store/schema-too-new`.
     func migrate() async throws(NorqError)
 
+    /// The size this store cuts a send's targets into (`DeliveryStoreSettings.effectiveSegmentSize`): targets
+    /// handed to `enqueue` already cut to it (`SendTargets(segmentSize:)`) are written without being cut again.
+    /// The default is `DeliveryStoreSettings().effectiveSegmentSize`.
+    var segmentSize: Int { get }
+
     /// Commits a send and its outbox rows (one transaction per chunk of rows). A repeat of a scoped idempotency key
     /// within `idempotencyWindow` returns the original send; the same key with another fingerprint throws
     /// `idempotency/key-reused`. Targets whose token is in the registry for their provider and environment
@@ -152,16 +157,24 @@ public struct NewSend: Sendable, Hashable {
     public var fingerprint: String
     /// The rendered content and the send options, serialized once per send.
     public var content: String
-    public var targets: [NewDelivery]
+    /// The targets, held as encoded segments (`SendTargets`).
+    public var targets: SendTargets
 
     public init(id: String, scope: String = "", idempotencyKey: String?, fingerprint: String, content: String,
-                targets: [NewDelivery]) {
+                targets: SendTargets) {
         self.id = id
         self.scope = scope
         self.idempotencyKey = idempotencyKey
         self.fingerprint = fingerprint
         self.content = content
         self.targets = targets
+    }
+
+    /// A send of these targets, cut to the default segment size (a store cuts them to its own).
+    public init(id: String, scope: String = "", idempotencyKey: String?, fingerprint: String, content: String,
+                targets: [NewDelivery]) {
+        self.init(id: id, scope: scope, idempotencyKey: idempotencyKey, fingerprint: fingerprint, content: content,
+                  targets: SendTargets(targets))
     }
 }
 
@@ -367,6 +380,8 @@ public struct InvalidTokenRecord: Sendable, Hashable {
 }
 
 extension DeliveryStore {
+    public var segmentSize: Int { DeliveryStoreSettings().effectiveSegmentSize }
+
     /// Records that `token` was registered again at `at` (ms) for every provider and environment.
     public func registerToken(_ token: String, at: Int64) async throws(NorqError) {
         try await registerToken(token, provider: nil, environment: nil, at: at)

@@ -78,10 +78,13 @@ public final class InMemoryDeliveryStore: DeliveryStore {
             state.sends[send.id] = StoredSend(id: send.id, scope: send.scope, idempotencyKey: send.idempotencyKey,
                                               fingerprint: send.fingerprint, content: send.content, createdAt: now,
                                               targetCount: send.targets.count)
-            let segments = SegmentLedger.segments(of: send, now: now, size: segmentSize) { delivery in
-                Self.invalidEntry(state, token: delivery.identity, provider: delivery.provider,
-                                  environment: delivery.environment)
-            }
+            let registry = state
+            let segments = SegmentLedger.segments(
+                of: send, now: now, size: segmentSize,
+                invalid: state.registry.isEmpty ? nil : { target, environment in
+                    Self.invalidEntry(registry, token: target.identity, provider: target.provider,
+                                      environment: environment)
+                })
             state.segmentsBySend[send.id] = []
             for segment in segments { Self.insert(segment, into: &state, now: now) }
             return .created(sendID: send.id)

@@ -227,10 +227,18 @@ package struct NewSegment: Sendable, Hashable {
 
     package init(sendID: String, targets: [SegmentTarget], open: Int, counts: SegmentCounts = SegmentCounts(),
                  progress: SegmentProgress, nextAttemptAt: Int64) {
+        self.init(sendID: sendID, encodedTargets: SegmentCodec.encode(targets: targets),
+                  positions: PositionRanges(positions: targets.map(\.position)), count: targets.count, open: open,
+                  counts: counts, progress: progress, nextAttemptAt: nextAttemptAt)
+    }
+
+    /// A segment of targets encoded already (a new send's `SendSegment`).
+    package init(sendID: String, encodedTargets: [UInt8], positions: PositionRanges, count: Int, open: Int,
+                 counts: SegmentCounts, progress: SegmentProgress, nextAttemptAt: Int64) {
         self.sendID = sendID
-        self.encodedTargets = SegmentCodec.encode(targets: targets)
-        self.positions = PositionRanges(positions: targets.map(\.position))
-        self.count = targets.count
+        self.encodedTargets = encodedTargets
+        self.positions = positions
+        self.count = count
         self.open = open
         self.counts = counts
         self.progress = progress

@@ -37,43 +37,98 @@ package enum SegmentLedger {
 
     // MARK: enqueue
 
-    /// The segments of a new send: its targets in order, `size` per segment. A target whose outcome is decided
-    /// already (routing, a disabled template, or `invalid` finds its token in the registry) is done at once; a
-    /// segment whose targets are all done goes to history at once.
+    /// The segments of a new send, cut to `size` (its `SendTargets` are reused when already cut to it). A target
+    /// whose outcome is decided already (routing, a disabled template, or `invalid` finds its token in the
+    /// registry: the target and its environment) is done at once; a segment whose targets are all done goes to
+    /// history at once. With `invalid` nil the registry is not consulted (it holds nothing) and no blob is decoded.
     package static func segments(of send: NewSend, now: Int64, size: Int,
-                                 invalid: (NewDelivery) -> InvalidTokenRecord?) -> [NewSegment] {
-        let size = min(max(1, size), maximumSize)
+                                 invalid: ((SegmentTarget, String?) -> InvalidTokenRecord?)?) -> [NewSegment] {
+        pendingSegments(of: send, size: size).map { pending in
+            segment(pending, sendID: send.id, now: now, targets: invalid == nil ? nil : pending.targets,
+                    invalid: invalid ?? { _, _ in nil })
+        }
+    }
+
+    /// Targets whose identities are consulted in the registry together: at most this many are held at once.
+    package static let registryGroup = 16_384
+
+    /// `segments(of:now:size:invalid:)` for stores whose registry is read with I/O, for several sends at once (a
+    /// group commit): `registry` gets the open identities of up to `registryGroup` targets at a time (never a whole
+    /// large send's: a million identities would be ~110 MB; small sends share a lookup) and returns their entries.
+    /// With `registryMayMatch` false nothing is decoded or read. The segments come in the order of `sends`.
+    package static func segments(
+        of sends: [(send: NewSend, now: Int64)], size: Int, registryMayMatch: Bool,
+        registry: ([String]) async throws -> [String: [InvalidTokenRecord]]
+    ) async rethrows -> [NewSegment] {
+        let pendings = sends.flatMap { send, now in
+            pendingSegments(of: send, size: size).map { (pending: $0, sendID: send.id, now: now) }
+        }
+        guard registryMayMatch else {
+            return pendings.map { segment($0.pending, sendID: $0.sendID, now: $0.now, targets: nil) { _, _ in nil } }
+        }
         var segments: [NewSegment] = []
-        segments.reserveCapacity((send.targets.count + size - 1) / size)
+        segments.reserveCapacity(pendings.count)
         var start = 0
-        while start < send.targets.count {
-            let chunk = send.targets[start..<min(send.targets.count, start + size)]
-            start = chunk.endIndex
-            var targets: [SegmentTarget] = []
-            targets.reserveCapacity(chunk.count)
-            var progress = SegmentProgress(count: chunk.count)
-            var counts = SegmentCounts()
-            var open = chunk.count
-            for (index, delivery) in chunk.enumerated() {
-                let target = SegmentTarget(position: delivery.position, target: delivery.target,
-                                           identity: delivery.identity, provider: delivery.provider,
-                                           recipientID: delivery.recipientID, messageID: delivery.messageID)
-                targets.append(target)
-                var outcome = delivery.outcome
-                if outcome == nil, let record = invalid(delivery) {
-                    outcome = DeliveryStoreRules.invalidTokenOutcome(record)
-                }
-                guard var outcome else { continue }
-                outcome.environment = nil
-                progress.markDone(index)
-                counts.add(outcome.state)
-                open -= 1
-                if outcome.state != .delivered { progress.entries[index] = .finished(outcome, target, at: now) }
+        while start < pendings.count {
+            var end = start + 1, held = pendings[start].pending.count
+            while end < pendings.count, held + pendings[end].pending.count <= registryGroup {
+                held += pendings[end].pending.count
+                end += 1
             }
-            segments.append(NewSegment(sendID: send.id, targets: targets, open: open, counts: counts,
-                                       progress: progress, nextAttemptAt: now))
+            let group = pendings[start..<end]
+            start = end
+            let decoded = group.map { $0.pending.hasUndecided ? $0.pending.targets : [] }
+            var identities = Set<String>()
+            for (item, targets) in zip(group, decoded) {
+                for (index, target) in targets.enumerated() where item.pending.decided[index] == nil {
+                    identities.insert(target.identity)
+                }
+            }
+            let entries = identities.isEmpty ? [:] : try await registry(Array(identities))
+            for (item, targets) in zip(group, decoded) {
+                segments.append(segment(item.pending, sendID: item.sendID, now: item.now,
+                                        targets: targets.isEmpty ? nil : targets) { target, environment in
+                    DeliveryStoreRules.newestInvalid(entries[target.identity] ?? [], provider: target.provider,
+                                                     environment: environment)
+                })
+            }
         }
         return segments
+    }
+
+    /// The send's segments at `size`: its own when cut to that size, else cut again.
+    private static func pendingSegments(of send: NewSend, size: Int) -> [SendSegment] {
+        let size = min(max(1, size), maximumSize)
+        return send.targets.segmentSize == size ? send.targets.segments
+            : SendTargets(send.targets, segmentSize: size).segments
+    }
+
+    /// One segment of a new send. `targets` are its decoded targets when the registry is consulted (nil: it is
+    /// not); they are decoded here anyway when routing finished a target other than delivered (its outcome is
+    /// kept with the target).
+    private static func segment(_ pending: SendSegment, sendID: String, now: Int64, targets decoded: [SegmentTarget]?,
+                                invalid: (SegmentTarget, String?) -> InvalidTokenRecord?) -> NewSegment {
+        var progress = SegmentProgress(count: pending.count)
+        var counts = SegmentCounts()
+        var open = pending.count
+        let keepsTargets = pending.decided.values.contains { $0.state != .delivered }
+        let targets = decoded ?? (keepsTargets ? pending.targets : nil)
+        for index in 0..<pending.count {
+            var outcome = pending.decided[index]
+            if outcome == nil, let decoded, let record = invalid(decoded[index], pending.environment(at: index)) {
+                outcome = DeliveryStoreRules.invalidTokenOutcome(record)
+            }
+            guard var outcome else { continue }
+            outcome.environment = nil
+            progress.markDone(index)
+            counts.add(outcome.state)
+            open -= 1
+            if outcome.state != .delivered, let targets {
+                progress.entries[index] = .finished(outcome, targets[index], at: now)
+            }
+        }
+        return NewSegment(sendID: sendID, encodedTargets: pending.encodedTargets, positions: pending.positions,
+                          count: pending.count, open: open, counts: counts, progress: progress, nextAttemptAt: now)
     }
 
     // MARK: claim

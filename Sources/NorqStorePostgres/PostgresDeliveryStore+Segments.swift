@@ -101,13 +101,13 @@ extension PostgresDeliveryStore {
     }
 
     /// The registry entries of these tokens (every provider and environment), by token.
-    static func registryEntries(_ tokens: Set<String>, on connection: PostgresConnection,
+    static func registryEntries(_ tokens: [String], on connection: PostgresConnection,
                                 logger: Logger) async throws -> [String: [InvalidTokenRecord]] {
         guard !tokens.isEmpty else { return [:] }
         var found: [String: [InvalidTokenRecord]] = [:]
         for try await (token, provider, environment, reason, since, recorded, registered) in try await connection.query("""
             SELECT token, provider, environment, reason, invalid_since, recorded_at, registered_at
-            FROM norq_invalid_tokens WHERE token = ANY(\(Array(tokens))::text[])
+            FROM norq_invalid_tokens WHERE token = ANY(\(tokens)::text[])
             """, logger: logger).decode((String, String, String, String, Int64, Int64, Int64?).self) {
             found[token, default: []].append(InvalidTokenRecord(
                 token: token, provider: provider.isEmpty ? nil : provider,
@@ -146,15 +146,16 @@ extension PostgresDeliveryStore {
                 \(sends.map(\.content))::text[], \(requests.map(\.now))::bigint[], \(sends.map(\.targets.count))::int[])
                 AS v(id, scope, key, fingerprint, content, created_at, target_count)
             """, logger: logger)
-        var tokens = Set<String>()
-        for send in sends { for target in send.targets where target.outcome == nil { tokens.insert(target.identity) } }
-        let registry = try await registryEntries(tokens, on: connection, logger: logger)
-        var segments: [NewSegment] = []
-        for request in requests {
-            segments += SegmentLedger.segments(of: request.send, now: request.now, size: segmentSize) { delivery in
-                DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
-                                                 environment: delivery.environment)
-            }
+        // The registry is read a group of targets at a time (`SegmentLedger.registryGroup`), small sends together,
+        // and not at all while it is empty (no blob decoded either).
+        var registryMayMatch = false
+        for try await exists in try await connection.query(
+            "SELECT EXISTS (SELECT 1 FROM norq_invalid_tokens)", logger: logger).decode(Bool.self) {
+            registryMayMatch = exists
+        }
+        let segments = try await SegmentLedger.segments(of: requests.map { ($0.send, $0.now) }, size: segmentSize,
+                                                        registryMayMatch: registryMayMatch) { tokens in
+            try await registryEntries(tokens, on: connection, logger: logger)
         }
         try await insert(segments, now: requests.map(\.now).max() ?? 0, on: connection, logger: logger)
         if segments.contains(where: { !$0.isFinished }) {

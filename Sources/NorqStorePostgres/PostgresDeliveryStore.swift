@@ -37,6 +37,7 @@ import PostgresNIO
 public final class PostgresDeliveryStore: DeliveryStore, Service {
     public let configuration: PostgresStoreConfiguration
     public let settings: DeliveryStoreSettings
+    public var segmentSize: Int { settings.effectiveSegmentSize }
     let client: PostgresClient
     let logger: Logger
     /// Concurrent small sends share a transaction (see `enqueueSmall`).

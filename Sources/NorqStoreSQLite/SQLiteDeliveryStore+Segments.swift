@@ -126,12 +126,10 @@ extension SQLiteDeliveryStore {
     }
 
     /// The registry entries of these tokens (every provider and environment), by token.
-    static func registryEntries(_ tokens: Set<String>,
+    static func registryEntries(_ tokens: [String],
                                 on connection: SQLiteConnection) async throws -> [String: [InvalidTokenRecord]] {
-        guard !tokens.isEmpty,
-              try await !connection.rows("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty else { return [:] }
         var found: [String: [InvalidTokenRecord]] = [:]
-        for chunk in chunks(Array(tokens), 500) {
+        for chunk in chunks(tokens, 500) {
             for row in try await connection.rows("""
                 SELECT token, provider, environment, reason, invalid_since, recorded_at, registered_at
                 FROM norq_invalid_tokens WHERE token IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))

@@ -24,6 +24,7 @@ public final class SQLiteDeliveryStore: DeliveryStore {
     /// The database file.
     public let path: String
     public let settings: DeliveryStoreSettings
+    public var segmentSize: Int { settings.effectiveSegmentSize }
     private let connection: SQLiteConnection
     private let lock = AsyncExclusiveLock()
     /// The connection's event loop as the executor of its calls.
@@ -310,16 +311,12 @@ public final class SQLiteDeliveryStore: DeliveryStore {
                 "INSERT INTO norq_sends (id, scope, idempotency_key, fingerprint, content, created_at, target_count) VALUES \(values)",
                 binds)
         }
-        var tokens = Set<String>()
-        for send in sends { for target in send.targets where target.outcome == nil { tokens.insert(target.identity) } }
-        let registry = try await registryEntries(tokens, on: connection)
-        // Every send's segments with one id reservation and a few multi-row statements for the whole batch.
-        var segments: [NewSegment] = []
-        for (index, send) in sends.enumerated() {
-            segments += SegmentLedger.segments(of: send, now: createdAt[index], size: segmentSize) { delivery in
-                DeliveryStoreRules.newestInvalid(registry[delivery.identity] ?? [], provider: delivery.provider,
-                                                 environment: delivery.environment)
-            }
+        // Every send's segments with one id reservation and a few multi-row statements for the whole batch; the
+        // registry is read a group of segments at a time, and not at all while it is empty.
+        let registryMayMatch = try await !connection.rows("SELECT 1 FROM norq_invalid_tokens LIMIT 1").isEmpty
+        let segments = try await SegmentLedger.segments(of: Array(zip(sends, createdAt)), size: segmentSize,
+                                                        registryMayMatch: registryMayMatch) { tokens in
+            try await registryEntries(tokens, on: connection)
         }
         try await insert(segments, now: createdAt.max() ?? 0, on: connection)
     }

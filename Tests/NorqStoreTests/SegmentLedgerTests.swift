@@ -150,7 +150,7 @@ import Testing
     @Test func sendsAreCutInOrderAndDecidedTargetsAreDoneAtOnce() {
         var new = Self.send(5)
         new.targets[3].outcome = StoredOutcome(state: .failed, code: "routing/no-provider")
-        let segments = SegmentLedger.segments(of: new, now: 7, size: 2) { $0.identity == "t4" ? InvalidTokenRecord(
+        let segments = SegmentLedger.segments(of: new, now: 7, size: 2) { target, _ in target.identity == "t4" ? InvalidTokenRecord(
             token: "t4", provider: nil, reason: "Unregistered", invalidSince: 3, recordedAt: 3) : nil }
         #expect(segments.map(\.count) == [2, 2, 1])
         #expect(segments.map { $0.positions.ranges } == [[0..<2], [2..<4], [4..<5]])
@@ -165,7 +165,7 @@ import Testing
     }
 
     @Test func aCheckpointAppliesUnderTheLeaseOnlyOnce() {
-        let segment = SegmentLedger.segments(of: Self.send(3), now: 0, size: 10) { _ in nil }[0]
+        let segment = SegmentLedger.segments(of: Self.send(3), now: 0, size: 10, invalid: nil)[0]
         var record = Self.leased(segment)
         let rows = SegmentLedger.claimedRows(record, targets: segment.targets)
         #expect(rows.map(\.id) == [1 << 20, 1 << 20 | 1, 1 << 20 | 2])
@@ -203,7 +203,7 @@ import Testing
     }
 
     @Test func retriesMoveToRetrySegmentsAndReleasesGiveTheClaimBack() {
-        let segment = SegmentLedger.segments(of: Self.send(5), now: 0, size: 10) { _ in nil }[0]
+        let segment = SegmentLedger.segments(of: Self.send(5), now: 0, size: 10, invalid: nil)[0]
         var record = Self.leased(segment, attempts: 2)
         let rows = SegmentLedger.claimedRows(record, targets: segment.targets)
         let busy = StoredOutcome(state: .rejected, status: 503, classification: "retryable", mayHaveBeenDelivered: true)
@@ -247,5 +247,70 @@ import Testing
         #expect(segments.map { $0.0.targets[0].mayHaveBeenDelivered } == [false, true])
         #expect(segments.map { $0.0.targets[0].attempts } == [1, 1])
         #expect(history.count == 1 && history[0].0.counts == SegmentCounts(failed: 1) && history[0].0.finishedAt == 40)
+    }
+}
+
+/// A new send's targets held as encoded segments (`SendTargets`): every field of every target comes back, in
+/// order, at any segment size; the stores' grouped registry lookup decides the same targets as the per-target one.
+@Suite struct SendTargetsTests {
+    static func delivery<R: RandomNumberGenerator>(_ rng: inout R, position: Int) -> NewDelivery {
+        func maybe<T>(_ present: Bool, _ value: @autoclosure () -> T) -> T? { present ? value() : nil }
+        return NewDelivery(position: position, target: SegmentCodecTests.text(&rng),
+                           identity: SegmentCodecTests.identity(&rng),
+                           provider: maybe(Bool.random(using: &rng), SegmentCodecTests.text(&rng)),
+                           recipientID: maybe(Bool.random(using: &rng), SegmentCodecTests.text(&rng)),
+                           messageID: maybe(Bool.random(using: &rng), SegmentCodecTests.text(&rng)),
+                           outcome: maybe(Int.random(in: 0...5, using: &rng) == 0, SegmentCodecTests.outcome(&rng)),
+                           environment: [nil, "sandbox", "production", SegmentCodecTests.text(&rng)]
+                               .randomElement(using: &rng)!)
+    }
+
+    static let sends = Generator<([NewDelivery], Int), Shrink.None<([NewDelivery], Int)>>(run: { rng in
+        let deliveries = (0..<Int.random(in: 0...40, using: &rng)).map { delivery(&rng, position: $0) }
+        return (deliveries, Int.random(in: 1...12, using: &rng))
+    })
+
+    @Test func everyFieldOfEveryTargetComesBackInOrder() async {
+        await propertyCheck(count: 200, input: Self.sends) { input in
+            let (deliveries, size) = input
+            let targets = SendTargets(deliveries, segmentSize: size)
+            #expect(targets.count == deliveries.count)
+            #expect(Array(targets) == deliveries)
+            #expect(targets.segments.map(\.count) == stride(from: 0, to: deliveries.count, by: size).map {
+                min(size, deliveries.count - $0)
+            })
+            // Cut again to another size: the same targets.
+            #expect(Array(SendTargets(targets, segmentSize: size + 1)) == deliveries)
+        }
+    }
+
+    @Test func theGroupedRegistryLookupDecidesWhatThePerTargetOneDoes() async throws {
+        var rng = SystemRandomNumberGenerator()
+        let deliveries = (0..<2_000).map { Self.delivery(&rng, position: $0) }
+        let send = NewSend(id: "s", idempotencyKey: nil, fingerprint: "f", content: "{}",
+                           targets: SendTargets(deliveries, segmentSize: 7))
+        // Every third identity is in the registry, for every provider and environment.
+        let invalid = Set(deliveries.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.identity))
+        func record(_ token: String) -> InvalidTokenRecord {
+            InvalidTokenRecord(token: token, provider: nil, reason: "Unregistered", invalidSince: 3, recordedAt: 3)
+        }
+        let one = SegmentLedger.segments(of: send, now: 9, size: 7) { target, _ in
+            invalid.contains(target.identity) ? record(target.identity) : nil
+        }
+        var lookups = 0
+        let grouped = try await SegmentLedger.segments(of: [(send, 9)], size: 7, registryMayMatch: true) { tokens in
+            lookups += 1
+            return Dictionary(uniqueKeysWithValues: tokens.filter(invalid.contains).map { ($0, [record($0)]) })
+        }
+        #expect(grouped == one)
+        #expect(lookups == 1, "2,000 targets are one group")
+        #expect(one.reduce(0) { $0 + $1.counts.skipped } > 0)
+        let skippedNothing = try await SegmentLedger.segments(of: [(send, 9)], size: 7, registryMayMatch: false) { _ in
+            Issue.record("an empty registry is not read")
+            return [:]
+        }
+        // Only routing's outcomes: the same segments as without a registry.
+        #expect(skippedNothing == SegmentLedger.segments(of: send, now: 9, size: 7, invalid: nil))
+        #expect(skippedNothing.reduce(0) { $0 + $1.counts.skipped } < one.reduce(0) { $0 + $1.counts.skipped })
     }
 }

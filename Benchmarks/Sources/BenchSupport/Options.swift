@@ -34,6 +34,8 @@ package struct Options: Sendable {
     // Durable mode (issue 18, DurableBench.swift).
     package var store: String?
     package var phases = "enqueue,deliver,store,latency"
+    /// The enqueue phase builds the `[Recipient]` array before the call instead of a lazy sequence.
+    package var eagerRecipients = false
     package var lanes = 4
     package var claimBatch = 500
     package var leaseSeconds = 10.0
@@ -71,6 +73,7 @@ package struct Options: Sendable {
       durable  (norq-bench-durable) durable delivery (issue 18) through --store sqlite:PATH|postgres://URL, one JSON line per phase of
                --phases enqueue,deliver,store,latency [--lanes L] [--claim-batch B] [--lease S] [--poll-ms MS]
                [--pool-size P] [--rate PUSHES/S] [--send-size N] [--latency-count N] [--db-pid PID]
+               [--eager-recipients] (the enqueue phase's recipients as an array built first, not a lazy sequence)
       durable-recovery  kills (SIGKILL) a second instance (--mode durable-hold) holding leases after
                --kill-after S and measures until this one has re-sent its rows
     """
@@ -124,6 +127,7 @@ package struct Options: Sendable {
             // Durable mode (issue 18).
             case "--store": options.store = try value(argument)
             case "--phases": options.phases = try value(argument)
+            case "--eager-recipients": options.eagerRecipients = true
             case "--lanes": options.lanes = try int(argument)
             case "--claim-batch": options.claimBatch = try int(argument)
             case "--lease": options.leaseSeconds = Double(try value(argument)) ?? 10

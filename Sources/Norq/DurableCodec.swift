@@ -111,6 +111,10 @@ enum DurableCodec {
     /// The target of a stored row: `text` (`encode(_:)`'s form, or JSON) with the row's `identity`.
     static func decodeTarget(_ text: String, identity: String) throws(NorqError) -> DeliveryTarget {
         guard let kind = text.utf8.first, kind != UInt8(ascii: "{") else { return try decodeTarget(json: text) }
+        // The common case, a token with a platform only (`tios`): no fields to split (an array per target less).
+        if kind == UInt8(ascii: "t"), text.utf8.count > 1, !text.utf8.contains(0x1F) {
+            return .token(PushToken(token: identity, platform: Platform(rawValue: String(text.dropFirst()))))
+        }
         let fields = text.dropFirst().split(separator: separator, omittingEmptySubsequences: false)
             .map { $0.isEmpty ? nil : String($0) }
         func field(_ index: Int) -> String? { index < fields.count ? fields[index] : nil }

@@ -79,6 +79,14 @@ let package = Package(
             name: "norq-bench-fcm-emulator",
             dependencies: [.product(name: "NorqTesting", package: "norq-swift")]
         ),
+        // The Expo sink for expo.sh (tickets as many as recipients), in a process of its own.
+        .executableTarget(
+            name: "norq-bench-expo-sink",
+            dependencies: [
+                .product(name: "NorqTesting", package: "norq-swift"),
+                .product(name: "NorqZlib", package: "norq-swift"),
+            ]
+        ),
         // `norq serve` load generator (Benchmarks/serve.sh): raw HTTP/1.1 keep-alive clients on NIO only.
         .executableTarget(
             name: "norq-serve-load",

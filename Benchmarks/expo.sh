@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Expo benchmark (issue 31): NotificationRouter + NorqExpo (batched, 100 recipients a request) against h2load
-# (the HTTP/2 ceiling) on nghttpd as an Expo-shaped sink: a docroot file answers POST /--/api/v2/push/send with
-# 100 ok tickets, so every request must carry exactly 100 recipients (COUNT and WARMUP: multiples of 100).
-# h2load sends the same 100-recipient body (uncompressed); its notifications/s are its requests/s x 100. The router
+# (the HTTP/2 ceiling) on the same Expo-shaped sink, in the same run: norq-bench-expo-sink (Benchmarks/Sources),
+# which answers POST /--/api/v2/push/send with one ok ticket per recipient it counts (a scanner, not a JSON parser;
+# gzip bodies inflated), so a partial batch (the router's linger timer fired) is answered as it should be.
+# h2load sends one 100-recipient body (uncompressed); its notifications/s are its requests/s x 100. The router
 # runs plain (`--expo-gzip 0`, the same bytes as h2load) and with gzip (what it does by default).
-# The Python exponent-server-sdk peer is not run: it speaks HTTP/1.1 (requests), which nghttpd does not serve.
+# The Python exponent-server-sdk peer is not run: it speaks HTTP/1.1 (requests), which the sink does not serve.
 #
 # Environment (defaults in brackets):
 #   COUNT [100000]  notifications per run     RUNS [3]   IN_FLIGHTS ["600 1000"]  router maxInFlight (targets)
@@ -18,27 +19,25 @@ COUNT="${COUNT:-100000}"; RUNS="${RUNS:-3}"; IN_FLIGHTS="${IN_FLIGHTS:-600 1000}
 WORK="${WORK:-/tmp/norq-expo-bench}"; NO_BUILD="${NO_BUILD:-0}"
 TOOLS="$ROOT/Benchmarks/bench_tools.py"
 
-for tool in h2load:nghttp2-client nghttpd:nghttp2-server openssl:openssl python3:python3; do
+for tool in h2load:nghttp2-client python3:python3; do
     command -v "${tool%%:*}" >/dev/null || { echo "missing ${tool%%:*}: apt-get install ${tool##*:}" >&2; exit 1; }
 done
 if [ "$NO_BUILD" != 1 ]; then swift build -c release --package-path Benchmarks >&2; fi
-BENCH="$(swift build -c release --package-path Benchmarks --show-bin-path)/norq-bench"
+BIN="$(swift build -c release --package-path Benchmarks --show-bin-path)"
+BENCH="$BIN/norq-bench"
 
-mkdir -p "$WORK/docroot/--/api/v2/push"
+mkdir -p "$WORK"
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
-bench_make_certs "$WORK"
-"$BENCH" --mode expo-tickets > "$WORK/docroot/--/api/v2/push/send"
 
-PORT="${NGHTTPD_PORT:-28517}"
-nghttpd -a 127.0.0.1 -n 1 -m 1000 -W 24 -d "$WORK/docroot" "$PORT" "$WORK/server.key" "$WORK/server.pem" \
-    > "$WORK/nghttpd.log" 2>&1 &
+"$BIN/norq-bench-expo-sink" --port "${SINK_PORT:-0}" --ca-out "$WORK/sink-ca.pem" > "$WORK/sink.log" 2>&1 &
 SERVER_PID=$!
 trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do grep -q listening "$WORK/sink.log" && break; sleep 0.1; done
+PORT="$(awk '/listening/ {print $2}' "$WORK/sink.log")"
+[ -n "$PORT" ] || { echo "the sink did not start: $(cat "$WORK/sink.log")" >&2; exit 1; }
 wait_port 127.0.0.1 "$PORT"
-sleep 0.2
-kill -0 "$SERVER_PID" 2>/dev/null || { echo "nghttpd could not listen on $PORT: set NGHTTPD_PORT" >&2; exit 1; }
 
-ARGS=(--endpoint "https://127.0.0.1:$PORT" --ca "$WORK/ca.pem")
+ARGS=(--endpoint "https://127.0.0.1:$PORT" --ca "$WORK/sink-ca.pem")
 "$BENCH" --mode expo-prepare --out "$WORK/request" "${ARGS[@]}" >&2
 HEADERS=()
 while IFS= read -r line; do HEADERS+=(-H "$line"); done < "$WORK/request/headers.txt"

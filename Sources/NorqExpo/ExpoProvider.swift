@@ -1,6 +1,7 @@
 public import NorqCore
 public import Logging
 import Synchronization
+import NorqZlib
 
 /// The built-in Expo provider: sends to Expo push tokens through Expo's push service
 /// (`POST /--/api/v2/push/send`, a JSON array of messages, at most 100 recipients of one Expo project per request),
@@ -175,7 +176,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     private func write(_ requests: [PreparedRequest], deadline: ContinuousClock.Instant, splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var (headers, body) = (baseHeaders, Self.batchBody(requests))
-        if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = ExpoGzip.compress(body) {
+        if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = Gzip.compress(body) {
             body = gzipped
             headers.append(HTTPHeader("content-encoding", "gzip"))
         }
@@ -235,25 +236,58 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         }
     }
 
-    /// `[` + each request's message + `]`: a prepared body is `[{...}]`, its message the bytes between the brackets.
-    static func batchBody(_ requests: [PreparedRequest]) -> [UInt8] {
+    /// The body of one request for `requests`: `[` + messages + `]`. Consecutive requests whose messages differ only
+    /// in `to` (the same tail: a send's tokens of one platform, which share the content and options) become one message
+    /// whose `to` is the array of their tokens, `{"to":["a","b",...],...}`: the shared fields are written once per
+    /// run, not once per token. Expo counts every element of `to` as a recipient and answers one ticket per
+    /// recipient, in order, so the tickets still map one to one onto `requests`. A single request keeps its own body.
+    public static func batchBody(_ requests: [PreparedRequest]) -> [UInt8] {
         if requests.count == 1 { return requests[0].body }
-        var body: [UInt8] = [91]
-        body.reserveCapacity(requests.reduce(2) { $0 + $1.requestBody.count })
-        for (index, request) in requests.enumerated() {
-            if index > 0 { body.append(44) }
-            // Written part by part: a spliced body is not joined into an array of its own first.
+        var body: [UInt8] = [91]  // [
+        // The tail of the message being written, whose `to` array is still open.
+        var openTail: [UInt8]?
+        func closeMessage() {
+            guard let tail = openTail else { return }
+            body.append(93)  // ] of `to`
+            body.append(contentsOf: tail[1..<(tail.count - 1)])  // the fields after `to`, and `}`
+            openTail = nil
+        }
+        for request in requests {
             switch request.requestBody {
+            case .spliced(let head, let middle, let tail) where head == bodyHead && tail.count >= 3:
+                if let open = openTail, Self.sameBytes(open, tail) {
+                    body.append(contentsOf: #",""#.utf8)
+                } else {
+                    closeMessage()
+                    if body.count > 1 { body.append(44) }  // ,
+                    body.append(contentsOf: #"{"to":[""#.utf8)
+                    openTail = tail
+                }
+                body.append(contentsOf: middle.utf8)
+                body.append(34)  // "
             case .spliced(let head, let middle, let tail):
+                closeMessage()
+                if body.count > 1 { body.append(44) }
                 body.append(contentsOf: head.dropFirst())
                 body.append(contentsOf: middle.utf8)
                 body.append(contentsOf: tail.dropLast())
             case .bytes(let bytes):
+                closeMessage()
+                if body.count > 1 { body.append(44) }
                 body.append(contentsOf: bytes[1..<(bytes.count - 1)])
             }
         }
-        body.append(93)
+        closeMessage()
+        body.append(93)  // ]
         return body
+    }
+
+    /// Equal bytes; the tails of one send's requests share their storage (``encodedTail``'s cache), so that is
+    /// checked first.
+    private static func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        let shared = a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+        return shared || a == b
     }
 
     // MARK: receipts
@@ -269,7 +303,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             let body = JSONValue.object(["ids": .array(chunk.map { .string($0) })]).serialized()
             var headers = baseHeaders
             var sent = body
-            if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = ExpoGzip.compress(body) {
+            if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = Gzip.compress(body) {
                 sent = gzipped
                 headers.append(HTTPHeader("content-encoding", "gzip"))
             }

@@ -2,14 +2,6 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// The per-stream fault switches an emulator reads when a stream opens.
-struct EmulatorStreamFaults {
-    /// Sends GOAWAY (last-stream-id: that stream) when the connection opens its Nth stream.
-    var goAwayAfterStreams: Int?
-    /// Drops the connection (no GOAWAY) when it opens its Nth stream.
-    var dropConnectionAfterStreams: Int?
-}
-
 /// The connection-level half of the APNs and FCM emulators' handlers, which serve HTTP/2 on raw frames (no child
 /// channel per stream): the requests being received, the GOAWAY and drop faults, the connection window handed
 /// back at the end of each read batch, and the close once a GOAWAY's streams are all answered. A value: the
@@ -36,8 +28,14 @@ struct EmulatorConnectionState {
         case drop
     }
 
-    /// Largest request body kept per stream (APNs and FCM bodies are a few KiB).
-    static let maxBodyBytes = 64 * 1024
+    /// Largest request body kept per stream by default (APNs and FCM bodies are a few KiB).
+    static let defaultMaxBodyBytes = 64 * 1024
+    /// Largest request body kept per stream (Expo's batches of 100 messages take more than the default).
+    let maxBodyBytes: Int
+
+    init(maxBodyBytes: Int = Self.defaultMaxBodyBytes) {
+        self.maxBodyBytes = maxBodyBytes
+    }
 
     private(set) var streams: [HTTP2StreamID: Stream] = [:]
     /// Answers scheduled for later (the latency fault): the connection closes after a GOAWAY only once they went.
@@ -87,7 +85,7 @@ struct EmulatorConnectionState {
             unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
             guard var stream = streams[frame.streamID] else { return .nothing }
             if case .byteBuffer(var bytes) = data.data, !stream.tooLarge {
-                if (stream.body?.readableBytes ?? 0) + bytes.readableBytes > Self.maxBodyBytes {
+                if (stream.body?.readableBytes ?? 0) + bytes.readableBytes > maxBodyBytes {
                     stream.tooLarge = true
                     stream.body = nil
                 } else if stream.body == nil {

@@ -5,16 +5,27 @@ import Testing
 
 @Suite("Expo rules without I/O")
 struct ExpoRulesTests {
-    @Test("gzip round trip; a corrupt or oversized body does not inflate")
-    func gzip() throws {
-        let body = Array(String(repeating: #"{"to":"ExponentPushToken[abc]","title":"Hello"},"#, count: 100).utf8)
-        let compressed = try #require(ExpoGzip.compress(body))
-        #expect(compressed.starts(with: [0x1f, 0x8b]))  // the gzip magic
-        #expect(compressed.count < body.count / 5)
-        #expect(ExpoGzip.decompress(compressed, limit: 1 << 20) == body)
-        #expect(ExpoGzip.decompress(compressed, limit: 100) == nil)
-        #expect(ExpoGzip.decompress(Array(compressed.prefix(20)), limit: 1 << 20) == nil)
-        #expect(ExpoGzip.decompress([1, 2, 3, 4], limit: 1 << 20) == nil)
+    @Test("a batch body: the tokens of one content share one message whose `to` is their array; other contents, alone")
+    func batchBody() throws {
+        let provider = try ExpoProvider(name: "expo", configuration: ExpoConfiguration())
+        var options = SendOptions()
+        options.contentID = 7
+        let hello = PushContent(title: "Hello")
+        let a = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[a]", platform: .android), options: options)
+        let b = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[b]", platform: .android), options: options)
+        let ios = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[c]", platform: .ios), options: options)
+        let d = try provider.prepare(PushContent(title: "Other", body: "x"), for: PushToken(token: "ExponentPushToken[d]", platform: .android),
+                                     options: SendOptions())
+        let body = String(decoding: ExpoProvider.batchBody([a, b, ios, d]), as: UTF8.self)
+        #expect(body == #"[{"to":["ExponentPushToken[a]","ExponentPushToken[b]"],"title":"Hello"},{"to":["ExponentPushToken[c]"],"title":"Hello"},{"to":["ExponentPushToken[d]"],"title":"Other","body":"x"}]"#)
+        // Valid JSON, and one request keeps its own body.
+        #expect((try? JSONValue(parsing: Array(body.utf8))) != nil)
+        #expect(ExpoProvider.batchBody([a]) == a.body)
+        // Equal tails in different storage merge too.
+        let e = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[e]", platform: .android), options: SendOptions())
+        let f = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[f]", platform: .android), options: SendOptions())
+        #expect(String(decoding: ExpoProvider.batchBody([e, f]), as: UTF8.self)
+                == #"[{"to":["ExponentPushToken[e]","ExponentPushToken[f]"],"title":"Hello"}]"#)
     }
 
     @Test("rate limit: one second's worth goes at once, then 600/s per project; projects are separate; 0 is off")

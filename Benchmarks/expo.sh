@@ -53,16 +53,20 @@ for in_flight in $IN_FLIGHTS; do
                 | tee -a "$RESULTS"
         done
         # h2load: COUNT/100 requests of 100 recipients on `streams` concurrent streams; notifications = requests x 100.
-        python3 "$TOOLS" h2load --server-pid "$SERVER_PID" --label "expo $in_flight" -- \
-            h2load -t 1 -c 1 -m "$streams" -n "$(( COUNT / 100 ))" -d "$WORK/request/body.json" "${HEADERS[@]}" \
-            "https://127.0.0.1:$PORT$(cat "$WORK/request/path.txt")" \
-            | python3 -c 'import json,sys
+        # Twice: the issue's body (100 messages) and the router's (one message, 100 tokens in `to`: the same bytes).
+        for shape in body:h2load body-batched:h2load-router-body; do
+            python3 "$TOOLS" h2load --server-pid "$SERVER_PID" --label "expo $in_flight" -- \
+                h2load -t 1 -c 1 -m "$streams" -n "$(( COUNT / 100 ))" -d "$WORK/request/${shape%%:*}.json" "${HEADERS[@]}" \
+                "https://127.0.0.1:$PORT$(cat "$WORK/request/path.txt")" \
+                | CLIENT="${shape##*:}" python3 -c 'import json,os,sys
 for line in sys.stdin:
     r = json.loads(line)
     if "notifications_per_s" in r:
+        r["client"] = os.environ["CLIENT"]
         r["requests_per_s"] = r["notifications_per_s"]; r["notifications_per_s"] *= 100; r["count"] *= 100
         r["cpu_s_per_10k"] = round(r["cpu_s"] / r["count"] * 10000, 4)
     print(json.dumps(r))' | tee -a "$RESULTS"
+        done
     done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$WORK/machine.txt" >&2
@@ -74,15 +78,18 @@ groups = {}
 for r in rows:
     if "notifications_per_s" in r:
         groups.setdefault((r.get("label"), r["client"]), []).append(r)
-print(f'{"label":<12} {"client":<24} {"notif/s":>10} {"cpu s/10k":>10} {"p99 ms":>8} {"x h2load":>9}')
+print(f'{"label":<12} {"client":<24} {"notif/s":>10} {"cpu s/10k":>10} {"p99 ms":>8} {"x h2load":>9} {"x same bytes":>13}')
 for label in sorted({k[0] for k in groups}):
-    h2 = groups.get((label, "h2load"))
-    ceiling = statistics.median(r["notifications_per_s"] for r in h2) if h2 else None
+    def ceiling(client):
+        rs = groups.get((label, client))
+        return statistics.median(r["notifications_per_s"] for r in rs) if rs else None
+    h2, same = ceiling("h2load"), ceiling("h2load-router-body")
     for (l, client), rs in sorted(groups.items()):
         if l != label: continue
         rate = statistics.median(r["notifications_per_s"] for r in rs)
         cpu = statistics.median(r["cpu_s_per_10k"] for r in rs)
         p99 = statistics.median(r.get("p99_ms", 0) for r in rs)
-        ratio = f"{rate / ceiling:.2f}" if ceiling else "-"
-        print(f"{label:<12} {client:<24} {rate:>10.0f} {cpu:>10.4f} {p99:>8.1f} {ratio:>9}")
+        ratio = f"{rate / h2:.2f}" if h2 else "-"
+        ratio_same = f"{rate / same:.2f}" if same else "-"
+        print(f"{label:<12} {client:<24} {rate:>10.0f} {cpu:>10.4f} {p99:>8.1f} {ratio:>9} {ratio_same:>13}")
 PY

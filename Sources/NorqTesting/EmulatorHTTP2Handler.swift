@@ -1,6 +1,6 @@
-import NIOCore
+public import NIOCore
 import NIOHPACK
-import NIOHTTP2
+public import NIOHTTP2
 
 /// Serves one HTTP/2 connection of an emulator on raw frames (no child channel per stream) for an
 /// ``EmulatorHTTP2Service``: the connection-window bookkeeping, GOAWAY and drop faults and the close after GOAWAY

@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 
 /// One complete request received on a stream of an emulator's HTTP/2 connection, as
 /// ``EmulatorHTTP2Handler`` hands it to its ``EmulatorHTTP2Service``.

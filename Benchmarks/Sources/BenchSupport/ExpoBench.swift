@@ -67,7 +67,8 @@ package struct ExpoBench {
         return result
     }
 
-    /// The body of a 100-recipient request as the provider joins it (uncompressed): body.json, headers.txt, path.txt.
+    /// The bodies of a 100-recipient request, uncompressed: body.json (100 messages), body-batched.json (as the provider
+    /// joins them: one message, 100 tokens in `to`); headers.txt, path.txt.
     func writePrepared() throws {
         guard let directory = options.outDir else { throw BenchError("--mode expo-prepare needs --out DIR") }
         let provider = try makeProvider()
@@ -75,6 +76,7 @@ package struct ExpoBench {
         let deliveries = try router.prepare(template: options.template, data: data, to: recipients(0..<100))
         let requests = deliveries.compactMap(\.request)
         guard requests.count == 100 else { throw BenchError("the router prepared \(requests.count) requests") }
+        // The shape: 100 messages of one recipient each.
         var body: [UInt8] = [UInt8(ascii: "[")]
         for (index, request) in requests.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
@@ -82,11 +84,14 @@ package struct ExpoBench {
             body.append(contentsOf: bytes[1..<(bytes.count - 1)])
         }
         body.append(UInt8(ascii: "]"))
+        // What the provider sends for them (uncompressed): one message whose `to` lists the 100 tokens.
+        let batched = ExpoProvider.batchBody(requests)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(body).write(to: URL(fileURLWithPath: directory + "/body.json"))
+        try Data(batched).write(to: URL(fileURLWithPath: directory + "/body-batched.json"))
         let headers = requests[0].headers.map { "\($0.name): \($0.value)\n" }.joined()
         try Data(headers.utf8).write(to: URL(fileURLWithPath: directory + "/headers.txt"))
         try Data((requests[0].path + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/path.txt"))
-        print("{\"body_bytes\":\(body.count),\"recipients\":100}")
+        print("{\"body_bytes\":\(body.count),\"batched_body_bytes\":\(batched.count),\"recipients\":100}")
     }
 }

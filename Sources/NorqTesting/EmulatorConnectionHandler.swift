@@ -13,7 +13,7 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     private var connectionID = 0
 
     private typealias PendingStream = EmulatorConnectionState.Stream
-    /// Streams, faults, the connection window and the close after GOAWAY (shared with the FCM emulator).
+    /// Streams, faults, the connection window and the close after GOAWAY (shared with ``EmulatorHTTP2Handler``).
     private var connection = EmulatorConnectionState()
 
     // JWT state of this connection.

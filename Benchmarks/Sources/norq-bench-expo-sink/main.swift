@@ -1,3 +1,4 @@
+import BenchServer
 import Foundation
 import NorqTesting
 import NorqZlib
@@ -101,31 +102,15 @@ struct ExpoTicketSink: EmulatorHTTP2Service {
     }
 }
 
-var port = 0, caOut = "/tmp/norq-expo-sink-ca.pem", maxStreams = 1000
-var arguments = Array(CommandLine.arguments.dropFirst())
-while !arguments.isEmpty {
-    let name = arguments.removeFirst()
-    guard let value = arguments.first else { FileHandle.standardError.write(Data("\(name) needs a value\n".utf8)); exit(2) }
-    arguments.removeFirst()
-    switch name {
-    case "--port": port = Int(value) ?? 0
-    case "--ca-out": caOut = value
-    case "--max-streams": maxStreams = Int(value) ?? 1000
-    default: FileHandle.standardError.write(Data("unknown option \(name)\n".utf8)); exit(2)
-    }
-}
+let options = BenchServerProcess.options(known: ["--port", "--ca-out", "--max-streams"])
 // Self-checks of the scanner (a wrong count would make every run fail with expo/ticket-count-mismatch).
 precondition(Array(#"[{"to":"a","title":"to"},{"body":"x\"to\":","to":["b","c"]}]"#.utf8).withUnsafeBytes {
     ExpoTicketSink.recipients(in: $0) } == 3)
 precondition(Array(#"{"to" : "a","data":{"to":"nested"}}"#.utf8).withUnsafeBytes { ExpoTicketSink.recipients(in: $0) } == 1)
-do {
-    let server = try EmulatorHTTP2Server(service: ExpoTicketSink(), port: port, maxConcurrentStreams: maxStreams)
+await BenchServerProcess.run("norq-bench-expo-sink") {
+    let server = try EmulatorHTTP2Server(service: ExpoTicketSink(), port: Int(options["--port"] ?? "") ?? 0,
+                                         maxConcurrentStreams: Int(options["--max-streams"] ?? "") ?? 1000)
     try await server.start()
-    try server.writeCACertificate(to: caOut)
-    FileHandle.standardOutput.write(Data("listening \(server.port)\n".utf8))
-    // Runs until the process is signalled (the script sends SIGTERM).
-    while true { try await Task.sleep(for: .seconds(3600)) }
-} catch {
-    FileHandle.standardError.write(Data("norq-bench-expo-sink: \(error)\n".utf8))
-    exit(1)
+    try server.writeCACertificate(to: options["--ca-out"] ?? "/tmp/norq-expo-sink-ca.pem")
+    return server.port
 }

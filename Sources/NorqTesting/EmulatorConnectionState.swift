@@ -3,9 +3,10 @@ import NIOHPACK
 import NIOHTTP2
 
 /// The connection-level half of the APNs emulator's handler and of ``EmulatorHTTP2Handler`` (FCM, Expo, the
-/// benchmarks' Expo sink), which serve HTTP/2 on raw frames (no child channel per stream): the requests being received, the GOAWAY and drop faults, the connection window handed
-/// back at the end of each read batch, and the close once a GOAWAY's streams are all answered. A value: the
-/// handler feeds it frames and carries out what it returns.
+/// benchmarks' Expo sink), which serve HTTP/2 on raw frames (no child channel per stream): the requests being
+/// received, the GOAWAY and drop faults, the connection window handed back at the end of each read batch, and the
+/// close once a GOAWAY's streams are all answered. A value: the handler feeds it frames and carries out what it
+/// returns.
 ///
 /// Bound: a request body above `maxBodyBytes` is not kept (the stream is marked `tooLarge`, to be answered 413),
 /// so a client cannot grow the emulator's memory by sending one endless body.

@@ -28,6 +28,9 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     private let authority: String
     private let limiter: Mutex<ExpoRateLimiter>
     private let projects = Mutex(ExpoProjectMemory())
+    /// Set once a `PUSH_TOO_MANY_EXPERIENCE_IDS` answer taught a project: until then ``batchKey(for:)`` answers nil
+    /// without the lock and the token's hash (once per target).
+    private let knowsProjects = Atomic<Bool>(false)
     private let lastMessage = Mutex<CachedMessage?>(nil)
 
     /// The serialized message without `to` of the last content, reused for every token of a send.
@@ -118,7 +121,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
 
     /// The token's Expo project when a `PUSH_TOO_MANY_EXPERIENCE_IDS` answer taught it, else nil (one group).
     public func batchKey(for request: PreparedRequest) -> String? {
-        guard case .token(let token) = request.target else { return nil }
+        guard knowsProjects.load(ordering: .acquiring), case .token(let token) = request.target else { return nil }
         return projects.withLock { $0.project(of: token.token) }
     }
 
@@ -211,6 +214,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         projects.withLock { memory in
             for (token, project) in projectOf { memory.remember(token, project: project) }
         }
+        knowsProjects.store(true, ordering: .releasing)
         guard splitAllowed else {
             var response = DeliveryResponse(status: answer.status, body: Array(answer.body.prefix(2048)),
                                             reason: "PUSH_TOO_MANY_EXPERIENCE_IDS", classification: .permanent)

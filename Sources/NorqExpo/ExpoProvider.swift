@@ -2,6 +2,8 @@ public import NorqCore
 public import Logging
 import Synchronization
 import NorqZlib
+import NIOCore
+import NIOPosix
 
 /// The built-in Expo provider: sends to Expo push tokens through Expo's push service
 /// (`POST /--/api/v2/push/send`, a JSON array of messages, at most 100 recipients of one Expo project per request),
@@ -167,8 +169,10 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
                                       notProcessed: true)
                 return completion(Array(repeating: .failure(error), count: requests.count))
             }
-            Task {
-                try? await Task.sleep(for: wait)
+            // An event-loop timer, not an unowned task: the write runs on the loop when the wait is over (after a
+            // shutdown the transport fails it, so `completion` still runs once).
+            let nanoseconds = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(nanoseconds)) {
                 self.write(requests, deadline: deadline, splitAllowed: splitAllowed, completion: completion)
             }
             return

@@ -159,3 +159,30 @@ struct EmulatorConnectionState {
         return unanswered
     }
 }
+
+/// A raw-frame emulator handler that answers some requests after a latency (the APNs handler and
+/// ``EmulatorHTTP2Handler``): the delayed answer's bookkeeping, once.
+protocol EmulatorDelayedAnswering: AnyObject {
+    var connection: EmulatorConnectionState { get set }
+}
+
+extension EmulatorDelayedAnswering {
+    /// Runs `write` on the connection's event loop after `latency`, and closes the connection after it when a GOAWAY
+    /// was waiting for this answer; `unanswered` instead when the connection closed meanwhile.
+    func answer(after latency: Duration, context: ChannelHandlerContext,
+                write: @escaping (Self, ChannelHandlerContext) -> Void, unanswered: @escaping (Self) -> Void) {
+        connection.delayedAnswers += 1
+        let nanoseconds = latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000
+        let loopBound = NIOLoopBound((self, context, write, unanswered), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            let (handler, context, write, unanswered) = loopBound.value
+            handler.connection.delayedAnswers -= 1
+            if handler.connection.closed {
+                unanswered(handler)
+            } else {
+                write(handler, context)
+                if handler.connection.closeIfDrained() { context.close(promise: nil) }
+            }
+        }
+    }
+}

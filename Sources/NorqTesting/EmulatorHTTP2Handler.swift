@@ -7,14 +7,14 @@ public import NIOHTTP2
 /// (``EmulatorConnectionState``), answers written at once or after the service's latency, requests handed to the
 /// service's records. The FCM and Expo emulators and the benchmarks' Expo sink are services of it. Lives on the
 /// connection's event loop; the service locks its own state.
-public final class EmulatorHTTP2Handler<Service: EmulatorHTTP2Service>: ChannelDuplexHandler {
+public final class EmulatorHTTP2Handler<Service: EmulatorHTTP2Service>: ChannelDuplexHandler, EmulatorDelayedAnswering {
     public typealias InboundIn = HTTP2Frame
     public typealias OutboundIn = HTTP2Frame
     public typealias OutboundOut = HTTP2Frame
 
     private let service: Service
     private var connectionID = 0
-    private var connection: EmulatorConnectionState
+    var connection: EmulatorConnectionState
 
     public init(service: Service) {
         self.service = service
@@ -76,19 +76,9 @@ public final class EmulatorHTTP2Handler<Service: EmulatorHTTP2Service>: ChannelD
                 write(context: context, streamID: streamID, request: request, answer: answer, flush: false)
                 return
             }
-            connection.delayedAnswers += 1
-            let nanos = latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: .nanoseconds(nanos)) {
-                let (handler, context) = loopBound.value
-                handler.connection.delayedAnswers -= 1
-                if handler.connection.closed {
-                    handler.record(request, answer: answer, answered: false)
-                } else {
-                    handler.write(context: context, streamID: streamID, request: request, answer: answer, flush: true)
-                    if handler.connection.closeIfDrained() { context.close(promise: nil) }
-                }
-            }
+            self.answer(after: latency, context: context,
+                        write: { $0.write(context: $1, streamID: streamID, request: request, answer: answer, flush: true) },
+                        unanswered: { $0.record(request, answer: answer, answered: false) })
         }
     }
 

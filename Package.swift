@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "NorqProviderTesting", targets: ["NorqProviderTesting"]),
         .library(name: "NorqWebPush", targets: ["NorqWebPush"]),
         .library(name: "NorqExpo", targets: ["NorqExpo"]),
+        .library(name: "NorqZlib", targets: ["NorqZlib"]),
         .executable(name: "norq", targets: ["norq"]),
         .library(name: "NorqServer", targets: ["NorqServer"]),
         .library(name: "NorqBuiltIns", targets: ["NorqBuiltIns"]),
@@ -168,11 +169,14 @@ let package = Package(
         // The system zlib (issue 31): gzip of Expo request bodies, and its inverse in the Expo emulator. A module map,
         // no package: zlib ships with every Linux distribution's dev packages and with the macOS SDK.
         .systemLibrary(name: "CNorqZlib", path: "Sources/CNorqZlib"),
+        // Gzip and gunzip over CNorqZlib, shared by the Expo provider and the Expo emulator (neither depends on the other).
+        .target(name: "NorqZlib", dependencies: ["CNorqZlib"], swiftSettings: strict),
+        .testTarget(name: "NorqZlibTests", dependencies: ["NorqZlib"], swiftSettings: strict),
         // Expo (issue 31): batched sends (<= 100 recipients of one project), tickets and receipts, on NorqHTTP2.
         .target(
             name: "NorqExpo",
             dependencies: [
-                "NorqCore", "NorqHTTP2", "CNorqZlib",
+                "NorqCore", "NorqHTTP2", "NorqZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -216,7 +220,7 @@ let package = Package(
                 // RS256 verification of the FCM emulator's OAuth assertions (issue 15).
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),  // Web Push emulator: HTTP/1.1 mode and the HTTP/2 stream codec
-                "CNorqZlib",  // Expo emulator: gzip request bodies
+                "NorqZlib",  // Expo emulator: gzip request bodies
             ],
             swiftSettings: strict
         ),

@@ -67,9 +67,12 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The command line and life of the server processes below.
+        .target(name: "BenchServer"),
         .executableTarget(
             name: "norq-bench-emulator",
             dependencies: [
+                "BenchServer",
                 .product(name: "NorqTesting", package: "norq-swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -77,7 +80,16 @@ let package = Package(
         // The FCM emulator for fcm.sh, in a process of its own.
         .executableTarget(
             name: "norq-bench-fcm-emulator",
-            dependencies: [.product(name: "NorqTesting", package: "norq-swift")]
+            dependencies: ["BenchServer", .product(name: "NorqTesting", package: "norq-swift")]
+        ),
+        // The Expo sink for expo.sh (tickets as many as recipients), in a process of its own.
+        .executableTarget(
+            name: "norq-bench-expo-sink",
+            dependencies: [
+                "BenchServer",
+                .product(name: "NorqTesting", package: "norq-swift"),
+                .product(name: "NorqZlib", package: "norq-swift"),
+            ]
         ),
         // `norq serve` load generator (Benchmarks/serve.sh): raw HTTP/1.1 keep-alive clients on NIO only.
         .executableTarget(

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Expo benchmark (issue 31): NotificationRouter + NorqExpo (batched, 100 recipients a request) against h2load
-# (the HTTP/2 ceiling) on nghttpd as an Expo-shaped sink: a docroot file answers POST /--/api/v2/push/send with
-# 100 ok tickets, so every request must carry exactly 100 recipients (COUNT and WARMUP: multiples of 100).
-# h2load sends the same 100-recipient body (uncompressed); its notifications/s are its requests/s x 100. The router
+# (the HTTP/2 ceiling) on the same Expo-shaped sink, in the same run: norq-bench-expo-sink (Benchmarks/Sources),
+# which answers POST /--/api/v2/push/send with one ok ticket per recipient it counts (a scanner, not a JSON parser;
+# gzip bodies inflated), so a partial batch (the router's linger timer fired) is answered as it should be.
+# h2load sends one 100-recipient body (uncompressed); its notifications/s are its requests/s x 100. The router
 # runs plain (`--expo-gzip 0`, the same bytes as h2load) and with gzip (what it does by default).
-# The Python exponent-server-sdk peer is not run: it speaks HTTP/1.1 (requests), which nghttpd does not serve.
+# The Python exponent-server-sdk peer is not run: it speaks HTTP/1.1 (requests), which the sink does not serve.
 #
 # Environment (defaults in brackets):
 #   COUNT [100000]  notifications per run     RUNS [3]   IN_FLIGHTS ["600 1000"]  router maxInFlight (targets)
@@ -18,27 +19,25 @@ COUNT="${COUNT:-100000}"; RUNS="${RUNS:-3}"; IN_FLIGHTS="${IN_FLIGHTS:-600 1000}
 WORK="${WORK:-/tmp/norq-expo-bench}"; NO_BUILD="${NO_BUILD:-0}"
 TOOLS="$ROOT/Benchmarks/bench_tools.py"
 
-for tool in h2load:nghttp2-client nghttpd:nghttp2-server openssl:openssl python3:python3; do
+for tool in h2load:nghttp2-client python3:python3; do
     command -v "${tool%%:*}" >/dev/null || { echo "missing ${tool%%:*}: apt-get install ${tool##*:}" >&2; exit 1; }
 done
 if [ "$NO_BUILD" != 1 ]; then swift build -c release --package-path Benchmarks >&2; fi
-BENCH="$(swift build -c release --package-path Benchmarks --show-bin-path)/norq-bench"
+BIN="$(swift build -c release --package-path Benchmarks --show-bin-path)"
+BENCH="$BIN/norq-bench"
 
-mkdir -p "$WORK/docroot/--/api/v2/push"
+mkdir -p "$WORK"
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
-bench_make_certs "$WORK"
-"$BENCH" --mode expo-tickets > "$WORK/docroot/--/api/v2/push/send"
 
-PORT="${NGHTTPD_PORT:-28517}"
-nghttpd -a 127.0.0.1 -n 1 -m 1000 -W 24 -d "$WORK/docroot" "$PORT" "$WORK/server.key" "$WORK/server.pem" \
-    > "$WORK/nghttpd.log" 2>&1 &
+"$BIN/norq-bench-expo-sink" --port "${SINK_PORT:-0}" --ca-out "$WORK/sink-ca.pem" > "$WORK/sink.log" 2>&1 &
 SERVER_PID=$!
 trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do grep -q listening "$WORK/sink.log" && break; sleep 0.1; done
+PORT="$(awk '/listening/ {print $2}' "$WORK/sink.log")"
+[ -n "$PORT" ] || { echo "the sink did not start: $(cat "$WORK/sink.log")" >&2; exit 1; }
 wait_port 127.0.0.1 "$PORT"
-sleep 0.2
-kill -0 "$SERVER_PID" 2>/dev/null || { echo "nghttpd could not listen on $PORT: set NGHTTPD_PORT" >&2; exit 1; }
 
-ARGS=(--endpoint "https://127.0.0.1:$PORT" --ca "$WORK/ca.pem")
+ARGS=(--endpoint "https://127.0.0.1:$PORT" --ca "$WORK/sink-ca.pem")
 "$BENCH" --mode expo-prepare --out "$WORK/request" "${ARGS[@]}" >&2
 HEADERS=()
 while IFS= read -r line; do HEADERS+=(-H "$line"); done < "$WORK/request/headers.txt"
@@ -54,16 +53,20 @@ for in_flight in $IN_FLIGHTS; do
                 | tee -a "$RESULTS"
         done
         # h2load: COUNT/100 requests of 100 recipients on `streams` concurrent streams; notifications = requests x 100.
-        python3 "$TOOLS" h2load --server-pid "$SERVER_PID" --label "expo $in_flight" -- \
-            h2load -t 1 -c 1 -m "$streams" -n "$(( COUNT / 100 ))" -d "$WORK/request/body.json" "${HEADERS[@]}" \
-            "https://127.0.0.1:$PORT$(cat "$WORK/request/path.txt")" \
-            | python3 -c 'import json,sys
+        # Twice: the issue's body (100 messages) and the router's (one message, 100 tokens in `to`: the same bytes).
+        for shape in body:h2load body-batched:h2load-router-body; do
+            python3 "$TOOLS" h2load --server-pid "$SERVER_PID" --label "expo $in_flight" -- \
+                h2load -t 1 -c 1 -m "$streams" -n "$(( COUNT / 100 ))" -d "$WORK/request/${shape%%:*}.json" "${HEADERS[@]}" \
+                "https://127.0.0.1:$PORT$(cat "$WORK/request/path.txt")" \
+                | CLIENT="${shape##*:}" python3 -c 'import json,os,sys
 for line in sys.stdin:
     r = json.loads(line)
     if "notifications_per_s" in r:
+        r["client"] = os.environ["CLIENT"]
         r["requests_per_s"] = r["notifications_per_s"]; r["notifications_per_s"] *= 100; r["count"] *= 100
         r["cpu_s_per_10k"] = round(r["cpu_s"] / r["count"] * 10000, 4)
     print(json.dumps(r))' | tee -a "$RESULTS"
+        done
     done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$WORK/machine.txt" >&2
@@ -75,15 +78,18 @@ groups = {}
 for r in rows:
     if "notifications_per_s" in r:
         groups.setdefault((r.get("label"), r["client"]), []).append(r)
-print(f'{"label":<12} {"client":<24} {"notif/s":>10} {"cpu s/10k":>10} {"p99 ms":>8} {"x h2load":>9}')
+print(f'{"label":<12} {"client":<24} {"notif/s":>10} {"cpu s/10k":>10} {"p99 ms":>8} {"x h2load":>9} {"x same bytes":>13}')
 for label in sorted({k[0] for k in groups}):
-    h2 = groups.get((label, "h2load"))
-    ceiling = statistics.median(r["notifications_per_s"] for r in h2) if h2 else None
+    def ceiling(client):
+        rs = groups.get((label, client))
+        return statistics.median(r["notifications_per_s"] for r in rs) if rs else None
+    h2, same = ceiling("h2load"), ceiling("h2load-router-body")
     for (l, client), rs in sorted(groups.items()):
         if l != label: continue
         rate = statistics.median(r["notifications_per_s"] for r in rs)
         cpu = statistics.median(r["cpu_s_per_10k"] for r in rs)
         p99 = statistics.median(r.get("p99_ms", 0) for r in rs)
-        ratio = f"{rate / ceiling:.2f}" if ceiling else "-"
-        print(f"{label:<12} {client:<24} {rate:>10.0f} {cpu:>10.4f} {p99:>8.1f} {ratio:>9}")
+        ratio = f"{rate / h2:.2f}" if h2 else "-"
+        ratio_same = f"{rate / same:.2f}" if same else "-"
+        print(f"{label:<12} {client:<24} {rate:>10.0f} {cpu:>10.4f} {p99:>8.1f} {ratio:>9} {ratio_same:>13}")
 PY

@@ -309,7 +309,7 @@ final class DeliveryPump: Sendable {
         if let batcher {
             // A batch-capable provider: the attempt joins a request of its batch key; its own answer comes back
             // alone, so a retry re-sends this target only.
-            batcher.submit(attempt.request, deadline: attempt.deadline, timers: { [self] wait in runWaiting(wait) }) {
+            batcher.submit(attempt, timers: { [self] wait in runWaiting(wait) }) {
                 [self] answer in
                 answered(answer, attempt: attempt, attempts: attempts, started: started,
                          possiblyProcessed: possiblyProcessed, requeues: requeues)

@@ -1,6 +1,9 @@
 public import NorqCore
 public import Logging
 import Synchronization
+import NorqZlib
+import NIOCore
+import NIOPosix
 
 /// The built-in Expo provider: sends to Expo push tokens through Expo's push service
 /// (`POST /--/api/v2/push/send`, a JSON array of messages, at most 100 recipients of one Expo project per request),
@@ -27,6 +30,9 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     private let authority: String
     private let limiter: Mutex<ExpoRateLimiter>
     private let projects = Mutex(ExpoProjectMemory())
+    /// Set once a `PUSH_TOO_MANY_EXPERIENCE_IDS` answer taught a project: until then ``batchKey(for:)`` answers nil
+    /// without the lock and the token's hash (once per target).
+    private let knowsProjects = Atomic<Bool>(false)
     private let lastMessage = Mutex<CachedMessage?>(nil)
 
     /// The serialized message without `to` of the last content, reused for every token of a send.
@@ -117,7 +123,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
 
     /// The token's Expo project when a `PUSH_TOO_MANY_EXPERIENCE_IDS` answer taught it, else nil (one group).
     public func batchKey(for request: PreparedRequest) -> String? {
-        guard case .token(let token) = request.target else { return nil }
+        guard knowsProjects.load(ordering: .acquiring), case .token(let token) = request.target else { return nil }
         return projects.withLock { $0.project(of: token.token) }
     }
 
@@ -163,8 +169,10 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
                                       notProcessed: true)
                 return completion(Array(repeating: .failure(error), count: requests.count))
             }
-            Task {
-                try? await Task.sleep(for: wait)
+            // An event-loop timer, not an unowned task: the write runs on the loop when the wait is over (after a
+            // shutdown the transport fails it, so `completion` still runs once).
+            let nanoseconds = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(nanoseconds)) {
                 self.write(requests, deadline: deadline, splitAllowed: splitAllowed, completion: completion)
             }
             return
@@ -175,7 +183,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     private func write(_ requests: [PreparedRequest], deadline: ContinuousClock.Instant, splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var (headers, body) = (baseHeaders, Self.batchBody(requests))
-        if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = ExpoGzip.compress(body) {
+        if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = Gzip.compress(body) {
             body = gzipped
             headers.append(HTTPHeader("content-encoding", "gzip"))
         }
@@ -210,6 +218,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         projects.withLock { memory in
             for (token, project) in projectOf { memory.remember(token, project: project) }
         }
+        knowsProjects.store(true, ordering: .releasing)
         guard splitAllowed else {
             var response = DeliveryResponse(status: answer.status, body: Array(answer.body.prefix(2048)),
                                             reason: "PUSH_TOO_MANY_EXPERIENCE_IDS", classification: .permanent)
@@ -235,25 +244,58 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         }
     }
 
-    /// `[` + each request's message + `]`: a prepared body is `[{...}]`, its message the bytes between the brackets.
-    static func batchBody(_ requests: [PreparedRequest]) -> [UInt8] {
+    /// The body of one request for `requests`: `[` + messages + `]`. Consecutive requests whose messages differ only
+    /// in `to` (the same tail: a send's tokens of one platform, which share the content and options) become one message
+    /// whose `to` is the array of their tokens, `{"to":["a","b",...],...}`: the shared fields are written once per
+    /// run, not once per token. Expo counts every element of `to` as a recipient and answers one ticket per
+    /// recipient, in order, so the tickets still map one to one onto `requests`. A single request keeps its own body.
+    public static func batchBody(_ requests: [PreparedRequest]) -> [UInt8] {
         if requests.count == 1 { return requests[0].body }
-        var body: [UInt8] = [91]
-        body.reserveCapacity(requests.reduce(2) { $0 + $1.requestBody.count })
-        for (index, request) in requests.enumerated() {
-            if index > 0 { body.append(44) }
-            // Written part by part: a spliced body is not joined into an array of its own first.
+        var body: [UInt8] = [91]  // [
+        // The tail of the message being written, whose `to` array is still open.
+        var openTail: [UInt8]?
+        func closeMessage() {
+            guard let tail = openTail else { return }
+            body.append(93)  // ] of `to`
+            body.append(contentsOf: tail[1..<(tail.count - 1)])  // the fields after `to`, and `}`
+            openTail = nil
+        }
+        for request in requests {
             switch request.requestBody {
+            case .spliced(let head, let middle, let tail) where head == bodyHead && tail.count >= 3:
+                if let open = openTail, Self.sameBytes(open, tail) {
+                    body.append(contentsOf: #",""#.utf8)
+                } else {
+                    closeMessage()
+                    if body.count > 1 { body.append(44) }  // ,
+                    body.append(contentsOf: #"{"to":[""#.utf8)
+                    openTail = tail
+                }
+                body.append(contentsOf: middle.utf8)
+                body.append(34)  // "
             case .spliced(let head, let middle, let tail):
+                closeMessage()
+                if body.count > 1 { body.append(44) }
                 body.append(contentsOf: head.dropFirst())
                 body.append(contentsOf: middle.utf8)
                 body.append(contentsOf: tail.dropLast())
             case .bytes(let bytes):
+                closeMessage()
+                if body.count > 1 { body.append(44) }
                 body.append(contentsOf: bytes[1..<(bytes.count - 1)])
             }
         }
-        body.append(93)
+        closeMessage()
+        body.append(93)  // ]
         return body
+    }
+
+    /// Equal bytes; the tails of one send's requests share their storage (``encodedTail``'s cache), so that is
+    /// checked first.
+    private static func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        let shared = a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+        return shared || a == b
     }
 
     // MARK: receipts
@@ -269,7 +311,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             let body = JSONValue.object(["ids": .array(chunk.map { .string($0) })]).serialized()
             var headers = baseHeaders
             var sent = body
-            if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = ExpoGzip.compress(body) {
+            if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = Gzip.compress(body) {
                 sent = gzipped
                 headers.append(HTTPHeader("content-encoding", "gzip"))
             }

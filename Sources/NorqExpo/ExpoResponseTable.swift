@@ -93,6 +93,14 @@ public enum ExpoResponseTable {
     /// Reads the answer to a send request of `recipients` recipients.
     public static func sendAnswer(status: Int, headers: [HTTPHeader] = [], body: [UInt8],
                                   recipients: Int) -> SendAnswer {
+        if status == 200, let tickets = ExpoTicketScanner.okTickets(body) {
+            guard tickets.count == recipients else {
+                return .ambiguous(NorqError(.expoTicketCountMismatch,
+                                            "Expo answered \(tickets.count) tickets for \(recipients) recipients",
+                                            possiblyProcessed: true))
+            }
+            return .tickets(tickets.map { DeliveryResponse(status: 200, messageID: $0, classification: .accepted) })
+        }
         let json = try? JSONValue(parsing: body)
         if status == 200, let json {
             var tickets: [JSONValue]

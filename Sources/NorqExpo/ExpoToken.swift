@@ -5,9 +5,15 @@ public enum ExpoToken {
     /// Whether `token` is an Expo push token. Native APNs (64 hex digits) and FCM tokens are not: one of them in a
     /// request would fail every token it carries.
     public static func isValid(_ token: String) -> Bool {
-        let bytes = Array(token.utf8)
-        for prefix in ["ExponentPushToken[", "ExpoPushToken["] {
-            let p = Array(prefix.utf8)
+        // On the string's own UTF-8 (once per target: no array of its bytes, no arrays of the prefixes).
+        if let valid = token.utf8.withContiguousStorageIfAvailable(isValid) { return valid }
+        return Array(token.utf8).withUnsafeBufferPointer(isValid)
+    }
+
+    private static let prefixes: [[UInt8]] = [Array("ExponentPushToken[".utf8), Array("ExpoPushToken[".utf8)]
+
+    private static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        for p in prefixes {
             if bytes.count > p.count + 1, bytes.starts(with: p), bytes.last == 93 /* ] */ {
                 let inner = bytes[p.count..<(bytes.count - 1)]
                 return inner.count <= 256 && inner.allSatisfy { $0 > 32 && $0 < 127 && $0 != 93 && $0 != 91 && $0 != 34 && $0 != 92 }
@@ -17,7 +23,7 @@ public enum ExpoToken {
     }
 
     /// 8-4-4-4-12 hex digits, either case.
-    static func isUUID(_ bytes: [UInt8]) -> Bool {
+    static func isUUID(_ bytes: some Collection<UInt8>) -> Bool {
         guard bytes.count == 36 else { return false }
         for (index, byte) in bytes.enumerated() {
             if index == 8 || index == 13 || index == 18 || index == 23 {

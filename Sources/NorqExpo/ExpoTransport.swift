@@ -1,5 +1,6 @@
 import NorqCore
 import NorqHTTP2
+import NorqZlib
 import Logging
 import NIOCore
 import NIOPosix
@@ -59,7 +60,7 @@ final class ExpoTransport: Sendable {
                 var body = response.bodyBytes
                 let headers = response.headers(HTTPHeader.init)
                 if let encoding = response.header("content-encoding")?.lowercased(), encoding == "gzip" || encoding == "deflate" {
-                    guard let inflated = ExpoGzip.decompress(body, limit: Self.maxResponseBytes) else {
+                    guard let inflated = Gzip.decompress(body, limit: Self.maxResponseBytes) else {
                         completion(.failure(NorqError(.transportFailed, "Expo: the \(encoding) answer cannot be inflated",
                                                       possiblyProcessed: true)))
                         return

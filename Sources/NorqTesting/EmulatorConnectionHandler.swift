@@ -4,7 +4,7 @@ import NIOHTTP2
 
 /// Serves one HTTP/2 connection as APNs would, on raw frames (no child channel per stream).
 /// Lives on the connection's event loop; only the shared state is locked.
-final class EmulatorConnectionHandler: ChannelDuplexHandler {
+final class EmulatorConnectionHandler: ChannelDuplexHandler, EmulatorDelayedAnswering {
     typealias InboundIn = HTTP2Frame
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -13,8 +13,8 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
     private var connectionID = 0
 
     private typealias PendingStream = EmulatorConnectionState.Stream
-    /// Streams, faults, the connection window and the close after GOAWAY (shared with the FCM emulator).
-    private var connection = EmulatorConnectionState()
+    /// Streams, faults, the connection window and the close after GOAWAY (shared with ``EmulatorHTTP2Handler``).
+    var connection = EmulatorConnectionState()
 
     // JWT state of this connection.
     private var verifiedTokens: [String: Result<JWTVerifier.Verified, JWTVerifier.Failure>] = [:]
@@ -101,21 +101,11 @@ final class EmulatorConnectionHandler: ChannelDuplexHandler {
                 if latency == .zero {
                     answer(context: context, streamID: streamID, stream: stream, rejection: rejection, flush: false)
                 } else {
-                    connection.delayedAnswers += 1
-                    let nanos = latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000
-                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                    context.eventLoop.scheduleTask(in: .nanoseconds(nanos)) {
-                        let (handler, context) = loopBound.value
-                        handler.connection.delayedAnswers -= 1
-                        if handler.connection.closed {
-                            handler.record(stream, streamID: streamID, status: 0, reason: nil, apnsID: nil,
-                                           bodyOverride: nil)
-                        } else {
-                            handler.answer(context: context, streamID: streamID, stream: stream,
-                                           rejection: rejection, flush: true)
-                            if handler.connection.closeIfDrained() { context.close(promise: nil) }
-                        }
-                    }
+                    answer(after: latency, context: context, write: {
+                        $0.answer(context: $1, streamID: streamID, stream: stream, rejection: rejection, flush: true)
+                    }, unanswered: {
+                        $0.record(stream, streamID: streamID, status: 0, reason: nil, apnsID: nil, bodyOverride: nil)
+                    })
                 }
             }
         }

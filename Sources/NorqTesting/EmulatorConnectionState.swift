@@ -2,18 +2,11 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// The per-stream fault switches an emulator reads when a stream opens.
-struct EmulatorStreamFaults {
-    /// Sends GOAWAY (last-stream-id: that stream) when the connection opens its Nth stream.
-    var goAwayAfterStreams: Int?
-    /// Drops the connection (no GOAWAY) when it opens its Nth stream.
-    var dropConnectionAfterStreams: Int?
-}
-
-/// The connection-level half of the APNs and FCM emulators' handlers, which serve HTTP/2 on raw frames (no child
-/// channel per stream): the requests being received, the GOAWAY and drop faults, the connection window handed
-/// back at the end of each read batch, and the close once a GOAWAY's streams are all answered. A value: the
-/// handler feeds it frames and carries out what it returns.
+/// The connection-level half of the APNs emulator's handler and of ``EmulatorHTTP2Handler`` (FCM, Expo, the
+/// benchmarks' Expo sink), which serve HTTP/2 on raw frames (no child channel per stream): the requests being
+/// received, the GOAWAY and drop faults, the connection window handed back at the end of each read batch, and the
+/// close once a GOAWAY's streams are all answered. A value: the handler feeds it frames and carries out what it
+/// returns.
 ///
 /// Bound: a request body above `maxBodyBytes` is not kept (the stream is marked `tooLarge`, to be answered 413),
 /// so a client cannot grow the emulator's memory by sending one endless body.
@@ -36,8 +29,14 @@ struct EmulatorConnectionState {
         case drop
     }
 
-    /// Largest request body kept per stream (APNs and FCM bodies are a few KiB).
-    static let maxBodyBytes = 64 * 1024
+    /// Largest request body kept per stream by default (APNs and FCM bodies are a few KiB).
+    static let defaultMaxBodyBytes = 64 * 1024
+    /// Largest request body kept per stream (Expo's batches of 100 messages take more than the default).
+    let maxBodyBytes: Int
+
+    init(maxBodyBytes: Int = Self.defaultMaxBodyBytes) {
+        self.maxBodyBytes = maxBodyBytes
+    }
 
     private(set) var streams: [HTTP2StreamID: Stream] = [:]
     /// Answers scheduled for later (the latency fault): the connection closes after a GOAWAY only once they went.
@@ -87,7 +86,7 @@ struct EmulatorConnectionState {
             unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
             guard var stream = streams[frame.streamID] else { return .nothing }
             if case .byteBuffer(var bytes) = data.data, !stream.tooLarge {
-                if (stream.body?.readableBytes ?? 0) + bytes.readableBytes > Self.maxBodyBytes {
+                if (stream.body?.readableBytes ?? 0) + bytes.readableBytes > maxBodyBytes {
                     stream.tooLarge = true
                     stream.body = nil
                 } else if stream.body == nil {
@@ -158,5 +157,32 @@ struct EmulatorConnectionState {
         let unanswered = streams.map { ($0.key, $0.value) }
         streams.removeAll()
         return unanswered
+    }
+}
+
+/// A raw-frame emulator handler that answers some requests after a latency (the APNs handler and
+/// ``EmulatorHTTP2Handler``): the delayed answer's bookkeeping, once.
+protocol EmulatorDelayedAnswering: AnyObject {
+    var connection: EmulatorConnectionState { get set }
+}
+
+extension EmulatorDelayedAnswering {
+    /// Runs `write` on the connection's event loop after `latency`, and closes the connection after it when a GOAWAY
+    /// was waiting for this answer; `unanswered` instead when the connection closed meanwhile.
+    func answer(after latency: Duration, context: ChannelHandlerContext,
+                write: @escaping (Self, ChannelHandlerContext) -> Void, unanswered: @escaping (Self) -> Void) {
+        connection.delayedAnswers += 1
+        let nanoseconds = latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000
+        let loopBound = NIOLoopBound((self, context, write, unanswered), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            let (handler, context, write, unanswered) = loopBound.value
+            handler.connection.delayedAnswers -= 1
+            if handler.connection.closed {
+                unanswered(handler)
+            } else {
+                write(handler, context)
+                if handler.connection.closeIfDrained() { context.close(promise: nil) }
+            }
+        }
     }
 }

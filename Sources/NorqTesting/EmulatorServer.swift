@@ -4,7 +4,7 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
-/// The TLS HTTP/2 listener the APNs and FCM emulators share: their certificate, ALPN `h2`, and an `NIOHTTP2Handler`
+/// The TLS HTTP/2 listener the emulators (APNs, FCM, Expo) and ``EmulatorHTTP2Server`` share: their certificate, ALPN `h2`, and an `NIOHTTP2Handler`
 /// tuned for fault tests, in front of the emulator's own connection handler (raw frames, no stream channels).
 enum EmulatorServer {
     /// The server's TLS context from the emulator's certificates; with `requireClientCertificate`, clients must

@@ -1,10 +1,10 @@
-import CNorqZlib
+import NorqZlib
 import Foundation
 import NIOCore
 import Synchronization
 
 /// One answer of the Expo emulator.
-struct ExpoEmulatorAnswer: Sendable {
+struct ExpoEmulatorAnswer: EmulatorHTTP2Answer {
     var status: Int
     var headers: [(String, String)]
     var body: [UInt8]
@@ -37,33 +37,6 @@ enum ExpoEmulatorRules {
         let page = "<html><head><title>\(status) Gateway Time-out</title></head><body><center><h1>\(status) Gateway Time-out</h1></center><hr><center>nginx</center></body></html>"
         return ExpoEmulatorAnswer(status: status, headers: [("content-type", "text/html")], body: Array(page.utf8))
     }
-
-    /// Inflates a gzip body; nil when malformed or larger than ``maxInflatedBytes``.
-    static func gunzip(_ bytes: [UInt8]) -> [UInt8]? {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
-        defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        var input = bytes
-        return input.withUnsafeMutableBufferPointer { inputBuffer -> [UInt8]? in
-            stream.next_in = inputBuffer.baseAddress
-            stream.avail_in = UInt32(inputBuffer.count)
-            while true {
-                let (status, produced) = chunk.withUnsafeMutableBufferPointer { chunkBuffer -> (Int32, Int) in
-                    stream.next_out = chunkBuffer.baseAddress
-                    stream.avail_out = UInt32(chunkBuffer.count)
-                    let status = inflate(&stream, Z_NO_FLUSH)
-                    return (status, chunkBuffer.count - Int(stream.avail_out))
-                }
-                guard status == Z_OK || status == Z_STREAM_END else { return nil }
-                output.append(contentsOf: chunk[0..<produced])
-                if output.count > maxInflatedBytes { return nil }
-                if status == Z_STREAM_END { return output }
-                if produced == 0 && stream.avail_in == 0 { return nil }
-            }
-        }
-    }
 }
 
 /// State shared by the Expo emulator and its connections, behind one lock.
@@ -95,18 +68,13 @@ final class ExpoEmulatorShared: Sendable {
                                  records: EmulatorRecords(limit: configuration.recordLimit)))
     }
 
-    var streamFaults: EmulatorStreamFaults { EmulatorStreamFaults(goAwayAfterStreams: nil, dropConnectionAfterStreams: nil) }
-
-    enum Decision {
-        case answer(ExpoEmulatorAnswer, latency: Duration)
-        case silent
-    }
+    typealias Decision = EmulatorHTTP2Decision<ExpoEmulatorAnswer>
 
     func handle(method: String, path: String, authorization: String?, encoding: String?, body: [UInt8]) -> Decision {
         var detail = ExpoEmulator.RecordedRequest.Detail()
         var body = body
         if let encoding, encoding.lowercased() == "gzip" {
-            guard let inflated = ExpoEmulatorRules.gunzip(body) else {
+            guard let inflated = Gzip.decompress(body, limit: ExpoEmulatorRules.maxInflatedBytes) else {
                 return .answer(ExpoEmulatorRules.requestError(400, code: "API_ERROR", message: "The request body could not be decompressed."),
                                latency: .zero)
             }
@@ -252,8 +220,23 @@ final class ExpoEmulatorShared: Sendable {
         guard configuration.recordRequests else { return }
         state.withLock { $0.records.append(r) }
     }
+}
 
-    func register(_ channel: any Channel) -> Int {
+/// The Expo emulator as a service of the generic HTTP/2 handler.
+extension ExpoEmulatorShared: EmulatorHTTP2Service {
+    /// 1 MiB: a batch of 100 messages of up to 4 KiB each, uncompressed, with room to spare.
+    var maxRequestBodyBytes: Int { 1 << 20 }
+
+    func payloadTooLarge() -> ExpoEmulatorAnswer {
+        ExpoEmulatorRules.requestError(413, code: "PAYLOAD_TOO_LARGE", message: "Request entity too large")
+    }
+
+    func handle(_ request: EmulatorHTTP2Request) -> Decision {
+        handle(method: request.method, path: request.path, authorization: request.header("authorization"),
+               encoding: request.header("content-encoding"), body: request.bodyBytes)
+    }
+
+    func connectionOpened(_ channel: any Channel) -> Int {
         state.withLock { s in
             s.connectionCount += 1
             s.channels[s.connectionCount] = channel
@@ -261,7 +244,17 @@ final class ExpoEmulatorShared: Sendable {
         }
     }
 
-    func unregister(_ id: Int) {
+    func connectionClosed(_ id: Int) {
         _ = state.withLock { $0.channels.removeValue(forKey: id) }
+    }
+
+    var recordsRequests: Bool { configuration.recordRequests }
+
+    func record(_ request: EmulatorHTTP2Request, answer: ExpoEmulatorAnswer?, answered: Bool, connectionID: Int) {
+        let sent = answered ? answer : nil
+        record(ExpoEmulator.RecordedRequest(
+            method: request.method, path: request.path, headers: request.headers, body: request.bodyBytes,
+            detail: answer?.detail ?? .init(), status: sent?.status ?? 0, errorCode: sent?.errorCode,
+            connectionID: connectionID))
     }
 }

@@ -139,7 +139,7 @@ public final class ExpoEmulator: Sendable {
         let channel = try await EmulatorServer.bind(
             group: group, host: shared.configuration.host, port: port, sslContext: sslContext, coalesceWrites: false,
             maxConcurrentStreams: { maxConcurrentStreams },
-            addConnectionHandler: { try $0.addHandler(ExpoEmulatorConnectionHandler(shared: shared)) })
+            addConnectionHandler: { try $0.addHandler(EmulatorHTTP2Handler(service: shared)) })
         let bound = channel.localAddress?.port ?? port
         lifecycle.withLock { $0 = (channel, bound) }
     }

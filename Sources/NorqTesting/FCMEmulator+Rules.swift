@@ -3,12 +3,14 @@ import Crypto
 import _CryptoExtras
 
 /// What the emulator answers to one request.
-struct FCMEmulatorAnswer: Error, Sendable {
+struct FCMEmulatorAnswer: Error, EmulatorHTTP2Answer {
     var status: Int
     var headers: [(String, String)]
     var body: [UInt8]
     var errorCode: String?
     var messageName: String?
+    /// The valid message answered (for the records).
+    var message: FCMEmulatorRules.ValidMessage? = nil
 }
 
 /// FCM's validation of `messages:send` and of the OAuth token endpoint, as pure functions of the request.
@@ -46,7 +48,7 @@ enum FCMEmulatorRules {
     }
 
     /// A valid message's target and blocks, or the answer refusing it.
-    struct ValidMessage {
+    struct ValidMessage: Sendable {
         var targetKind: String
         var target: String
         var blocks: [String]

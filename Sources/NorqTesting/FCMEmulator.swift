@@ -53,7 +53,7 @@ public final class FCMEmulator: Sendable {
         let channel = try await EmulatorServer.bind(
             group: group, host: shared.configuration.host, port: port, sslContext: sslContext, coalesceWrites: false,
             maxConcurrentStreams: { maxConcurrentStreams },
-            addConnectionHandler: { try $0.addHandler(FCMEmulatorConnectionHandler(shared: shared)) })
+            addConnectionHandler: { try $0.addHandler(EmulatorHTTP2Handler(service: shared)) })
         let bound = channel.localAddress?.port ?? port
         lifecycle.withLock {
             $0.serverChannel = channel
@@ -162,10 +162,7 @@ final class FCMEmulatorShared: Sendable {
                                       dropConnectionAfterStreams: $0.faults.dropConnectionAfterStreams) }
     }
 
-    enum Decision {
-        case answer(FCMEmulatorAnswer, latency: Duration)
-        case silent
-    }
+    typealias Decision = EmulatorHTTP2Decision<FCMEmulatorAnswer>
 
     /// Answers one complete request.
     func handle(method: String, path: String, authorization: String?, body: [UInt8]) -> (Decision, FCMEmulatorRules.ValidMessage?) {
@@ -283,8 +280,23 @@ final class FCMEmulatorShared: Sendable {
         guard configuration.recordRequests else { return }
         state.withLock { $0.records.append(r) }
     }
+}
 
-    func register(_ channel: any Channel) -> Int {
+/// The FCM emulator as a service of the generic HTTP/2 handler.
+extension FCMEmulatorShared: EmulatorHTTP2Service {
+    func payloadTooLarge() -> FCMEmulatorAnswer {
+        FCMEmulatorRules.error(413, errorCode: nil, message: "Request entity too large")
+    }
+
+    func handle(_ request: EmulatorHTTP2Request) -> Decision {
+        let (decision, message) = handle(method: request.method, path: request.path,
+                                         authorization: request.header("authorization"), body: request.bodyBytes)
+        guard case .answer(var answer, let latency) = decision else { return decision }
+        answer.message = message
+        return .answer(answer, latency: latency)
+    }
+
+    func connectionOpened(_ channel: any Channel) -> Int {
         state.withLock { s in
             s.connectionCount += 1
             s.channels[s.connectionCount] = channel
@@ -292,7 +304,19 @@ final class FCMEmulatorShared: Sendable {
         }
     }
 
-    func unregister(_ id: Int) {
+    func connectionClosed(_ id: Int) {
         _ = state.withLock { $0.channels.removeValue(forKey: id) }
+    }
+
+    var recordsRequests: Bool { configuration.recordRequests }
+
+    func record(_ request: EmulatorHTTP2Request, answer: FCMEmulatorAnswer?, answered: Bool, connectionID: Int) {
+        let sent = answered ? answer : nil
+        let message = answer?.message
+        record(FCMEmulator.RecordedRequest(
+            method: request.method, path: request.path, headers: request.headers, body: request.bodyBytes,
+            target: message.map { ($0.targetKind, $0.target) }, blocks: message?.blocks ?? [],
+            status: sent?.status ?? 0, errorCode: sent?.errorCode, messageName: sent?.messageName,
+            connectionID: connectionID))
     }
 }

@@ -119,4 +119,28 @@ struct ExpoResponseTableTests {
             #expect(error.code == .expoTooManyReceipts)
         }
     }
+
+    @Test("the ticket scanner reads ok tickets (any key order, extra string keys, white space) and nothing else")
+    func ticketScanner() {
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok","id":"a-1"},{"id":"b-2","status":"ok"}]}"#))
+                == ["a-1", "b-2"])
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(" { \"data\" : [ { \"status\" : \"ok\" , \"id\" : \"x\", \"extra\":\"y\" } ] } \n"))
+                == ["x"])
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[]}"#)) == [])
+        // Left to the parser: an error ticket, an escape, a ticket without id, a single object, errors, trailing bytes.
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok","id":"a"},{"status":"error","message":"m","details":{"error":"DeviceNotRegistered"}}]}"#)) == nil)
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok","id":"a\"b"}]}"#)) == nil)
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok"}]}"#)) == nil)
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":{"status":"ok","id":"x"}}"#)) == nil)
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok","id":"x"}],"errors":[]}"#)) == nil)
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok","id":"x"}]}x"#)) == nil)
+        #expect(ExpoTicketScanner.okTickets(Self.bytes(#"{"data":[{"status":"ok","id":"x"}"#)) == nil)
+        // Both readings agree on what the scanner takes.
+        let body = Self.bytes(#"{"data":[{"status":"ok","id":"t-1"},{"status":"ok","id":"t-2"}]}"#)
+        guard case .tickets(let tickets) = ExpoResponseTable.sendAnswer(status: 200, body: body, recipients: 2) else {
+            Issue.record("not read as tickets"); return
+        }
+        #expect(tickets.map(\.messageID) == ["t-1", "t-2"])
+        #expect(tickets.allSatisfy { $0.classification == .accepted && $0.status == 200 })
+    }
 }

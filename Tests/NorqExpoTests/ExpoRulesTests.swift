@@ -5,18 +5,6 @@ import Testing
 
 @Suite("Expo rules without I/O")
 struct ExpoRulesTests {
-    @Test("gzip round trip; a corrupt or oversized body does not inflate")
-    func gzip() throws {
-        let body = Array(String(repeating: #"{"to":"ExponentPushToken[abc]","title":"Hello"},"#, count: 100).utf8)
-        let compressed = try #require(ExpoGzip.compress(body))
-        #expect(compressed.starts(with: [0x1f, 0x8b]))  // the gzip magic
-        #expect(compressed.count < body.count / 5)
-        #expect(ExpoGzip.decompress(compressed, limit: 1 << 20) == body)
-        #expect(ExpoGzip.decompress(compressed, limit: 100) == nil)
-        #expect(ExpoGzip.decompress(Array(compressed.prefix(20)), limit: 1 << 20) == nil)
-        #expect(ExpoGzip.decompress([1, 2, 3, 4], limit: 1 << 20) == nil)
-    }
-
     @Test("rate limit: one second's worth goes at once, then 600/s per project; projects are separate; 0 is off")
     func rateLimit() {
         var limiter = ExpoRateLimiter(rate: 600)
@@ -134,7 +122,7 @@ struct ReceiptPollingTests {
 
 @Suite("Expo batch body")
 struct ExpoBatchBodyTests {
-    @Test("a batch body is the prepared messages in one array, byte for byte")
+    @Test("messages of different contents stay apart in a batch body, each its prepared message with `to` an array")
     func batchBody() async throws {
         let provider = try ExpoProvider(name: "expo", configuration: ExpoConfiguration())
         let requests = try (0..<3).map {
@@ -145,11 +133,40 @@ struct ExpoBatchBodyTests {
         let body = ExpoProvider.batchBody(requests)
         guard case .array(let messages) = try JSONValue(parsing: body) else { Issue.record("not an array"); return }
         #expect(messages.count == 3)
-        for (message, request) in zip(messages, requests) {
-            #expect(JSONValue.array([message]) == (try JSONValue(parsing: request.body)))
+        for (index, (message, request)) in zip(messages, requests).enumerated() {
+            guard case .array(let prepared) = try JSONValue(parsing: request.body), case .object(var one)? = prepared.first,
+                  case .object(var got) = message else { Issue.record("not objects"); continue }
+            #expect(got["to"] == .array([.string("ExpoPushToken[b\(index)]")]))
+            got["to"] = nil
+            one["to"] = nil
+            #expect(got == one)
         }
-        #expect(messages[1]["to"] == "ExpoPushToken[b1]")
         #expect(ExpoProvider.batchBody([requests[0]]) == requests[0].body)
+        await provider.shutdown()
+    }
+
+    @Test("a batch body: the tokens of one content share one message whose `to` is their array; other contents, alone")
+    func sharedMessages() async throws {
+        let provider = try ExpoProvider(name: "expo", configuration: ExpoConfiguration())
+        var options = SendOptions()
+        options.contentID = 7
+        var hello = PushContent(title: "Hello")
+        hello.ios.badge = 1  // an iOS field: iOS tokens get another message than Android ones
+        let a = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[a]", platform: .android), options: options)
+        let b = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[b]", platform: .android), options: options)
+        let ios = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[c]", platform: .ios), options: options)
+        let d = try provider.prepare(PushContent(title: "Other", body: "x"), for: PushToken(token: "ExponentPushToken[d]", platform: .android),
+                                     options: SendOptions())
+        let body = String(decoding: ExpoProvider.batchBody([a, b, ios, d]), as: UTF8.self)
+        #expect(body == #"[{"to":["ExponentPushToken[a]","ExponentPushToken[b]"],"title":"Hello"},{"to":["ExponentPushToken[c]"],"title":"Hello","badge":1},{"to":["ExponentPushToken[d]"],"title":"Other","body":"x"}]"#)
+        // Valid JSON, and one request keeps its own body.
+        #expect((try? JSONValue(parsing: Array(body.utf8))) != nil)
+        #expect(ExpoProvider.batchBody([a]) == a.body)
+        // Equal tails in different storage merge too.
+        let e = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[e]", platform: .android), options: SendOptions())
+        let f = try provider.prepare(hello, for: PushToken(token: "ExponentPushToken[f]", platform: .android), options: SendOptions())
+        #expect(String(decoding: ExpoProvider.batchBody([e, f]), as: UTF8.self)
+                == #"[{"to":["ExponentPushToken[e]","ExponentPushToken[f]"],"title":"Hello"}]"#)
         await provider.shutdown()
     }
 }

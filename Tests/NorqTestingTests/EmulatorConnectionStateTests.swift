@@ -39,10 +39,10 @@ import Testing
     @Test func aBodyAboveTheBoundIsDroppedAndMarked() {
         var state = EmulatorConnectionState()
         _ = state.receive(Self.headers(1), faults: Self.none)
-        for _ in 0..<(EmulatorConnectionState.maxBodyBytes / 16_384) {
+        for _ in 0..<(EmulatorConnectionState.defaultMaxBodyBytes / 16_384) {
             _ = state.receive(Self.data(1, bytes: 16_384), faults: Self.none)
         }
-        #expect(state.stream(1)?.body?.readableBytes == EmulatorConnectionState.maxBodyBytes)
+        #expect(state.stream(1)?.body?.readableBytes == EmulatorConnectionState.defaultMaxBodyBytes)
         #expect(state.stream(1)?.tooLarge == false)
         _ = state.receive(Self.data(1, bytes: 1), faults: Self.none)
         for _ in 0..<100 { _ = state.receive(Self.data(1, bytes: 16_384), faults: Self.none) }

@@ -122,8 +122,17 @@ final class TestH2Client: Sendable {
                         proxy: ConnectProxy? = nil)
         async throws -> TestH2Client
     {
+        try await connect(port: emulator.port, caCertificatePEM: emulator.caCertificatePEM,
+                          clientCertificate: clientCertificate, proxy: proxy)
+    }
+
+    static func connect(port: Int, caCertificatePEM: String,
+                        clientCertificate: (certificatePEM: String, privateKeyPEM: String)? = nil,
+                        proxy: ConnectProxy? = nil)
+        async throws -> TestH2Client
+    {
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(emulator.caCertificatePEM.utf8), format: .pem)])
+        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(caCertificatePEM.utf8), format: .pem)])
         tls.applicationProtocols = ["h2"]
         if let clientCertificate {
             tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(clientCertificate.certificatePEM.utf8), format: .pem))]
@@ -149,7 +158,7 @@ final class TestH2Client: Sendable {
                     }
                 }
                 .connect(host: "127.0.0.1", port: proxy.port).get()
-            let connect = "CONNECT 127.0.0.1:\(emulator.port) HTTP/1.1\r\nhost: 127.0.0.1:\(emulator.port)\r\n\r\n"
+            let connect = "CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nhost: 127.0.0.1:\(port)\r\n\r\n"
             try await channel.writeAndFlush(channel.allocator.buffer(string: connect)).get()
             try await tunnelUp.futureResult.get()
             try await channel.eventLoop.submit { try addHandlers(channel) }.get()
@@ -158,7 +167,7 @@ final class TestH2Client: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture { try addHandlers(channel) }
                 }
-                .connect(host: "127.0.0.1", port: emulator.port).get()
+                .connect(host: "127.0.0.1", port: port).get()
         }
         guard let boxes = handler.withLockedValue({ $0 }) else { throw TestStreamError(description: "no handler") }
         return TestH2Client(channel: channel, settingsSeen: boxes.0, goAwaySeen: boxes.1)

@@ -4,9 +4,8 @@ import NorqCore
 import NorqExpo
 
 /// `--mode expo`: N notifications through `NotificationRouter` and `NorqExpo` (batched, 100 recipients a request)
-/// to an Expo-shaped sink (nghttpd answering `POST /--/api/v2/push/send` from a docroot file with 100 ok tickets).
-/// `--mode expo-prepare` writes the body of one 100-recipient request (uncompressed) for h2load; `--mode
-/// expo-tickets` prints the sink's answer (`{"data": [100 ok tickets]}`).
+/// to an Expo-shaped sink (`norq-bench-expo-sink`: one ok ticket per recipient of each request).
+/// `--mode expo-prepare` writes the body of one 100-recipient request (uncompressed) for h2load.
 package struct ExpoBench {
     package let options: Options
     package init(options: Options) { self.options = options }
@@ -17,9 +16,6 @@ package struct ExpoBench {
         switch mode {
         case "expo": print(try await measure().json)
         case "expo-prepare": try writePrepared()
-        case "expo-tickets":
-            let tickets = (0..<100).map { "{\"status\":\"ok\",\"id\":\"00000000-0000-4000-8000-\(String(format: "%012d", $0))\"}" }
-            print("{\"data\":[" + tickets.joined(separator: ",") + "]}")
         default: throw BenchError("unknown Expo mode \(mode)")
         }
     }
@@ -42,9 +38,6 @@ package struct ExpoBench {
     }
 
     func measure() async throws -> RunResult {
-        guard options.count % 100 == 0, options.warmup % 100 == 0 else {
-            throw BenchError("--count and --warmup must be multiples of 100 (the sink always answers 100 tickets)")
-        }
         let recorder = LatencyRecorder(capacity: options.count + options.warmup)
         let (router, data) = try RouterBench.makeRouter(options, provider: try makeProvider(),
                                                         metricsFactory: RouterLatencyMetrics(recorder: recorder))
@@ -74,7 +67,8 @@ package struct ExpoBench {
         return result
     }
 
-    /// The body of a 100-recipient request as the provider joins it (uncompressed): body.json, headers.txt, path.txt.
+    /// The bodies of a 100-recipient request, uncompressed: body.json (100 messages), body-batched.json (as the provider
+    /// joins them: one message, 100 tokens in `to`); headers.txt, path.txt.
     func writePrepared() throws {
         guard let directory = options.outDir else { throw BenchError("--mode expo-prepare needs --out DIR") }
         let provider = try makeProvider()
@@ -82,6 +76,7 @@ package struct ExpoBench {
         let deliveries = try router.prepare(template: options.template, data: data, to: recipients(0..<100))
         let requests = deliveries.compactMap(\.request)
         guard requests.count == 100 else { throw BenchError("the router prepared \(requests.count) requests") }
+        // The issue's shape: 100 messages of one recipient each.
         var body: [UInt8] = [UInt8(ascii: "[")]
         for (index, request) in requests.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
@@ -89,11 +84,14 @@ package struct ExpoBench {
             body.append(contentsOf: bytes[1..<(bytes.count - 1)])
         }
         body.append(UInt8(ascii: "]"))
+        // What the provider sends for them (uncompressed): one message whose `to` lists the 100 tokens.
+        let batched = ExpoProvider.batchBody(requests)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(body).write(to: URL(fileURLWithPath: directory + "/body.json"))
+        try Data(batched).write(to: URL(fileURLWithPath: directory + "/body-batched.json"))
         let headers = requests[0].headers.map { "\($0.name): \($0.value)\n" }.joined()
         try Data(headers.utf8).write(to: URL(fileURLWithPath: directory + "/headers.txt"))
         try Data((requests[0].path + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/path.txt"))
-        print("{\"body_bytes\":\(body.count),\"recipients\":100}")
+        print("{\"body_bytes\":\(body.count),\"batched_body_bytes\":\(batched.count),\"recipients\":100}")
     }
 }

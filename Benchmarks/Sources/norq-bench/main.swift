@@ -19,7 +19,7 @@ do {
     case "jwt": print(try RouterBench.jwtHeader(options: options))
     case "webpush", "webpush-encrypt", "webpush-prepare": try await WebPushBench(options: options).runMode()
     case "fcm", "fcm-prepare", "fcm-tokens": try await FCMBench(options: options).run(mode: options.mode)
-    case "expo", "expo-prepare", "expo-tickets": try await ExpoBench(options: options).run(mode: options.mode)
+    case "expo", "expo-prepare": try await ExpoBench(options: options).run(mode: options.mode)
     case "durable", "durable-recovery", "durable-hold":
         throw BenchError("--mode \(options.mode) runs in its own process: norq-bench-durable")
     default: throw BenchError("unknown mode \(options.mode)\n\(Options.usage)")

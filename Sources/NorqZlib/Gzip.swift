@@ -1,12 +1,12 @@
 import CNorqZlib
 
-/// Gzip (RFC 1952) of request bodies with the system zlib: Expo accepts `Content-Encoding: gzip` request bodies,
-/// and its SDK compresses those over 1 KiB.
-package enum ExpoGzip {
+/// Gzip (RFC 1952) with the system zlib, for the Expo provider (request bodies over 1 KiB, gzipped answers) and the
+/// Expo emulator (gzipped request bodies), which may not depend on each other: one wrapper for both.
+public enum Gzip {
     /// `bytes` gzipped at zlib's fastest level (1: a batch of 100 similar messages shrinks ~10x all the same, at a
     /// fraction of the default level's CPU), or nil when zlib fails (the caller then sends them as they are). The
     /// output is bounded by zlib's `deflateBound` of the input.
-    package static func compress(_ bytes: [UInt8]) -> [UInt8]? {
+    public static func compress(_ bytes: [UInt8]) -> [UInt8]? {
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
         guard deflateInit2_(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
@@ -30,7 +30,7 @@ package enum ExpoGzip {
     }
 
     /// Inflates a gzip or zlib body (auto-detected), or nil when it is malformed or inflates past `limit` bytes.
-    package static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? {
+    public static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? {
         var stream = z_stream()
         // windowBits 15 + 32: gzip or zlib header, detected.
         guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }

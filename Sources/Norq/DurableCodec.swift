@@ -186,8 +186,9 @@ enum DurableCodec {
     static func stored(_ result: PushOutcome.Result, messageID: String?, mayHaveBeenDelivered: Bool) -> StoredOutcome {
         switch result {
         case .delivered(let delivered):
-            return StoredOutcome(state: .delivered, status: delivered.status, messageID: delivered.messageID ?? messageID,
-                                 mayHaveBeenDelivered: mayHaveBeenDelivered)
+            return StoredOutcome(state: .delivered, status: delivered.status,
+                                 classification: delivered.accepted ? StoredOutcome.acceptedClassification : nil,
+                                 messageID: delivered.messageID ?? messageID, mayHaveBeenDelivered: mayHaveBeenDelivered)
         case .rejected(let rejected):
             return StoredOutcome(state: .rejected, status: rejected.status, reason: rejected.reason,
                                  code: rejected.code.rawValue, classification: rejected.classification.rawValue,
@@ -210,7 +211,8 @@ enum DurableCodec {
         let result: PushOutcome.Result
         switch row.state {
         case .delivered:
-            result = .delivered(PushOutcome.Delivered(status: last.status ?? 200, messageID: last.messageID ?? row.messageID))
+            result = .delivered(PushOutcome.Delivered(status: last.status ?? 200, messageID: last.messageID ?? row.messageID,
+                                                      accepted: last.isAccepted))
         case .rejected:
             result = .rejected(PushOutcome.Rejected(
                 status: last.status ?? 0, reason: last.reason, code: last.code.map { NorqError.Code($0) } ?? .rejectedByProvider,

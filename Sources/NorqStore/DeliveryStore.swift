@@ -216,6 +216,12 @@ public struct StoredSend: Sendable, Hashable {
 
 /// The final (or last) answer of a row, as stored.
 public struct StoredOutcome: Sendable, Hashable {
+    /// The classification of a `delivered` outcome the service only accepted (a ticket, as Expo's: its receipt
+    /// comes later): reports show it as `accepted`, not `delivered`.
+    public static let acceptedClassification = "accepted"
+    /// A delivered outcome the service only accepted (`acceptedClassification`).
+    public var isAccepted: Bool { state == .delivered && classification == Self.acceptedClassification }
+
     public var state: DeliveryState
     /// HTTP status of the last answer.
     public var status: Int?

@@ -142,8 +142,9 @@ package enum SegmentCodec {
                 writer.int(at)
             case .moved:
                 writer.byte(1)
-            case .delivered(let messageID, let status, let may):
-                writer.byte(2)
+            case .delivered(let messageID, let status, let may, let accepted):
+                // 3: only accepted by the service (a ticket); the same fields.
+                writer.byte(accepted ? 3 : 2)
                 writer.optional(messageID) { $0.string($1) }
                 writer.optional(status) { $0.int($1) }
                 writer.bool(may)
@@ -169,11 +170,11 @@ package enum SegmentCodec {
                 progress.entries[index] = .finished(outcome, target, at: try reader.int64())
             case 1:
                 progress.entries[index] = .moved
-            case 2:
+            case let kind where kind == 2 || kind == 3:
                 let messageID = try reader.optional { (r: inout SegmentReader) throws(NorqError) in try r.string() }
                 let status = try reader.optional { (r: inout SegmentReader) throws(NorqError) in try r.int() }
                 progress.entries[index] = .delivered(messageID: messageID, status: status,
-                                                     mayHaveBeenDelivered: try reader.bool())
+                                                     mayHaveBeenDelivered: try reader.bool(), accepted: kind == 3)
             default:
                 throw unknownVersion()
             }

@@ -89,8 +89,9 @@ package struct SegmentProgress: Sendable, Hashable {
         /// Moved to a retry segment, or given back into a new segment: the target's outcome is there.
         case moved
         /// Delivered with the provider's own message id, a status other than 200, or after a re-send that may have
-        /// delivered it twice.
-        case delivered(messageID: String?, status: Int?, mayHaveBeenDelivered: Bool)
+        /// delivered it twice; or only accepted by the service (`accepted`: a ticket, as Expo's, whose receipt is
+        /// not fetched on the durable path: `StoredOutcome.acceptedClassification`).
+        case delivered(messageID: String?, status: Int?, mayHaveBeenDelivered: Bool, accepted: Bool = false)
     }
 
     /// One bit per target (index in the segment): done.

@@ -203,9 +203,10 @@ package enum SegmentLedger {
                 if outcome.state == .delivered {
                     let status = outcome.status == 200 ? nil : outcome.status
                     let may = outcome.mayHaveBeenDelivered || record.mayHaveBeenDelivered
-                    if outcome.messageID != nil || status != nil || may {
+                    let accepted = outcome.isAccepted
+                    if outcome.messageID != nil || status != nil || may || accepted {
                         progress(&record, index, .delivered(messageID: outcome.messageID, status: status,
-                                                            mayHaveBeenDelivered: may))
+                                                            mayHaveBeenDelivered: may, accepted: accepted))
                     } else {
                         record.progress.markDone(index)
                     }
@@ -352,23 +353,26 @@ package enum SegmentLedger {
                              attempts: kept.attempts, nextAttemptAt: 0, messageID: kept.messageID,
                              mayHaveBeenDelivered: outcome.mayHaveBeenDelivered, last: outcome,
                              finishedAt: finishedAt ?? at)
-        case .delivered(let messageID, let status, let may):
+        case .delivered(let messageID, let status, let may, let accepted):
             return deliveredRow(id: id, sendID: sendID, position: position, target: target, messageID: messageID,
-                                status: status ?? 200, may: may, claims: claims, finishedAt: finishedAt)
+                                status: status ?? 200, may: may, accepted: accepted, claims: claims,
+                                finishedAt: finishedAt)
         case nil:
             return deliveredRow(id: id, sendID: sendID, position: position, target: target, messageID: nil,
-                                status: 200, may: false, claims: claims, finishedAt: finishedAt)
+                                status: 200, may: false, accepted: false, claims: claims, finishedAt: finishedAt)
         }
     }
 
     private static func deliveredRow(id: Int64, sendID: String, position: Int, target: SegmentTarget?,
-                                     messageID: String?, status: Int, may: Bool, claims: Int,
+                                     messageID: String?, status: Int, may: Bool, accepted: Bool, claims: Int,
                                      finishedAt: Int64?) -> OutboxRow {
         OutboxRow(id: id, sendID: sendID, position: position, target: target?.target ?? "",
                   identity: target?.identity ?? "", provider: target?.provider, recipientID: target?.recipientID,
                   state: .delivered, attempts: (target?.attempts ?? 0) + claims, nextAttemptAt: 0,
                   messageID: target?.messageID ?? messageID, mayHaveBeenDelivered: may,
-                  last: StoredOutcome(state: .delivered, status: status, messageID: messageID, mayHaveBeenDelivered: may),
+                  last: StoredOutcome(state: .delivered, status: status,
+                                      classification: accepted ? StoredOutcome.acceptedClassification : nil,
+                                      messageID: messageID, mayHaveBeenDelivered: may),
                   finishedAt: finishedAt)
     }
 }
@@ -403,9 +407,10 @@ extension SegmentLedger {
             if row.state == .delivered {
                 let messageID = row.last?.messageID ?? row.messageID
                 let status = row.last?.status == 200 ? nil : row.last?.status
-                if messageID != nil || status != nil || row.mayHaveBeenDelivered {
+                let accepted = row.last?.isAccepted ?? false
+                if messageID != nil || status != nil || row.mayHaveBeenDelivered || accepted {
                     progress.entries[0] = .delivered(messageID: messageID, status: status,
-                                                     mayHaveBeenDelivered: row.mayHaveBeenDelivered)
+                                                     mayHaveBeenDelivered: row.mayHaveBeenDelivered, accepted: accepted)
                 }
             } else {
                 let target = SegmentTarget(position: row.position, target: row.target, identity: row.identity,

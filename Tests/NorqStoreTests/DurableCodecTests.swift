@@ -8,6 +8,21 @@ import Testing
 /// The stored form of a send (content, options) is its synthesized `Codable` conformance: every field survives the
 /// store, by construction, and a field added later cannot be missed by one side.
 @Suite struct DurableCodecTests {
+    /// An accepted outcome (a ticket) is stored with its marker and read back as `accepted`, not `delivered`.
+    @Test func anAcceptedOutcomeIsReadBackAsAccepted() throws {
+        let result = PushOutcome.Result.delivered(PushOutcome.Delivered(status: 200, messageID: "ticket-1", accepted: true))
+        let stored = DurableCodec.stored(result, messageID: "sent-1", mayHaveBeenDelivered: false)
+        #expect(stored.isAccepted && stored.messageID == "ticket-1")
+        let row = OutboxRow(id: 1, sendID: "s", position: 0, target: DurableCodec.encode(.token(PushToken(token: "ExponentPushToken[x]", platform: .ios))),
+                            identity: "ExponentPushToken[x]", provider: "expo", recipientID: nil, state: .delivered,
+                            attempts: 1, nextAttemptAt: 0, messageID: nil, mayHaveBeenDelivered: false, last: stored,
+                            finishedAt: 2)
+        let outcome = try #require(DurableCodec.outcome(of: row))
+        #expect(outcome.result.kind == "accepted")
+        let plain = DurableCodec.stored(.delivered(PushOutcome.Delivered(status: 200)), messageID: "m", mayHaveBeenDelivered: false)
+        #expect(!plain.isAccepted)
+    }
+
     /// Random sends whose every optional field is set or not; `full` sets every field.
     static let plans = Generator<DurableCodec.StoredPlan, Shrink.None<DurableCodec.StoredPlan>>(run: { rng in
         let full = Bool.random(using: &rng) && Bool.random(using: &rng)

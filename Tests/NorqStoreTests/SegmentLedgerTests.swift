@@ -57,7 +57,8 @@ import Testing
             case 1: progress.entries[index] = .moved
             case 2: progress.entries[index] = .delivered(messageID: maybe(Bool.random(using: &rng), text(&rng)),
                                                           status: maybe(Bool.random(using: &rng), Int.random(in: 0...600, using: &rng)),
-                                                          mayHaveBeenDelivered: Bool.random(using: &rng))
+                                                          mayHaveBeenDelivered: Bool.random(using: &rng),
+                                                          accepted: Bool.random(using: &rng))
             default: break
             }
         }
@@ -162,6 +163,27 @@ import Testing
         } else {
             Issue.record("the skipped target keeps its outcome")
         }
+    }
+
+    /// A service that only accepted a target (a ticket, as Expo's) is shown as such, hot and in history: never as
+    /// delivered.
+    @Test func anAcceptedTargetStaysAcceptedInHistory() {
+        let segment = SegmentLedger.segments(of: Self.send(2), now: 0, size: 10, invalid: nil)[0]
+        var record = Self.leased(segment)
+        let rows = SegmentLedger.claimedRows(record, targets: segment.targets)
+        let accepted = StoredOutcome(state: .delivered, status: 200,
+                                     classification: StoredOutcome.acceptedClassification, messageID: "ticket-0")
+        let delivered = StoredOutcome(state: .delivered, status: 200)
+        let applied = SegmentLedger.apply([.finish(rows[0].lease!, accepted), .finish(rows[1].lease!, delivered)],
+                                          to: &record, targets: nil, now: 5)
+        #expect(applied.finished && record.counts.delivered == 2)
+        let shown = SegmentLedger.rows(SegmentLedger.history(of: record, finishedAt: 6), targets: segment.targets,
+                                       positions: 0..<10)
+        #expect(shown.map { $0.last?.isAccepted } == [true, false])
+        #expect(shown[0].last?.messageID == "ticket-0")
+        // And through the stored progress's bytes.
+        let decoded = try? SegmentCodec.decodeProgress(SegmentCodec.encode(progress: record.progress))
+        #expect(decoded == record.progress)
     }
 
     @Test func aCheckpointAppliesUnderTheLeaseOnlyOnce() {

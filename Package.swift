@@ -189,6 +189,7 @@ let package = Package(
             name: "NorqExpoTests",
             dependencies: [
                 "NorqExpo", "NorqCore", "NorqTesting", "NorqProviderTesting", "Norq", "NorqConfig", "NorqBuiltIns",
+                "NorqStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],

@@ -12,7 +12,7 @@
 #   RATE_SQLITE [7500] RATE_POSTGRES [6000]  pushes/s of the latency phase (half the targets)
 #   LATENCY_COUNT [30000]  SEND_SIZE [10]  RECOVERY [1] run the crash-recovery measurement (nghttpd)
 #   POOL_SIZE [4]  PostgreSQL connections per instance (the LISTEN connection is one of them)
-#   KILL_AFTER [1.5 on SQLite, 1 on PostgreSQL (segments deliver 100,000 before 3 s)]  seconds after which the second instance is killed (it must
+#   KILL_AFTER [0.6 on SQLite (its 100,000 are delivered within ~1.5 s since stop 32), 1 on PostgreSQL]  seconds after which the second instance is killed (it must
 #                   hold leases by then, and must not have delivered all COUNT rows: both deliver ~25,000-30,000/s)
 #   PG_OPTIONS ["-c synchronous_commit=on"]  extra server options (fsync stays on unless given here)
 #   WORK [/tmp/norq-bench-durable]  NO_BUILD [0]  BIN [the release bin path]  where norq-bench is (another build:
@@ -173,7 +173,7 @@ for server in $SERVERS; do
             fresh_store "$store"
             # shellcheck disable=SC2046
             python3 "$TOOLS" wrap --server-pid "$SERVER_PID" -- "$DURABLE" --mode durable-recovery \
-                $(common "$store" "$server") --kill-after "${KILL_AFTER:-$([ "$store" = sqlite ] && echo 1.5 || echo 1)}" \
+                $(common "$store" "$server") --kill-after "${KILL_AFTER:-$([ "$store" = sqlite ] && echo 0.6 || echo 1)}" \
                 | tee -a "$RESULTS"
         fi
     done

@@ -173,14 +173,17 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             // shutdown the transport fails it, so `completion` still runs once).
             let nanoseconds = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
             MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(nanoseconds)) {
-                self.write(requests, deadline: deadline, splitAllowed: splitAllowed, completion: completion)
+                self.write(requests, project: project, deadline: deadline, splitAllowed: splitAllowed,
+                           completion: completion)
             }
             return
         }
-        write(requests, deadline: deadline, splitAllowed: splitAllowed, completion: completion)
+        write(requests, project: project, deadline: deadline, splitAllowed: splitAllowed, completion: completion)
     }
 
-    private func write(_ requests: [PreparedRequest], deadline: ContinuousClock.Instant, splitAllowed: Bool,
+    /// Writes one request; `project` is the rate limiter's key its notifications were booked under.
+    private func write(_ requests: [PreparedRequest], project: String, deadline: ContinuousClock.Instant,
+                       splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var (headers, body) = (baseHeaders, Self.batchBody(requests))
         if let threshold = configuration.gzipThreshold, body.count > threshold, let gzipped = Gzip.compress(body) {
@@ -201,17 +204,19 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
                 case .ambiguous(let error):
                     completion(Array(repeating: .failure(error), count: requests.count))
                 case .mixedProjects(let groups):
-                    split(requests, groups: groups, answer: answer, deadline: deadline, splitAllowed: splitAllowed,
-                          completion: completion)
+                    split(requests, bookedUnder: project, groups: groups, answer: answer, deadline: deadline,
+                          splitAllowed: splitAllowed, completion: completion)
                 }
             }
         }
     }
 
     /// After `PUSH_TOO_MANY_EXPERIENCE_IDS`: remembers each token's project and sends one request per project (Expo
-    /// processed none of the refused request). A second refusal of a split group is reported as it is.
-    private func split(_ requests: [PreparedRequest], groups: [String: [String]], answer: ExpoWireResponse,
-                       deadline: ContinuousClock.Instant, splitAllowed: Bool,
+    /// processed none of the refused request). A second refusal of a split group is reported as it is. The refused
+    /// request's booking in the rate limiter (`bookedUnder`) is given back first: each group books its own, under
+    /// its own project, so the notifications are counted once.
+    private func split(_ requests: [PreparedRequest], bookedUnder booked: String, groups: [String: [String]],
+                       answer: ExpoWireResponse, deadline: ContinuousClock.Instant, splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var projectOf: [String: String] = [:]
         for (project, tokens) in groups { for token in tokens { projectOf[token] = project } }
@@ -226,6 +231,8 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             return completion(Array(repeating: .success(response), count: requests.count))
         }
         logger.debug("Expo refused a request mixing \(groups.count) projects; sending one request per project")
+        let now = ContinuousClock.now
+        limiter.withLock { $0.release(requests.count, project: booked, now: now) }
         // Indexes of `requests` per project, in order; tokens the answer did not name form their own group.
         var order: [String] = []
         var members: [String: [Int]] = [:]

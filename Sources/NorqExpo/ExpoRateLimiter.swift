@@ -28,6 +28,14 @@ package struct ExpoRateLimiter: Sendable {
         return wait
     }
 
+    /// Gives back a booking of `count` notifications of `project` that were not sent (a request the service refused
+    /// without processing it, as `PUSH_TOO_MANY_EXPERIENCE_IDS`), so that sending them again counts them once.
+    package mutating func release(_ count: Int, project: String, now: ContinuousClock.Instant) {
+        guard rate > 0, count > 0, let next = arrival[project] else { return }
+        let earlier = next - Duration.seconds(count) / rate
+        arrival[project] = earlier > now ? earlier : nil
+    }
+
     private mutating func evict(now: ContinuousClock.Instant) {
         arrival = arrival.filter { $0.value > now }
         if arrival.count >= Self.maxProjects, let oldest = arrival.min(by: { $0.value < $1.value })?.key {

@@ -18,6 +18,25 @@ struct ExpoRulesTests {
         #expect(off.reserve(1_000_000, project: "a", now: start) == .zero)
     }
 
+    @Test("rate limit: a booking given back (a request refused unprocessed) is not counted when the group is sent again")
+    func rateLimitRelease() {
+        var limiter = ExpoRateLimiter(rate: 600)
+        let start = ContinuousClock.now
+        #expect(limiter.reserve(600, project: "", now: start) == .zero)
+        // Refused as mixing projects: given back, then each group books under its own project.
+        limiter.release(600, project: "", now: start)
+        #expect(limiter.reserve(60, project: "", now: start) == .zero, "the 600 given back no longer count")
+        #expect(limiter.reserve(600, project: "a", now: start) == .zero)
+        // Without the release, the same 660 in one project would wait: the rule still counts real sends.
+        var counted = ExpoRateLimiter(rate: 600)
+        _ = counted.reserve(600, project: "", now: start)
+        #expect(counted.reserve(60, project: "", now: start) == .milliseconds(100))
+        // Giving back more than was booked leaves nothing booked, never a credit.
+        limiter.release(10_000, project: "", now: start)
+        #expect(limiter.reserve(600, project: "", now: start) == .zero)
+        #expect(limiter.reserve(60, project: "", now: start) == .milliseconds(100))
+    }
+
     @Test("rate limit keeps at most maxProjects projects")
     func rateLimitBound() {
         var limiter = ExpoRateLimiter(rate: 1)

@@ -117,11 +117,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
             } else if state.buffer.count <= resumeAt {
                 state.full = false
             }
-            room.store(Self.hasRoom(state), ordering: .relaxed)
-        }
-
-        private static func hasRoom(_ state: State) -> Bool {
-            !state.full || state.terminated || state.finished
+            room.store(!state.full || state.terminated || state.finished, ordering: .relaxed)
         }
 
         /// The next buffered outcome, and the producers to wake when taking it released the buffer.
@@ -136,7 +132,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
 
         func waitForRoom(_ resume: @escaping @Sendable () -> Void) -> Bool {
             state.withLock { state in
-                if Self.hasRoom(state) { return true }
+                if !state.full || state.terminated || state.finished { return true }
                 state.roomWaiters.append(resume)
                 return false
             }

@@ -16,6 +16,27 @@ bench_make_certs() {  # work-dir
         -out "$work/server.pem" -days 30 -extfile "$work/server.ext" 2>/dev/null
 }
 
+# Makes sure each `tool:debian-package` is on PATH: a missing one is installed with apt-get (as scripts/test.sh
+# installs Chromium and PostgreSQL), so that a fresh machine runs the benchmarks; exits when one is still missing.
+bench_require_tools() {  # tool:package ...
+    local tool missing=()
+    for tool in "$@"; do command -v "${tool%%:*}" >/dev/null || missing+=("$tool"); done
+    [ "${#missing[@]}" = 0 ] && return 0
+    if command -v apt-get >/dev/null; then
+        local sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        echo "installing ${missing[*]##*:} (apt-get)" >&2
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >&2 || true
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]##*:}" >&2 || true
+    fi
+    local failed=0
+    for tool in "${missing[@]}"; do
+        if ! command -v "${tool%%:*}" >/dev/null; then
+            echo "missing ${tool%%:*}: install it with 'apt-get install ${tool##*:}'" >&2; failed=1
+        fi
+    done
+    [ "$failed" = 0 ] || exit 1
+}
+
 # Waits (10 s at most) until something listens on host:port.
 wait_port() {  # host port
     for _ in $(seq 1 100); do

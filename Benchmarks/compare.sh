@@ -23,13 +23,7 @@ WARMUP="${WARMUP:-2000}"
 KEY="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000; TOPIC=com.example.MyApp
 TOOLS="$ROOT/Benchmarks/bench_tools.py"
 
-missing=0
-for tool in h2load:nghttp2-client nghttpd:nghttp2-server openssl:openssl python3:python3; do
-    if ! command -v "${tool%%:*}" >/dev/null; then
-        echo "missing ${tool%%:*}: install it with 'apt-get install ${tool##*:}'" >&2; missing=1
-    fi
-done
-[ "$missing" = 0 ] || exit 1
+bench_require_tools h2load:nghttp2-client nghttpd:nghttp2-server openssl:openssl python3:python3
 
 if [ "$NO_BUILD" != 1 ]; then swift build -c release --package-path Benchmarks >&2; fi
 BIN="$(swift build -c release --package-path Benchmarks --show-bin-path)"

@@ -191,9 +191,18 @@ final class DeliveryPump: Sendable {
         }
     }
 
-    /// The sink is full: stop starting targets until it has room again.
+    /// The sink is full: stop starting targets until it has room again. One wait at a time: every slot freed
+    /// while the sink is full calls `fill`, on either event loop, and each of them registered a waiter of its own;
+    /// the sink woke them all at once, each refill found the sink full again and registered anew, so the waiters
+    /// multiplied (up to 160 wake-ups per notification at 4x250, measured with a uprobe) and the sink's lock and
+    /// the consumer's thread did little else. The one waiter's `fill` takes every free slot.
     private func waitForRoom() {
-        state.withLock { $0.waitingForRoom = true }
+        let first = state.withLock { state -> Bool in
+            if state.waitingForRoom { return false }
+            state.waitingForRoom = true
+            return true
+        }
+        guard first else { return }
         let roomNow = sink.waitForRoom { [self] in
             state.withLock { $0.waitingForRoom = false }
             fill()

@@ -3,8 +3,9 @@ import DequeModule
 import Synchronization
 
 /// The outcomes of a streaming send, in completion order, with back-pressure: when the consumer falls
-/// `capacity` outcomes behind, the send waits for it instead of buffering without bound. A slow consumer
-/// therefore slows the send down; it never makes the process hold a million outcomes.
+/// `capacity` outcomes behind, the send waits for it instead of buffering without bound, until the consumer has
+/// caught up to half of that (a high and a low watermark, as NIO's `NIOAsyncSequenceProducer` has). A slow
+/// consumer therefore slows the send down; it never makes the process hold a million outcomes.
 ///
 /// Ending the iteration early (leaving the `for await` loop, or dropping the stream unread) or cancelling
 /// the consuming task cancels the rest of the send, like `AsyncStream`'s termination.
@@ -47,14 +48,20 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
         private struct State {
             var buffer = Deque<PushOutcome>()
             var consumer: CheckedContinuation<PushOutcome?, Never>?
-            /// Producers waiting for room (called once the buffer is below `capacity`, or the stream ended).
+            /// Producers waiting for room (called once the buffer drained to `resumeAt`, or the stream ended).
             var roomWaiters: [@Sendable () -> Void] = []
             var finished = false
             var terminated = false
             var onTermination: (@Sendable () -> Void)?
+            /// The buffer reached `capacity` and has not drained to `resumeAt` since: producers wait.
+            var full = false
         }
 
         let capacity: Int
+        /// The low watermark: a full buffer takes producers again once the consumer has taken it down to this.
+        /// Without it, a full buffer woke its producers for every outcome the consumer took and stopped them at the
+        /// next one: a wake-up, a refill of one slot and a new wait per outcome, on the consumer's thread.
+        let resumeAt: Int
         private let state = Mutex(State())
         /// `hasRoom`, stored by every change of the state (under its lock) and read without the lock: producers
         /// ask before each target they start, and taking the lock for it, against the consumer taking it per
@@ -63,6 +70,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
 
         init(capacity: Int) {
             self.capacity = Swift.max(1, capacity)
+            self.resumeAt = self.capacity / 2
         }
 
         /// Called once, when the consumer goes away or is cancelled: the send is cancelled.
@@ -101,14 +109,30 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
             room.load(ordering: .relaxed)
         }
 
-        /// Called under the lock after the buffer or the end flags changed.
+        /// Called under the lock after the buffer or the end flags changed: latches `full` at `capacity`,
+        /// releases it at `resumeAt`.
         private func updateRoom(_ state: inout State) {
-            room.store(state.buffer.count < capacity || state.terminated || state.finished, ordering: .relaxed)
+            if state.buffer.count >= capacity {
+                state.full = true
+            } else if state.buffer.count <= resumeAt {
+                state.full = false
+            }
+            room.store(!state.full || state.terminated || state.finished, ordering: .relaxed)
+        }
+
+        /// The next buffered outcome, and the producers to wake when taking it released the buffer.
+        private func take(_ state: inout State) -> (PushOutcome, [@Sendable () -> Void])? {
+            guard let outcome = state.buffer.popFirst() else { return nil }
+            updateRoom(&state)
+            guard !state.full, !state.roomWaiters.isEmpty else { return (outcome, []) }
+            let waiters = state.roomWaiters
+            state.roomWaiters.removeAll()
+            return (outcome, waiters)
         }
 
         func waitForRoom(_ resume: @escaping @Sendable () -> Void) -> Bool {
             state.withLock { state in
-                if state.buffer.count < capacity || state.terminated || state.finished { return true }
+                if !state.full || state.terminated || state.finished { return true }
                 state.roomWaiters.append(resume)
                 return false
             }
@@ -136,13 +160,7 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
                 case wait
             }
             let action = state.withLock { state -> Action in
-                if let outcome = state.buffer.popFirst() {
-                    updateRoom(&state)
-                    guard state.buffer.count < capacity, !state.roomWaiters.isEmpty else { return .value(outcome, []) }
-                    let waiters = state.roomWaiters
-                    state.roomWaiters.removeAll()
-                    return .value(outcome, waiters)
-                }
+                if let (outcome, waiters) = take(&state) { return .value(outcome, waiters) }
                 if state.finished || state.terminated { return .end }
                 return .wait
             }
@@ -155,15 +173,17 @@ public struct PushOutcomeStream: AsyncSequence, Sendable {
             case .wait:
                 return await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<PushOutcome?, Never>) in
+                        var waiters: [@Sendable () -> Void] = []
                         let immediate = state.withLock { state -> PushOutcome?? in
-                            if let outcome = state.buffer.popFirst() {
-                                updateRoom(&state)
+                            if let (outcome, wake) = take(&state) {
+                                waiters = wake
                                 return .some(outcome)
                             }
                             if state.finished || state.terminated { return .some(nil) }
                             state.consumer = continuation
                             return nil
                         }
+                        for resume in waiters { resume() }
                         if let immediate { continuation.resume(returning: immediate) }
                     }
                 } onCancel: {

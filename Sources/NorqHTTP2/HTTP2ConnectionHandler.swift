@@ -3,7 +3,8 @@ import NIOCore
 
 /// Drives one ``HTTP2ConnectionStateMachine`` on the connection's TLS channel: hands it what the channel reads,
 /// the requests the pool sends, the timer; writes what it encodes (the frames of one event-loop tick as one
-/// buffer, one flush); carries out its actions (complete, hand back to the pool, close).
+/// buffer, one flush); carries out its actions (complete, hand back to the pool, close). It knows its pool only
+/// as a delegate, to which it names its connection by id (``attach(id:delegate:load:)``).
 final class HTTP2ConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -27,15 +28,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private let readyPromise: EventLoopPromise<Void>
     private var readySettled = false
     private var opened = false
-    /// Strong on purpose: after GOAWAY the pool forgets the connection, and the handler must still hand its
-    /// unanswered requests back through it. The cycle (connection -> channel -> handler) is broken in
-    /// `handlerRemoved`.
-    var connection: HTTP2Connection? {
-        didSet {
-            // Closed (or going away) before the pool could be told: tell it now, so that it never adds it.
-            if let connection, inPlace({ $0.takesNoNewStreams }) { connection.closed() }
-        }
-    }
+    /// Set by ``attach(id:delegate:load:)``: the connection's id in its pool, and the pool. Weak: the pool owns its
+    /// connections, not the other way round; after GOAWAY the pool forgets the connection, and the handler still
+    /// hands its unanswered requests back through the delegate, by id.
+    private var connectionID: HTTP2ConnectionID?
+    private weak var delegate: (any HTTP2ConnectionDelegate)?
+    /// Where the load the pool balances on is published.
+    private var publishedLoad: HTTP2ConnectionLoad?
 
     /// Completes when the server's first SETTINGS arrive (the TLS handshake and preface are done); fails when the
     /// connection closes before.
@@ -51,6 +50,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     /// Requests queued or in flight on this connection.
     var load: Int { inPlace { $0.load } }
+
+    /// Tells the handler which connection of which pool it drives, before the connection is known to the pool.
+    /// Closed (or going away) already: the pool is told at once, so that it never adds it.
+    func attach(id: HTTP2ConnectionID, delegate: any HTTP2ConnectionDelegate, load: HTTP2ConnectionLoad) {
+        connectionID = id
+        self.delegate = delegate
+        publishedLoad = load
+        publishLoad()
+        if inPlace({ $0.takesNoNewStreams }) { delegate.connectionClosed(id) }
+    }
 
     // MARK: lifecycle
 
@@ -69,7 +78,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         closed(reason: "the connection closed")
         endReadBatch()
         self.context = nil
-        self.connection = nil
+        self.delegate = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -97,7 +106,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
             opened = false
             observer?.connectionClosed()
         }
-        connection?.closed()
+        if let connectionID { delegate?.connectionClosed(connectionID) }
     }
 
     // MARK: output
@@ -158,8 +167,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
             case .fail(let request, let error):
                 request.fail(error)
             case .requeue(let request, let error, let written):
-                if let connection {
-                    connection.requeue(request, error: error, written: written)
+                if let connectionID, let delegate {
+                    delegate.connection(connectionID, handsBack: request, error: error, written: written)
                 } else {
                     request.fail(error)
                 }
@@ -172,7 +181,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 }
             case .goingAway(let reason):
                 logger.debug("HTTP/2 connection takes no new requests", metadata: ["norq.http2.reason": "\(reason)"])
-                connection?.draining()
+                if let connectionID { delegate?.connectionGoingAway(connectionID) }
             case .close:
                 writeOutbound()
                 context?.close(promise: nil)
@@ -186,7 +195,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     private func publishLoad() {
-        if let connection { connection.publishedLoad.store(inPlace { $0.load }, ordering: .relaxed) }
+        if let publishedLoad { publishedLoad.published.store(inPlace { $0.load }, ordering: .relaxed) }
     }
 
     // MARK: requests

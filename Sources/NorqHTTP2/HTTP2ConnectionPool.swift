@@ -4,22 +4,42 @@ import NIOPosix
 package import NIOSSL
 import Synchronization
 
+/// What a connection tells its pool, naming itself by id (AsyncHTTPClient's `HTTP2ConnectionDelegate` is the
+/// model): the only way back from a connection to its pool. Called on the connection's event loop.
+protocol HTTP2ConnectionDelegate: AnyObject, Sendable {
+    /// The connection hands back a request the server did not process (see
+    /// ``HTTP2ConnectionStateMachine/Action/requeue(_:_:written:)``): send it again, else fail it with `error`.
+    func connection(_ id: HTTP2ConnectionID, handsBack request: HTTP2RequestContext, error: HTTP2ClientError,
+                    written: Bool)
+    /// The connection takes no new requests (GOAWAY, a protocol error, idle): forget it.
+    func connectionGoingAway(_ id: HTTP2ConnectionID)
+    /// The connection's channel closed (perhaps before the pool heard it opened).
+    func connectionClosed(_ id: HTTP2ConnectionID)
+}
+
 /// The HTTP/2 connections to one origin: up to ``HTTP2ClientConfiguration/connections``, opened on demand,
-/// replaced when they close or go away, reconnected with backoff (``HTTP2PoolStateMachine``). Connection attempts
-/// run as child tasks of one task the pool owns (started with the first attempt, cancelled by ``shutdown()``).
-package final class HTTP2ConnectionPool: Sendable {
+/// replaced when they close or go away, reconnected with backoff (``HTTP2PoolStateMachine``, which knows them by
+/// ``HTTP2ConnectionID``; the pool keeps the objects in ``ConnectionTable``). Connections report back through
+/// ``HTTP2ConnectionDelegate``. Connection attempts run as child tasks of one task the pool owns (started with the
+/// first attempt, cancelled by ``shutdown()``).
+package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
     package let configuration: HTTP2ClientConfiguration
     let logger: Logger
     let group: any EventLoopGroup
     private let sslContext: Result<NIOSSLContext, HTTP2ClientError>
-    private let state: Mutex<HTTP2PoolStateMachine<HTTP2Connection>>
+    /// The state machine and the connection objects of the ids it names as ready, changed together.
+    private struct State {
+        var machine: HTTP2PoolStateMachine
+        var connections = ConnectionTable()
+    }
+    private let state: Mutex<State>
     private let capacity: Int
     /// Requests accepted and not yet complete.
     private let outstanding = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)
     private let drained = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    private let orders: AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>
-    private let ordersContinuation: AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>.Continuation
+    private let orders: AsyncStream<HTTP2PoolStateMachine.ConnectOrder>
+    private let ordersContinuation: AsyncStream<HTTP2PoolStateMachine.ConnectOrder>.Continuation
     private let runTask = Mutex<Task<Void, Never>?>(nil)
     /// The group's event loops, and which of them each connection of this pool (open or opening) runs on: a new
     /// connection goes to the loop holding the fewest. `group.next()` (shared with every other user of the group,
@@ -58,9 +78,9 @@ package final class HTTP2ConnectionPool: Sendable {
         self.sslContext = sslContext
         self.capacity = max(1, configuration.maxConcurrentStreams)
         self.loops = Array(eventLoopGroup.makeIterator())
-        self.state = Mutex(HTTP2PoolStateMachine(connections: configuration.connections,
-                                                 retryLimit: configuration.connectionRetryLimit))
-        let (orders, continuation) = AsyncStream<HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder>
+        self.state = Mutex(State(machine: HTTP2PoolStateMachine(connections: configuration.connections,
+                                                                retryLimit: configuration.connectionRetryLimit)))
+        let (orders, continuation) = AsyncStream<HTTP2PoolStateMachine.ConnectOrder>
             .makeStream(bufferingPolicy: .unbounded)
         self.orders = orders
         self.ordersContinuation = continuation
@@ -109,18 +129,24 @@ package final class HTTP2ConnectionPool: Sendable {
         // every event loop's picks touched.
         let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0) }
         let capacity = self.capacity
-        let action = state.withLock { machine in
-            machine.submit(request) { ready, turn in
-                HTTP2PoolStateMachine<HTTP2Connection>.pick(from: ready, turn: turn, capacity: capacity,
-                                           isLocal: { $0.eventLoopID == currentLoop }, load: { $0.load })
+        let (action, connection) = state.withLock { state in
+            // The closure reads `connections` while `machine` changes: disjoint stored properties of the state.
+            let action = state.machine.submit(request) { ready, turn in
+                HTTP2PoolStateMachine.pick(from: ready, turn: turn, capacity: capacity,
+                                           isLocal: { state.connections[$0]?.eventLoopID == currentLoop },
+                                           load: { state.connections[$0]?.load ?? .max })
             }
+            return (action, state.connections[action.request.connectionID])
         }
-        perform(action)
+        perform(action, connection: connection)
     }
+
+    // MARK: what connections report (HTTP2ConnectionDelegate)
 
     /// A request a connection handed back unprocessed: sent again within ``HTTP2RequestContext``'s bounds, else
     /// failed with `error` (not processed).
-    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError, written: Bool) {
+    func connection(_ id: HTTP2ConnectionID, handsBack request: HTTP2RequestContext, error: HTTP2ClientError,
+                    written: Bool) {
         guard request.takeRequeue(written: written) else {
             request.fail(error)
             return
@@ -128,8 +154,22 @@ package final class HTTP2ConnectionPool: Sendable {
         submit(request)
     }
 
+    /// The connection takes no new streams (GOAWAY or closed): forget it, open a replacement if requests wait.
+    func connectionGoingAway(_ id: HTTP2ConnectionID) {
+        perform(state.withLock { state in
+            state.connections.remove(id)
+            return state.machine.connectionUnusable(id: id)
+        }, connection: nil)
+    }
+
+    /// The connection closed: forgotten, and its event loop holds one connection less.
+    func connectionClosed(_ id: HTTP2ConnectionID) {
+        connectionGoingAway(id)
+        releaseEventLoop(ofConnection: id)
+    }
+
     /// The pool's connection health (see ``HTTP2PoolHealth``).
-    package var health: HTTP2PoolHealth { state.withLock { $0.health } }
+    package var health: HTTP2PoolHealth { state.withLock { $0.machine.health } }
 
     /// Called by every request as it completes.
     func requestFinished() {
@@ -141,7 +181,7 @@ package final class HTTP2ConnectionPool: Sendable {
 
     // MARK: connections
 
-    private func order(_ order: HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder) {
+    private func order(_ order: HTTP2PoolStateMachine.ConnectOrder) {
         runTask.withLock { task in
             if task == nil, !shuttingDown.load(ordering: .relaxed) {
                 task = Task { await self.run() }
@@ -160,13 +200,19 @@ package final class HTTP2ConnectionPool: Sendable {
         }
     }
 
-    private func attempt(_ order: HTTP2PoolStateMachine<HTTP2Connection>.ConnectOrder) async {
-        let action: HTTP2PoolStateMachine<HTTP2Connection>.Action
+    private func attempt(_ order: HTTP2PoolStateMachine.ConnectOrder) async {
+        let action: HTTP2PoolStateMachine.Action
+        var opened: HTTP2Connection?
         do {
             if let delay = order.delay, delay > .zero { try await Task.sleep(for: delay) }
             try Task.checkCancellation()
             let connection = try await connect(id: order.id)
-            action = state.withLock { $0.connectSucceeded(id: order.id, connection: connection) }
+            opened = connection
+            action = state.withLock { state in
+                let action = state.machine.connectSucceeded(id: order.id)
+                if case .close = action.connection {} else { state.connections.add(connection) }
+                return action
+            }
             if case .close = action.connection {} else {
                 logger.debug("HTTP/2 connection open", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.connection": "\(order.id)"])
@@ -178,40 +224,46 @@ package final class HTTP2ConnectionPool: Sendable {
             logger.notice("HTTP/2 connection failed", metadata: ["norq.http2.origin": "\(configuration.authority)",
                                                                  "norq.http2.error": "\(failure.message)"])
             releaseEventLoop(ofConnection: order.id)
-            action = state.withLock { $0.connectFailed(id: order.id, error: failure) }
+            action = state.withLock { $0.machine.connectFailed(id: order.id, error: failure) }
         }
-        perform(action)
+        perform(action, connection: opened)
     }
 
     /// Carries out what the state machine said, outside its lock: the connection action first (so that a request
-    /// waiting for a connection is waiting when the attempt starts), then the request action.
-    private func perform(_ action: HTTP2PoolStateMachine<HTTP2Connection>.Action) {
+    /// waiting for a connection is waiting when the attempt starts), then the request action. `connection`: the
+    /// object of the one connection the action names (looked up under the lock, or just opened).
+    private func perform(_ action: HTTP2PoolStateMachine.Action, connection: HTTP2Connection?) {
         switch action.connection {
         case .none:
             break
         case .connect(let next):
             order(next)
-        case .close(let connection, let replacement):
-            connection.close()
+        case .close(let id, let replacement):
+            if let connection, connection.id == id { connection.close() }
             if let replacement { order(replacement) }
         }
         switch action.request {
         case .none:
             break
-        case .execute(let request, let connection):
-            connection.enqueue(request)
-        case .executeWaiting(let requests, let connection):
-            connection.enqueue(requests)
+        case .execute(let request, let id):
+            if let connection, connection.id == id {
+                connection.enqueue(request)
+            } else {
+                request.fail(HTTP2ClientError(.connectionLost, possiblyProcessed: false, "connection \(id) is gone"))
+            }
+        case .executeWaiting(let requests, let id):
+            if let connection, connection.id == id {
+                connection.enqueue(requests)
+            } else {
+                for request in requests {
+                    request.fail(HTTP2ClientError(.connectionLost, possiblyProcessed: false, "connection \(id) is gone"))
+                }
+            }
         case .scheduleDeadline(let request):
             request.armDeadline(on: group.next())
         case .fail(let requests, let error):
             for request in requests { request.fail(error) }
         }
-    }
-
-    /// The connection takes no new streams (GOAWAY or closed): forget it, open a replacement if requests wait.
-    func connectionUnusable(id: Int) {
-        perform(state.withLock { $0.connectionUnusable(id: id) })
     }
 
     /// The event loop for connection `id`: the group's loop holding the fewest of this pool's connections; among
@@ -295,9 +347,9 @@ package final class HTTP2ConnectionPool: Sendable {
                 try sync.addHandler(handler)
                 return NIOLoopBound(handler, eventLoop: eventLoop)
             }.get()
-            let connection = HTTP2Connection(id: id, channel: channel, handler: handler, pool: self)
+            let connection = HTTP2Connection(id: id, channel: channel, handler: handler)
             let ready = try await eventLoop.submit { () -> EventLoopFuture<Void> in
-                handler.value.connection = connection
+                handler.value.attach(id: id, delegate: self, load: connection.publishedLoad)
                 return handler.value.ready
             }.get()
             try await ready.get()
@@ -318,7 +370,7 @@ package final class HTTP2ConnectionPool: Sendable {
     /// connections and ends the connection attempts. Connections that finish opening later are closed at once.
     package func shutdown() async {
         shuttingDown.store(true, ordering: .sequentiallyConsistent)
-        let waiting = state.withLock { $0.shutdown() }
+        let waiting = state.withLock { $0.machine.shutdown() }
         for request in waiting {
             request.fail(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down"))
         }
@@ -328,25 +380,65 @@ package final class HTTP2ConnectionPool: Sendable {
                 drained.withLock { $0.take() }?.resume()
             }
         }
-        let connections = state.withLock { $0.takeConnections() }
+        let connections = state.withLock { state in
+            state.machine.takeConnections().compactMap { state.connections.remove($0) }
+        }
         for connection in connections { try? await connection.channel.close() }
         ordersContinuation.finish()
         runTask.withLock { $0 }?.cancel()
     }
 }
 
-/// One connection of a pool: the channel and its handler (used only on its event loop).
+/// The connection objects of a pool's ready connections, by id: a handful (``HTTP2ClientConfiguration/connections``),
+/// so a linear scan of ids, which the pool's pick does per request, costs less than hashing them.
+struct ConnectionTable {
+    private var entries: [(id: HTTP2ConnectionID, connection: HTTP2Connection)] = []
+
+    subscript(id: HTTP2ConnectionID?) -> HTTP2Connection? {
+        guard let id else { return nil }
+        for entry in entries where entry.id == id { return entry.connection }
+        return nil
+    }
+
+    mutating func add(_ connection: HTTP2Connection) {
+        remove(connection.id)
+        entries.append((connection.id, connection))
+    }
+
+    @discardableResult
+    mutating func remove(_ id: HTTP2ConnectionID) -> HTTP2Connection? {
+        guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
+        return entries.remove(at: index).connection
+    }
+}
+
+extension HTTP2PoolStateMachine.RequestAction {
+    /// The connection this action sends requests on, if any.
+    var connectionID: HTTP2ConnectionID? {
+        switch self {
+        case .execute(_, let id), .executeWaiting(_, let id): id
+        case .none, .scheduleDeadline, .fail: nil
+        }
+    }
+}
+
+/// The requests a connection holds (queued or in flight), as its handler last published them: shared by the
+/// connection (the pool reads it to balance) and its handler (which writes it), nothing else.
+final class HTTP2ConnectionLoad: Sendable {
+    let published = Atomic<Int>(0)
+}
+
+/// One connection of a pool: the channel and its handler (used only on its event loop). It holds nothing of the
+/// pool; its handler reports to the pool by id (``HTTP2ConnectionDelegate``).
 package final class HTTP2Connection: Sendable {
-    let id: Int
+    let id: HTTP2ConnectionID
     let channel: any Channel
     private let handler: NIOLoopBound<HTTP2ConnectionHandler>
-    private weak let pool: HTTP2ConnectionPool?
 
-    init(id: Int, channel: any Channel, handler: NIOLoopBound<HTTP2ConnectionHandler>, pool: HTTP2ConnectionPool) {
+    init(id: HTTP2ConnectionID, channel: any Channel, handler: NIOLoopBound<HTTP2ConnectionHandler>) {
         self.id = id
         self.channel = channel
         self.handler = handler
-        self.pool = pool
         self.eventLoop = channel.eventLoop
         self.eventLoopID = ObjectIdentifier(channel.eventLoop)
     }
@@ -360,10 +452,10 @@ package final class HTTP2Connection: Sendable {
     private let inbox = Mutex<[HTTP2RequestContext]>([])
     private let inboxCount = Atomic<Int>(0)
     /// Requests queued or in flight on the connection, as its handler last published them.
-    let publishedLoad = Atomic<Int>(0)
+    let publishedLoad = HTTP2ConnectionLoad()
 
     /// About how many requests this connection holds, read from any thread: what the pool balances on.
-    var load: Int { publishedLoad.load(ordering: .relaxed) + inboxCount.load(ordering: .relaxed) }
+    var load: Int { publishedLoad.published.load(ordering: .relaxed) + inboxCount.load(ordering: .relaxed) }
 
     func enqueue(_ request: HTTP2RequestContext) {
         if eventLoop.inEventLoop {
@@ -404,15 +496,5 @@ package final class HTTP2Connection: Sendable {
 
     func close() {
         channel.close(promise: nil)
-    }
-
-    // Called by the handler, on the event loop.
-    func requeue(_ request: HTTP2RequestContext, error: HTTP2ClientError, written: Bool) {
-        if let pool { pool.requeue(request, error: error, written: written) } else { request.fail(error) }
-    }
-    func draining() { pool?.connectionUnusable(id: id) }
-    func closed() {
-        pool?.connectionUnusable(id: id)
-        pool?.releaseEventLoop(ofConnection: id)
     }
 }

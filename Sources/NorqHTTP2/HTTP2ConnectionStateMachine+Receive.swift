@@ -19,12 +19,8 @@ extension HTTP2ConnectionStateMachine {
         }
         switch frame {
         case .data(let id, let payload, let endStream, let flowControlledLength):
-            connectionReceiveWindow -= flowControlledLength
-            guard connectionReceiveWindow >= 0 else {
-                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError, "the server overran the connection's receive window")
-            }
             // Counted against the connection window also on closed streams; handed back at the end of the read.
-            connectionUnacknowledgedBytes += flowControlledLength
+            try flow.received(flowControlledLength)
             if isIdle(id) {
                 throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 DATA on idle stream \(id)")
             }
@@ -176,7 +172,7 @@ extension HTTP2ConnectionStateMachine {
 
     mutating func receiveReset(streamID id: Int32, errorCode: UInt32, now: NIODeadline) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        forgetBlocked(streamID: id)
+        flow.forget(streamID: id)
         stream.request.unassign()
         keepAlive.streamActivity(now: now)
         if errorCode == HTTP2Wire.ErrorCode.refusedStream {
@@ -205,22 +201,7 @@ extension HTTP2ConnectionStateMachine {
             case HTTP2Wire.Setting.maxConcurrentStreams:
                 remoteMaxConcurrentStreams = Int(value)
             case HTTP2Wire.Setting.initialWindowSize:
-                // Changes the send window of every open stream (RFC 9113 6.9.2).
-                guard value <= UInt32(HTTP2Wire.maxWindow) else {
-                    throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError,
-                                             "SETTINGS_INITIAL_WINDOW_SIZE of \(value) exceeds 2^31-1")
-                }
-                let delta = Int(value) - peerInitialWindowSize
-                peerInitialWindowSize = Int(value)
-                if delta != 0 {
-                    for id in streams.keys {
-                        streams[id]!.sendWindow += delta
-                        guard streams[id]!.sendWindow <= HTTP2Wire.maxWindow else {
-                            throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError,
-                                                     "SETTINGS_INITIAL_WINDOW_SIZE makes stream \(id)'s window exceed 2^31-1")
-                        }
-                    }
-                }
+                try receiveInitialWindowSize(value)
             case HTTP2Wire.Setting.maxFrameSize:
                 guard (16_384...16_777_215).contains(value) else {
                     throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value) is out of range")
@@ -259,43 +240,12 @@ extension HTTP2ConnectionStateMachine {
         let error = Self.notProcessed(.goAway, "the server went away (\(reason)) without processing the stream")
         for (id, stream) in streams where id > last {
             streams.removeValue(forKey: id)
-            forgetBlocked(streamID: id)
+            flow.forget(streamID: id)
             stream.request.unassign()
             counts.requeued += 1
             actions.append(.requeue(stream.request, error, written: true))
         }
         requeueQueue(Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
         closeIfDrained()
-    }
-
-    mutating func receiveWindowUpdate(streamID id: Int32, increment: Int,
-                                              now: NIODeadline) throws(HTTP2ProtocolError) {
-        if id == 0 {
-            guard increment > 0 else {
-                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 WINDOW_UPDATE of 0 on the connection")
-            }
-            guard connectionSendWindow + increment <= HTTP2Wire.maxWindow else {
-                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.flowControlError, "HTTP/2 connection window exceeds 2^31-1")
-            }
-            connectionSendWindow += increment
-        } else {
-            if isIdle(id) {
-                throw HTTP2ProtocolError(HTTP2Wire.ErrorCode.protocolError, "HTTP/2 WINDOW_UPDATE on idle stream \(id)")
-            }
-            guard var stream = streams[id] else { return }  // closed: ignored
-            guard increment > 0 else {
-                streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
-                            "HTTP/2 WINDOW_UPDATE of 0 on the stream", now: now)
-                return
-            }
-            guard stream.sendWindow + increment <= HTTP2Wire.maxWindow else {
-                streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
-                            "HTTP/2 stream window exceeds 2^31-1", now: now)
-                return
-            }
-            stream.sendWindow += increment
-            streams[id] = stream
-        }
-        sendBlockedData()
     }
 }

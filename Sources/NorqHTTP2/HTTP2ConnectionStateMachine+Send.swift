@@ -1,7 +1,7 @@
 import NIOCore
 
-/// Sending: the preface, request HEADERS and DATA as the send windows allow (flow control of request bodies,
-/// RFC 9113 §6.9), RST_STREAM, PING, WINDOW_UPDATE and GOAWAY, all appended to ``outbound``.
+/// Sending: the preface, request HEADERS and DATA as the send windows allow (``HTTP2FlowControl``, `+FlowControl`),
+/// RST_STREAM, PING, WINDOW_UPDATE and GOAWAY, all appended to ``outbound``.
 extension HTTP2ConnectionStateMachine {
     // MARK: outbound
 
@@ -21,8 +21,7 @@ extension HTTP2ConnectionStateMachine {
             outbound.writeInteger(identifier)
             outbound.writeInteger(value)
         }
-        writeWindowUpdate(streamID: 0, increment: configuration.connectionWindowSize - connectionReceiveWindow)
-        connectionReceiveWindow = configuration.connectionWindowSize
+        writeWindowUpdate(streamID: 0, increment: flow.openReceiveWindow())
     }
 
     /// HEADERS (and CONTINUATION when the block exceeds the peer's frame size), then the body as DATA now or as
@@ -50,7 +49,7 @@ extension HTTP2ConnectionStateMachine {
             }
         }
         guard !endStream else { return 0 }
-        if blocked.isEmpty, bodyCount <= connectionSendWindow, bodyCount <= peerInitialWindowSize {
+        if flow.sendsAtOnce(bodyCount) {
             switch request.body {
             case .buffer(var body):
                 writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
@@ -73,7 +72,7 @@ extension HTTP2ConnectionStateMachine {
                             return offset + tail.count
                         }
                     }
-                    connectionSendWindow -= bodyCount
+                    flow.spend(bodyCount)
                 } else {
                     var body = request.body.buffer
                     writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
@@ -81,7 +80,7 @@ extension HTTP2ConnectionStateMachine {
             }
             return bodyCount
         }
-        blocked.append((streamID, request.body.buffer))
+        flow.block(streamID: streamID, body: request.body.buffer)
         sendBlockedData()
         return 0
     }
@@ -99,14 +98,14 @@ extension HTTP2ConnectionStateMachine {
             outbound.writeBytes(bytes[start..<end])
             start = end
         } while start < bytes.count
-        connectionSendWindow -= bytes.count
+        flow.spend(bytes.count)
     }
 
     mutating func writeReset(streamID: Int32, errorCode: UInt32) {
         HTTP2Wire.writeFrameHeader(length: 4, type: HTTP2Wire.FrameType.rstStream, flags: 0, streamID: streamID,
                                    into: &outbound)
         outbound.writeInteger(errorCode)
-        forgetBlocked(streamID: streamID)
+        flow.forget(streamID: streamID)
     }
 
     mutating func writePing(_ data: UInt64, ack: Bool) {
@@ -128,36 +127,6 @@ extension HTTP2ConnectionStateMachine {
         outbound.writeInteger(errorCode)
     }
 
-    mutating func forgetBlocked(streamID: Int32) {
-        guard !blocked.isEmpty, streamID != 0 else { return }
-        blocked.removeAll { $0.streamID == streamID }
-    }
-
-    /// Sends what the windows allow of the waiting bodies, oldest first.
-    mutating func sendBlockedData() {
-        var index = 0
-        while index < blocked.count, connectionSendWindow > 0 {
-            let id = blocked[index].streamID
-            guard let streamWindow = streams[id]?.sendWindow else {
-                blocked.remove(at: index)
-                continue
-            }
-            var body = blocked[index].body
-            let count = min(body.readableBytes, connectionSendWindow, streamWindow)
-            if count > 0 {
-                let endStream = count == body.readableBytes
-                writeData(streamID: id, body: &body, count: count, endStream: endStream)
-                streams[id]!.sendWindow -= count
-                if endStream {
-                    blocked.remove(at: index)
-                    continue
-                }
-                blocked[index].body = body
-            }
-            index += 1
-        }
-    }
-
     /// `count` bytes of `body` as DATA frames of at most the peer's frame size, taken from the connection window.
     mutating func writeData(streamID: Int32, body: inout ByteBuffer, count: Int, endStream: Bool) {
         var remaining = count
@@ -170,6 +139,6 @@ extension HTTP2ConnectionStateMachine {
             var chunk = body.readSlice(length: length)!
             outbound.writeBuffer(&chunk)
         } while remaining > 0
-        connectionSendWindow -= count
+        flow.spend(count)
     }
 }

@@ -8,7 +8,8 @@ import NIOHPACK
 /// holds no I/O object: a request knows the stream it is on, not the connection.
 ///
 /// By concern, one file each: this one (state, inputs, streams), `+Receive` (frames read), `+Send` (frames
-/// written, flow control of request bodies) and `+Timers` (deadlines, PING, idle: ``HTTP2KeepAlive``). Each state
+/// written), `+FlowControl` (both directions' windows and the bodies waiting for them: ``HTTP2FlowControl``) and
+/// `+Timers` (deadlines, PING, idle: ``HTTP2KeepAlive``). Each state
 /// carries its own data (``State``): the warm-up lives in `.active`, the last stream id in `.goingAway`.
 ///
 /// A request body is sent right after its HEADERS when both send windows allow (the common path: two frames
@@ -168,13 +169,8 @@ package struct HTTP2ConnectionStateMachine {
     var streamLimit: Int { min(remoteMaxConcurrentStreams, configuration.maxConcurrentStreams) }
 
     package internal(set) var peerMaxFrameSize = 16_384
-    package internal(set) var peerInitialWindowSize = 65_535
-    package internal(set) var connectionSendWindow = 65_535
-    /// What the peer may still send on the connection, and what it sent since the last WINDOW_UPDATE.
-    package internal(set) var connectionReceiveWindow = 65_535
-    var connectionUnacknowledgedBytes = 0
-    /// Request bodies (or their rest) waiting for window, oldest first.
-    var blocked: [(streamID: Int32, body: ByteBuffer)] = []
+    /// Both connection windows, the server's initial stream window and the bodies waiting for window.
+    var flow: HTTP2FlowControl
 
     /// PING and idle timing (see ``HTTP2KeepAlive``).
     var keepAlive: HTTP2KeepAlive
@@ -190,6 +186,7 @@ package struct HTTP2ConnectionStateMachine {
         self.hpackDecoder = HPACKResponseDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
                                          maxHeaderListSize: configuration.maxHeaderBlockBytes)
         self.keepAlive = HTTP2KeepAlive(now: now)
+        self.flow = HTTP2FlowControl(localWindowSize: configuration.connectionWindowSize)
         writePreface()
     }
 
@@ -205,8 +202,6 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
     package var isClosed: Bool { if case .closed = state { true } else { false } }
-    /// Request bodies waiting for flow-control window.
-    package var blockedStreams: Int { blocked.count }
     /// Streams are held to one: the warm-up has not ended (or, before SETTINGS, one is configured).
     package var isWarmingUp: Bool {
         switch state {
@@ -244,15 +239,6 @@ package struct HTTP2ConnectionStateMachine {
         } catch {
             connectionError(error)
         }
-    }
-
-    /// The end of a read: gives the peer back the connection window it used, in one WINDOW_UPDATE, once an eighth
-    /// of the window (at least 16 KiB) is used.
-    package mutating func readComplete() {
-        guard !isClosed, connectionUnacknowledgedBytes >= max(16_384, configuration.connectionWindowSize / 8) else { return }
-        writeWindowUpdate(streamID: 0, increment: connectionUnacknowledgedBytes)
-        connectionReceiveWindow += connectionUnacknowledgedBytes
-        connectionUnacknowledgedBytes = 0
     }
 
     /// Opens the streams a ``Action/writeAndResume`` paused.
@@ -294,7 +280,7 @@ package struct HTTP2ConnectionStateMachine {
             nextStreamID += 2
             highestStreamID = id
             if warmUp == .pending, let time = configuration.warmUp { state = .active(.running(until: now + time)) }
-            streams[id] = Stream(request: request, sendWindow: peerInitialWindowSize,
+            streams[id] = Stream(request: request, sendWindow: flow.peerInitialWindowSize,
                                  receiveWindow: Self.localInitialWindowSize)
             let written = writeRequest(streamID: id, request)
             // In place: `streams[id]!.sendWindow -= written` copied the stream out and back.
@@ -350,7 +336,7 @@ package struct HTTP2ConnectionStateMachine {
     mutating func failEverything(_ error: HTTP2ClientError) {
         let inFlight = streams
         streams.removeAll()
-        blocked.removeAll()
+        flow.forgetAll()
         for (_, stream) in inFlight {
             stream.request.unassign()
             actions.append(.fail(stream.request, error))

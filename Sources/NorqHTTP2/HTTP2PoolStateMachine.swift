@@ -20,22 +20,28 @@ package enum HTTP2ReconnectBackoff {
     }
 }
 
-/// The connections of one pool without I/O: which exist (connecting, ready), the requests waiting for one,
-/// consecutive connection failures, shutdown. Every input returns one ``Action``, a closed pair of what to do with
-/// requests and with connections (AsyncHTTPClient's `HTTPConnectionPool.StateMachine` is the model); the pool
-/// carries it out outside its lock. Timers are actions too: a reconnect backoff is the `delay` of a
-/// ``ConnectionAction/connect(_:)`` order, a request's wait for a connection is ``RequestAction/scheduleDeadline(_:)``.
+/// Names one connection of a pool: unique within the pool, never reused. The pool's state machine knows connections
+/// only by it; the pool keeps the connection objects, and a connection reports to the pool with it
+/// (``HTTP2ConnectionDelegate``).
+package typealias HTTP2ConnectionID = Int
+
+/// The connections of one pool without I/O and without connection objects: which ids exist (connecting, ready),
+/// the requests waiting for one, consecutive connection failures, shutdown. Every input returns one ``Action``, a
+/// closed pair of what to do with requests and with connections, naming connections by ``HTTP2ConnectionID``
+/// (AsyncHTTPClient's `HTTPConnectionPool.StateMachine` is the model); the pool carries it out outside its lock.
+/// Timers are actions too: a reconnect backoff is the `delay` of a ``ConnectionAction/connect(_:)`` order, a
+/// request's wait for a connection is ``RequestAction/scheduleDeadline(_:)``.
 ///
 /// Rules: at most `connections` connections (connecting or ready); a connection closed or going away while it was
 /// still connecting is never added (its success is answered with `close`); after a failed attempt the next waits
 /// ``HTTP2ReconnectBackoff``; after `retryLimit` consecutive failures the waiting requests fail and no attempt is
 /// made until the next request; after shutdown nothing new is accepted and late connections are closed.
-package struct HTTP2PoolStateMachine<Connection: AnyObject> {
+package struct HTTP2PoolStateMachine {
     package struct ConnectOrder: Sendable, Equatable {
-        package var id: Int
+        package var id: HTTP2ConnectionID
         package var delay: Duration?
 
-        package init(id: Int, delay: Duration?) {
+        package init(id: HTTP2ConnectionID, delay: Duration?) {
             self.id = id
             self.delay = delay
         }
@@ -58,9 +64,9 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     package enum RequestAction {
         case none
         /// Send the request just submitted on this ready connection.
-        case execute(HTTP2RequestContext, on: Connection)
+        case execute(HTTP2RequestContext, on: HTTP2ConnectionID)
         /// Send the requests that waited for a connection on the one that just opened.
-        case executeWaiting([HTTP2RequestContext], on: Connection)
+        case executeWaiting([HTTP2RequestContext], on: HTTP2ConnectionID)
         /// No connection is ready: the request waits; arm its deadline timer.
         case scheduleDeadline(HTTP2RequestContext)
         /// Fail these requests with this error (not processed: none was written).
@@ -72,22 +78,22 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
         case none
         /// Start this connection attempt (after its `delay`, the reconnect backoff, when it has one).
         case connect(ConnectOrder)
-        /// Close this connection (it finished opening after shutdown, or closed while opening), and start the
-        /// `replacement` attempt when requests still wait.
-        case close(Connection, replacement: ConnectOrder?)
+        /// Close this connection (it finished opening after shutdown, or closed while opening: the pool never
+        /// added it), and start the `replacement` attempt when requests still wait.
+        case close(HTTP2ConnectionID, replacement: ConnectOrder?)
     }
 
     private let maxConnections: Int
     private let retryLimit: Int?
-    private(set) package var ready: [Connection] = []
-    private var readyIDs: [Int] = []
-    private var connecting: Set<Int> = []
-    private var closedWhileConnecting: Set<Int> = []
+    /// The ready connections, in the order they opened: what ``submit(_:pick:)`` picks from.
+    private(set) package var ready: [HTTP2ConnectionID] = []
+    private var connecting: Set<HTTP2ConnectionID> = []
+    private var closedWhileConnecting: Set<HTTP2ConnectionID> = []
     private var waiting: [HTTP2RequestContext] = []
     private(set) package var consecutiveFailures = 0
     /// Why the last connection attempt failed, while no attempt has succeeded since (for health checks).
     private(set) package var lastConnectFailure: String?
-    private var nextID = 0
+    private var nextID: HTTP2ConnectionID = 0
     private(set) package var isShutDown = false
     private var turn = 0
     /// Random in [0.5, 1] for the backoff; injectable for tests.
@@ -111,7 +117,8 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     package var connectingCount: Int { connecting.count }
 
     /// A new request (or one handed back): a ready connection (chosen by `pick`), else it waits.
-    package mutating func submit(_ request: HTTP2RequestContext, pick: ([Connection], Int) -> Connection) -> Action {
+    package mutating func submit(_ request: HTTP2RequestContext,
+                                 pick: ([HTTP2ConnectionID], Int) -> HTTP2ConnectionID) -> Action {
         guard !isShutDown else { return Action(request: .fail([request], Self.shutDownError), connection: .none) }
         let connection = Self.connecting(connectIfRoom(delay: nil))
         if !ready.isEmpty {
@@ -138,22 +145,23 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
         return ConnectOrder(id: nextID, delay: delay)
     }
 
-    package mutating func connectSucceeded(id: Int, connection: Connection) -> Action {
+    /// Attempt `id` opened its connection: ready, and the waiting requests go to it; or closed at once when the
+    /// pool is shut down or the connection closed while it opened (then no ``Action/connection`` names it as ready).
+    package mutating func connectSucceeded(id: HTTP2ConnectionID) -> Action {
         connecting.remove(id)
         if isShutDown || closedWhileConnecting.remove(id) != nil {
             let replacement = waiting.isEmpty ? nil : connectIfRoom(delay: nil)
-            return Action(request: .none, connection: .close(connection, replacement: replacement))
+            return Action(request: .none, connection: .close(id, replacement: replacement))
         }
         consecutiveFailures = 0
         lastConnectFailure = nil
-        ready.append(connection)
-        readyIDs.append(id)
+        ready.append(id)
         let requests = waiting.filter { !$0.isDone }
         waiting.removeAll()
-        return Action(request: requests.isEmpty ? .none : .executeWaiting(requests, on: connection), connection: .none)
+        return Action(request: requests.isEmpty ? .none : .executeWaiting(requests, on: id), connection: .none)
     }
 
-    package mutating func connectFailed(id: Int, error: HTTP2ClientError) -> Action {
+    package mutating func connectFailed(id: HTTP2ConnectionID, error: HTTP2ClientError) -> Action {
         connecting.remove(id)
         closedWhileConnecting.remove(id)
         waiting.removeAll { $0.isDone }
@@ -180,9 +188,8 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     }
 
     /// A connection takes no new requests (GOAWAY, error, closed): forgotten; a replacement when requests wait.
-    package mutating func connectionUnusable(id: Int) -> Action {
-        if let index = readyIDs.firstIndex(of: id) {
-            readyIDs.remove(at: index)
+    package mutating func connectionUnusable(id: HTTP2ConnectionID) -> Action {
+        if let index = ready.firstIndex(of: id) {
             ready.remove(at: index)
         } else if connecting.contains(id) {
             closedWhileConnecting.insert(id)
@@ -200,10 +207,9 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     }
 
     /// The ready connections, forgotten (to close at the end of a shutdown).
-    package mutating func takeConnections() -> [Connection] {
+    package mutating func takeConnections() -> [HTTP2ConnectionID] {
         let all = ready
         ready.removeAll()
-        readyIDs.removeAll()
         return all
     }
 
@@ -241,16 +247,16 @@ package struct HTTP2PoolStateMachine<Connection: AnyObject> {
     }
 }
 
-// Identity equality (a request or a connection is the same object, not an equal one): what tests compare actions with.
+// Requests by identity (the same object, not an equal one), connections by id: what tests compare actions with.
 extension HTTP2PoolStateMachine.Action: Equatable {}
 
 extension HTTP2PoolStateMachine.RequestAction: Equatable {
     package static func == (lhs: Self, rhs: Self) -> Bool {
         switch (lhs, rhs) {
         case (.none, .none): true
-        case (.execute(let a, let c), .execute(let b, let d)): a === b && c === d
+        case (.execute(let a, let c), .execute(let b, let d)): a === b && c == d
         case (.executeWaiting(let a, let c), .executeWaiting(let b, let d)):
-            a.count == b.count && zip(a, b).allSatisfy { $0 === $1 } && c === d
+            a.count == b.count && zip(a, b).allSatisfy { $0 === $1 } && c == d
         case (.scheduleDeadline(let a), .scheduleDeadline(let b)): a === b
         case (.fail(let a, let e), .fail(let b, let f)):
             a.count == b.count && zip(a, b).allSatisfy { $0 === $1 } && e.kind == f.kind
@@ -265,7 +271,7 @@ extension HTTP2PoolStateMachine.ConnectionAction: Equatable {
         switch (lhs, rhs) {
         case (.none, .none): true
         case (.connect(let a), .connect(let b)): a == b
-        case (.close(let a, let c), .close(let b, let d)): a === b && c == d
+        case (.close(let a, let c), .close(let b, let d)): a == b && c == d
         default: false
         }
     }

@@ -115,9 +115,12 @@ package final class PreviewService: Service {
             configuration: .init(address: .hostname(Self.host, port: port), serverName: "norq-preview"),
             onServerRunning: { channel in onListening(Self.host, channel.localAddress?.port ?? port) },
             logger: logger)
+        // The watcher's first look is taken before the server listens: taken in its task, it could come after a
+        // save made as soon as the page was up (a test's, or a quick editor's), which then went unnoticed.
+        let firstLook = PreviewWatcher(paths: snapshot.watched).look()
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await self.watch() }
+                group.addTask { await self.watch(from: firstLook) }
                 try await withGracefulShutdownHandler {
                     try await app.run()
                 } onGracefulShutdown: {
@@ -136,11 +139,11 @@ package final class PreviewService: Service {
 
     /// The watcher: polls until cancelled; after a change, reloads and tells the pages. The pause between looks
     /// is `pollInterval`, or 20 times the last look when that is longer: the watcher never takes more than about
-    /// 5 % of a core, however many files the project has.
-    func watch() async {
+    /// 5 % of a core, however many files the project has. `firstLook`: the watched files as the project was loaded.
+    func watch(from firstLook: [String: PreviewWatcher.Stamp]) async {
         let clock = ContinuousClock()
         var paths = snapshot.watched
-        var last = PreviewWatcher(paths: paths).look()
+        var last = firstLook
         var lookTime = Duration.zero
         var lastKeepAlive = clock.now
         while !Task.isCancelled {

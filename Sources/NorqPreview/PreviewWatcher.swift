@@ -13,7 +13,7 @@ import Darwin
 /// modification time (nanoseconds) with the last look. Polling rather than inotify: Foundation offers no file
 /// system events on Linux (libdispatch has no vnode sources there), and inotify through Glibc would need a watch
 /// per folder kept in step with folders made and removed, and a blocking read off the cooperative pool; a
-/// template project is a few dozen files, so a look every 100 ms costs microseconds; a bigger project is looked at less often (see `PreviewService.watch()`).
+/// template project is a few dozen files, so a look every 100 ms costs microseconds; a bigger project is looked at less often (see `PreviewService.watch(from:)`).
 package struct PreviewWatcher: Sendable {
     /// One file's state.
     package struct Stamp: Hashable, Sendable {

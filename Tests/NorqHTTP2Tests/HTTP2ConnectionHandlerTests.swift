@@ -164,8 +164,8 @@ struct HTTP2ConnectionHandlerTests {
         let pool = HTTP2ConnectionPool(configuration: .init(host: "push.example.com"),
                                        eventLoopGroup: channel.embeddedEventLoop, logger: Logger(label: "test"))
         let handler = NIOLoopBound(setup.handler, eventLoop: channel.eventLoop)
-        let connection = HTTP2Connection(id: 1, channel: channel, handler: handler, pool: pool)
-        setup.handler.connection = connection
+        let connection = HTTP2Connection(id: 1, channel: channel, handler: handler)
+        setup.handler.attach(id: 1, delegate: pool, load: connection.publishedLoad)
         try setup.read(Wire.settings())
         let probe = CompletionProbe()
         let answered = 50

@@ -5,7 +5,7 @@ import Testing
 struct HTTP2ConnectionPickTests {
     static func pick(_ ready: [Int], turn: Int, capacity: Int = 100, loads: [Int: Int] = [:],
                      isLocal: (Int) -> Bool) -> Int {
-        HTTP2PoolStateMachine<AnyObjectStandIn>.pick(from: ready, turn: turn, capacity: capacity, isLocal: isLocal,
+        HTTP2PoolStateMachine.pick(from: ready, turn: turn, capacity: capacity, isLocal: isLocal,
                                 load: { loads[$0, default: 0] })
     }
 
@@ -48,6 +48,3 @@ struct HTTP2ConnectionPickTests {
         #expect(spread == Set(ready))
     }
 }
-
-/// A connection type for the pool state machine where a test needs none.
-final class AnyObjectStandIn {}

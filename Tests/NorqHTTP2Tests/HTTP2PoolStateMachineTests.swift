@@ -2,11 +2,10 @@ import NIOCore
 import NorqHTTP2
 import Testing
 
-/// The pool's actions without I/O, compared whole (requests and connections by identity).
+/// The pool's actions without I/O, compared whole (requests by identity, connections by id).
 @Suite("HTTP2PoolStateMachine")
 struct HTTP2PoolStateMachineTests {
-    final class Connection {}
-    typealias Machine = HTTP2PoolStateMachine<Connection>
+    typealias Machine = HTTP2PoolStateMachine
 
     static func request(_ outcomes: Outcomes, _ index: Int) -> HTTP2RequestContext {
         HTTP2RequestContext(head: MachineHarness.head(index), body: ByteBuffer(), deadline: .now() + .seconds(10)) {
@@ -14,7 +13,7 @@ struct HTTP2PoolStateMachineTests {
         }
     }
 
-    static func first(_ ready: [Connection], _ turn: Int) -> Connection { ready[0] }
+    static func first(_ ready: [HTTP2ConnectionID], _ turn: Int) -> HTTP2ConnectionID { ready[0] }
 
     static let shutDown = HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")
 
@@ -29,8 +28,8 @@ struct HTTP2PoolStateMachineTests {
             == Machine.Action(request: .scheduleDeadline(requests[1]), connection: .connect(.init(id: 2, delay: nil))))
         #expect(machine.submit(requests[2], pick: Self.first)
             == Machine.Action(request: .scheduleDeadline(requests[2]), connection: .none))
-        let connection = Connection()
-        #expect(machine.connectSucceeded(id: 1, connection: connection)
+        let connection: HTTP2ConnectionID = 1
+        #expect(machine.connectSucceeded(id: 1)
             == Machine.Action(request: .executeWaiting(Array(requests[0..<3]), on: connection), connection: .none))
         #expect(machine.submit(requests[3], pick: Self.first)
             == Machine.Action(request: .execute(requests[3], on: connection), connection: .none))
@@ -43,9 +42,9 @@ struct HTTP2PoolStateMachineTests {
         _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
         // GOAWAY handled before the pool heard of the success: the attempt still counts until it reports.
         #expect(machine.connectionUnusable(id: 1) == Machine.Action(request: .none, connection: .none))
-        let connection = Connection()
+        let connection: HTTP2ConnectionID = 1
         // Requests still wait: the late connection is closed and a new attempt replaces it.
-        #expect(machine.connectSucceeded(id: 1, connection: connection)
+        #expect(machine.connectSucceeded(id: 1)
             == Machine.Action(request: .none, connection: .close(connection, replacement: .init(id: 2, delay: nil))))
         #expect(machine.ready.isEmpty && machine.waitingCount == 1)
     }
@@ -55,7 +54,7 @@ struct HTTP2PoolStateMachineTests {
         var machine = Machine(connections: 1, retryLimit: 1)
         let outcomes = Outcomes()
         _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
-        _ = machine.connectSucceeded(id: 1, connection: Connection())
+        _ = machine.connectSucceeded(id: 1)
         #expect(machine.connectionUnusable(id: 1) == .none, "no request waits: no replacement yet")
         #expect(machine.ready.isEmpty)
         let next = Self.request(outcomes, 1)
@@ -83,8 +82,8 @@ struct HTTP2PoolStateMachineTests {
         let again = Self.request(outcomes, 1)
         #expect(machine.submit(again, pick: Self.first)
             == Machine.Action(request: .scheduleDeadline(again), connection: .connect(.init(id: 4, delay: nil))))
-        let connection = Connection()
-        #expect(machine.connectSucceeded(id: 4, connection: connection)
+        let connection: HTTP2ConnectionID = 4
+        #expect(machine.connectSucceeded(id: 4)
             == Machine.Action(request: .executeWaiting([again], on: connection), connection: .none))
         #expect(machine.consecutiveFailures == 0)
     }
@@ -98,8 +97,8 @@ struct HTTP2PoolStateMachineTests {
         _ = machine.submit(expired, pick: Self.first)
         _ = machine.submit(live, pick: Self.first)
         expired.fail(HTTP2ClientError(.deadlineExceeded, possiblyProcessed: false, "deadline"))
-        let connection = Connection()
-        #expect(machine.connectSucceeded(id: 1, connection: connection)
+        let connection: HTTP2ConnectionID = 1
+        #expect(machine.connectSucceeded(id: 1)
             == Machine.Action(request: .executeWaiting([live], on: connection), connection: .none))
     }
 
@@ -113,8 +112,7 @@ struct HTTP2PoolStateMachineTests {
         #expect(!machine.health.isHealthy)
         #expect(machine.health.lastConnectFailure == "connection refused")
         #expect(machine.health.consecutiveFailures == 1)
-        let connection = Connection()
-        _ = machine.connectSucceeded(id: 2, connection: connection)
+        _ = machine.connectSucceeded(id: 2)
         #expect(machine.health.isHealthy && machine.health.readyConnections == 1)
         // A later failed attempt while a connection works: still healthy (requests have somewhere to go).
         _ = machine.submit(Self.request(outcomes, 1), pick: Self.first)
@@ -158,8 +156,8 @@ struct HTTP2PoolStateMachineTests {
         #expect(machine.shutdown().count == 1)
         let late = Self.request(outcomes, 1)
         #expect(machine.submit(late, pick: Self.first) == Machine.Action(request: .fail([late], Self.shutDown), connection: .none))
-        let connection = Connection()
-        #expect(machine.connectSucceeded(id: 1, connection: connection)
+        let connection: HTTP2ConnectionID = 1
+        #expect(machine.connectSucceeded(id: 1)
             == Machine.Action(request: .none, connection: .close(connection, replacement: nil)))
         #expect(machine.ready.isEmpty)
     }

@@ -35,6 +35,46 @@ struct PushOutcomeStreamTests {
         #expect(apns.requests.count == total)
     }
 
+    /// How many requests the provider has had once the count has not moved for 100 ms (at most 5 s).
+    static func settled(_ provider: FakeProvider) async throws -> Int {
+        var last = -1
+        var unchanged = 0
+        for _ in 0..<1_000 {
+            try await Task.sleep(for: .milliseconds(5))
+            let now = provider.requests.count
+            unchanged = now == last ? unchanged + 1 : 0
+            last = now
+            if unchanged >= 20 { break }
+        }
+        return last
+    }
+
+    @Test("a full buffer takes the send back only once the consumer has read it down to half (a low watermark), not after every outcome read")
+    func lowWatermark() async throws {
+        let apns = FakeProvider(name: "apns", maxInFlight: 4)
+        let r = try NotificationRouter(providers: [apns])
+        let buffer = r.outcomeBufferSize
+        let total = buffer * 3
+        let stream = try r.sendStreaming(content: PushContent(title: "t"), to: recipients((0..<total).map { ios(hexToken($0)) }))
+        var iterator = stream.makeAsyncIterator()
+        let stalled = try await Self.settled(apns)
+        #expect(stalled >= buffer && stalled <= buffer + 5)
+        // Read to just above half: still full, nothing new is sent (before, each outcome read let one more through).
+        var seen: Set<DeliveryTarget> = []
+        for _ in 0..<(buffer / 2 - 10) {
+            if let outcome = await iterator.next() { seen.insert(outcome.target) }
+        }
+        #expect(try await Self.settled(apns) == stalled)
+        // Read past half: the send goes on until the buffer is full again.
+        for _ in 0..<20 {
+            if let outcome = await iterator.next() { seen.insert(outcome.target) }
+        }
+        let resumed = try await Self.settled(apns)
+        #expect(resumed > stalled + buffer / 4)
+        while let outcome = await iterator.next() { #expect(seen.insert(outcome.target).inserted) }
+        #expect(seen.count == total && apns.requests.count == total)
+    }
+
     @Test("leaving the loop early cancels the rest of the send")
     func earlyExitCancels() async throws {
         let apns = FakeProvider(name: "apns", maxInFlight: 2)

@@ -555,6 +555,10 @@ final class MeasuredStore: DeliveryStore {
 
     init(_ inner: any DeliveryStore) { self.inner = inner }
 
+    /// The wrapped store's: a send is cut to it once, at enqueue (a wrapper with the default would make the store
+    /// cut every send again when `--claim-batch` changes its size).
+    var segmentSize: Int { inner.segmentSize }
+
     var finished: Int { state.withLock { $0.finished } }
     var outcomes: [String: Int] { state.withLock { $0.outcomes } }
     var times: Times { state.withLock { $0.times } }

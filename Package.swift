@@ -470,7 +470,7 @@ let package = Package(
         .testTarget(
             name: "NorqPreviewTests",
             dependencies: [
-                "NorqPreview", "NorqCore", "NorqConfig", "NorqTemplates", "NorqBuiltIns", "norq",
+                "NorqPreview", "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqBuiltIns", "norq",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

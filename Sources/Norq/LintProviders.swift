@@ -56,20 +56,48 @@ public struct LintProviders: Sendable {
                 result.failures.append(Self.failure(error, instance: instance))
                 continue
             }
-            let served = type.platforms.union(provider.platforms)
-            let named = served.filter { platform in
-                if let route = configuration.routing.byPlatform[platform] { return route == instance.name }
-                if let fallback = configuration.routing.defaultProvider { return fallback == instance.name }
-                // No rule: the only provider of the platform gets its tokens.
-                return configuration.providers.count { other in
-                    registry.type(named: other.typeName)?.platforms.contains(platform) == true
-                } == 1
-            }
-            let platforms = (named.isEmpty ? served : named).sorted { $0.rawValue < $1.rawValue }
-            result.entries.append(Entry(name: instance.name, provider: provider, platforms: platforms,
-                                        routed: !named.isEmpty))
+            result.entries.append(entry(instance.name, provider: provider,
+                                        served: type.platforms.union(provider.platforms),
+                                        configuration: configuration) { other in
+                registry.type(named: other.typeName)?.platforms ?? []
+            })
         }
         return result
+    }
+
+    /// The entries of providers made already (a router's, as `norq preview` holds for its dry runs), routed as
+    /// `configuration` routes them: nothing is made again. An instance the router could not make (an
+    /// ``UnavailableProvider`` in its place) is a failure finding, as in ``make(configuration:registry:logger:)``.
+    public static func make(configuration: NorqConfiguration?, providers: [String: any PushProvider]) -> LintProviders {
+        guard let configuration else { return LintProviders() }
+        var result = LintProviders()
+        for instance in configuration.providers {
+            guard let provider = providers[instance.name] else { continue }
+            if let unavailable = provider as? UnavailableProvider {
+                result.failures.append(Self.failure(unavailable.error, instance: instance))
+                continue
+            }
+            result.entries.append(entry(instance.name, provider: provider, served: provider.platforms,
+                                        configuration: configuration) { other in
+                providers[other.name]?.platforms ?? []
+            })
+        }
+        return result
+    }
+
+    /// One instance's entry: the platforms routing sends to it (a rule naming it, the default provider, or being
+    /// the only provider serving the platform), else every platform it serves, unrouted.
+    private static func entry(_ name: String, provider: any PushProvider, served: Set<Platform>,
+                              configuration: NorqConfiguration,
+                              platformsOf: (ProviderInstanceConfiguration) -> Set<Platform>) -> Entry {
+        let named = served.filter { platform in
+            if let route = configuration.routing.byPlatform[platform] { return route == name }
+            if let fallback = configuration.routing.defaultProvider { return fallback == name }
+            // No rule: the only provider of the platform gets its tokens.
+            return configuration.providers.count { platformsOf($0).contains(platform) } == 1
+        }
+        let platforms = (named.isEmpty ? served : named).sorted { $0.rawValue < $1.rawValue }
+        return Entry(name: name, provider: provider, platforms: platforms, routed: !named.isEmpty)
     }
 
     /// `error` of making `instance`, with the instance's name and type and, when the error has no place of its

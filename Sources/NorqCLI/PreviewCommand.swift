@@ -63,7 +63,7 @@ struct PreviewCommand: AsyncParsableCommand {
         }
         let open = self.open
         let service = PreviewService(
-            settings: PreviewService.Settings(port: port), loader: loader, linter: ValidateChecksLinter(),
+            settings: PreviewService.Settings(port: port), loader: loader, linter: TemplateLintPreviewLinter(),
             logger: logger,
             onListening: { host, port in
                 let url = "http://\(host):\(port)/"
@@ -105,18 +105,3 @@ struct PreviewCommand: AsyncParsableCommand {
     }
 }
 
-/// The findings the page shows: `norq lint`'s template checks (`TemplateLinter`: compile errors and warnings, each
-/// sample against the data schema, nullable access, past expirations), without the provider pass (the page runs
-/// each routed provider's `prepare` itself for its requests and payload gauges; a second set of providers made per
-/// reload would hold connections the synchronous reload cannot close).
-struct ValidateChecksLinter: PreviewLinter {
-    func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]] {
-        let report = TemplateLinter(library: library, providers: LintProviders(), options: TemplateLinter.Options()).lint()
-        var result: [String: [PreviewFinding]] = [:]
-        for template in report.templates {
-            result[template.template] = template.errors.map { PreviewFinding($0.error, severity: .error) }
-                + template.warnings.map { PreviewFinding($0.error, severity: .warning) }
-        }
-        return result
-    }
-}

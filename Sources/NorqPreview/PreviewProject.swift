@@ -48,15 +48,39 @@ package struct PreviewFinding: Sendable, Hashable {
 /// plugs them in); a richer linter (`norq lint`) plugs in here without changing the preview.
 package protocol PreviewLinter: Sendable {
     /// The findings of every template of `library`, by template id. Called once per load of the project (at start
-    /// and after each change on disk), never per request.
-    func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]]
+    /// and after each change on disk), never per request. `router` is the project's dry-run router (nil without
+    /// providers): its providers are the ones to check with, never made a second time.
+    func findings(library: TemplateLibrary, configuration: NorqConfiguration?,
+                  router: NotificationRouter?) -> [String: [PreviewFinding]]
 }
 
 /// A linter that finds nothing (a project previewed without checks).
 package struct NoPreviewLinter: PreviewLinter {
     package init() {}
-    package func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]] {
+    package func findings(library: TemplateLibrary, configuration: NorqConfiguration?,
+                          router: NotificationRouter?) -> [String: [PreviewFinding]] {
         [:]
+    }
+}
+
+/// `norq lint`'s checks for the page (`TemplateLinter`): compile errors and warnings, each sample against the data
+/// schema, nullable access, past expirations, and the provider pass, each routed provider's own `prepare` on every
+/// sample for each platform it serves, with the project router's providers (made once per load of the
+/// configuration, closed with the router; nothing is made per reload of the templates). Without a router (no
+/// providers, or one that could not be built: the page shows why) the template checks only.
+package struct TemplateLintPreviewLinter: PreviewLinter {
+    package init() {}
+    package func findings(library: TemplateLibrary, configuration: NorqConfiguration?,
+                          router: NotificationRouter?) -> [String: [PreviewFinding]] {
+        let providers = router.map { LintProviders.make(configuration: configuration, providers: $0.providers) }
+            ?? LintProviders()
+        let report = TemplateLinter(library: library, providers: providers, options: TemplateLinter.Options()).lint()
+        var result: [String: [PreviewFinding]] = [:]
+        for template in report.templates {
+            result[template.template] = template.errors.map { PreviewFinding($0.error, severity: .error) }
+                + template.warnings.map { PreviewFinding($0.error, severity: .warning) }
+        }
+        return result
     }
 }
 

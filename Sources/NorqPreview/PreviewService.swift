@@ -83,7 +83,8 @@ package final class PreviewService: Service {
         }
         var findings: [String: [PreviewFinding]] = [:]
         if case .success(let project) = loaded {
-            findings = linter.findings(library: project.library, configuration: project.configuration)
+            findings = linter.findings(library: project.library, configuration: project.configuration,
+                                       router: project.router)
         }
         let kept = (try? loaded.get())?.router
         return current.withLock { snapshot in

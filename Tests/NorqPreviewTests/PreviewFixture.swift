@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import Norq
 import NorqBuiltIns
 import NorqConfig
 import NorqCore
@@ -126,7 +127,8 @@ struct PreviewFixture {
 
 /// A linter standing in for `norq validate`'s checks: one warning on every template, on line 2 of its file.
 struct LineTwoLinter: PreviewLinter {
-    func findings(library: TemplateLibrary, configuration: NorqConfiguration?) -> [String: [PreviewFinding]] {
+    func findings(library: TemplateLibrary, configuration: NorqConfiguration?,
+                  router: NotificationRouter?) -> [String: [PreviewFinding]] {
         var result: [String: [PreviewFinding]] = [:]
         for name in library.templateNames {
             result[name] = [PreviewFinding(severity: .warning, code: "test/line-two", message: "seen by the linter",

@@ -7,7 +7,9 @@ import Synchronization
 // store. The completion decides the row's completion (`RowCompletion`) and hands it to the batch's one consumer,
 // which records them at checkpoints. Only the rare waits (a re-queue's backoff) and the checkpoint timer run in
 // child tasks of the batch's task group. (A task and a continuation per target cost the worker about a fifth of
-// its CPU per push: `Benchmarks/README.md`, "stop 31".)
+// its CPU per push: `Benchmarks/README.md`, "stop 31".) At most `attemptWindow` attempts of a batch are in flight:
+// the lane starts the first ones, and each attempt that ends starts the next row from its completion
+// (`BatchFeeder`), on the thread that answered it (stop 32).
 
 extension DurableWorker {
     /// What the attempts of a batch hand to its consumer, and the consumer takes in one go.
@@ -98,6 +100,30 @@ extension DurableWorker {
         }
     }
 
+    /// The rows of a batch not started yet, taken one at a time (by the lane at first, then by each attempt's
+    /// completion, on whatever thread answered it: for HTTP/2 providers the connection's event loop, where the
+    /// next request is written without a hop, as `DeliveryPump` does). At most `window` attempts of the batch are
+    /// in flight at once.
+    final class BatchFeeder: Sendable {
+        struct Item: Sendable {
+            let row: OutboxRow
+            let lease: Lease
+            let plan: SendPlan
+        }
+        private let items: [Item]
+        private let nextIndex = Mutex(0)
+
+        init(_ items: [Item]) { self.items = items }
+
+        func next() -> Item? {
+            nextIndex.withLock { index in
+                guard index < items.count else { return nil }
+                defer { index += 1 }
+                return items[index]
+            }
+        }
+    }
+
     /// One target's attempts: what each of them needs (one object per target).
     final class TargetAttempt: Sendable {
         let row: OutboxRow
@@ -106,15 +132,17 @@ extension DurableWorker {
         let requestID: String
         let router: NotificationRouter
         let batch: AttemptBatch
+        let feeder: BatchFeeder
 
         init(row: OutboxRow, lease: Lease, prepared: PreparedJob, requestID: String, router: NotificationRouter,
-             batch: AttemptBatch) {
+             batch: AttemptBatch, feeder: BatchFeeder) {
             self.row = row
             self.lease = lease
             self.prepared = prepared
             self.requestID = requestID
             self.router = router
             self.batch = batch
+            self.feeder = feeder
         }
     }
 
@@ -126,21 +154,23 @@ extension DurableWorker {
         let rule = CheckpointRule(batchSize: rows.count)
         let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }, minimum: rule.minimumCompletions)
         await withTaskGroup(of: Void.self) { group in
+            var startable: [BatchFeeder.Item] = []
+            startable.reserveCapacity(rows.count)
             for row in rows {
                 guard let lease = row.lease else { continue }
-                if isStopping {
-                    // Claimed but not started: given back at once.
-                    batch.complete(.release(lease))
-                    continue
-                }
                 switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
                 case .plan(let plan):
-                    start(row, lease: lease, plan: plan, router: router, batch: batch)
+                    startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan))
                 case .unreadable(let error):
                     batch.complete(fail(row, lease: lease, error, router: router))
                 case .unavailable:
                     batch.complete(.release(lease))
                 }
+            }
+            // The first `window` attempts start here; each one that ends starts the next (`feed`).
+            let feeder = BatchFeeder(startable)
+            for _ in 0..<min(startable.count, attemptWindow(router)) {
+                feed(feeder, router: router, batch: batch)
             }
             var waiting: [RowCompletion] = []
             var oldest: ContinuousClock.Instant?
@@ -178,9 +208,40 @@ extension DurableWorker {
         }
     }
 
-    /// Prepares a row's request and sends it; a row that cannot be sent gets its completion at once.
-    private func start(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter, batch: AttemptBatch) {
-        func fail(_ error: NorqError) { batch.complete(self.fail(row, lease: lease, error, router: router)) }
+    /// Attempts of one batch in flight at once: the router's largest `maxInFlight` shared by the lanes (a claim of
+    /// 500 on each of 4 lanes no longer puts 2,000 requests in the providers' queues at once).
+    func attemptWindow(_ router: NotificationRouter) -> Int {
+        max(1, (router.providers.values.map(\.policy.maxInFlight).max() ?? 1_000) / lanes)
+    }
+
+    /// Starts the batch's next row that can be sent: rows that cannot (an unreadable target, a crash loop) get their
+    /// completion and the next is tried; once the worker is stopping, every row not started is given back.
+    func feed(_ feeder: BatchFeeder, router: NotificationRouter, batch: AttemptBatch) {
+        while let item = feeder.next() {
+            if isStopping {
+                // Claimed but not started: given back at once.
+                batch.complete(.release(item.lease))
+                continue
+            }
+            if start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch, feeder: feeder) {
+                return
+            }
+        }
+    }
+
+    /// An attempt's last answer of this claim: its completion, then the batch's next row.
+    private func ended(_ attempt: TargetAttempt, _ completion: RowCompletion) {
+        attempt.batch.complete(completion)
+        feed(attempt.feeder, router: attempt.router, batch: attempt.batch)
+    }
+
+    /// Prepares a row's request and sends it (true); a row that cannot be sent gets its completion at once (false).
+    private func start(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter, batch: AttemptBatch,
+                       feeder: BatchFeeder) -> Bool {
+        func fail(_ error: NorqError) -> Bool {
+            batch.complete(self.fail(row, lease: lease, error, router: router))
+            return false
+        }
         let target: DeliveryTarget
         do { target = try DurableCodec.decodeTarget(row.target, identity: row.identity) } catch { return fail(error) }
         guard let name = row.provider, let provider = router.providers[name] else {
@@ -212,8 +273,9 @@ extension DurableWorker {
         let prepared = PreparedJob(job: consume job, request: consume request,
                                    deadline: started.advanced(by: plan.options.deadline))
         send(TargetAttempt(row: row, lease: lease, prepared: prepared, requestID: requestID, router: router,
-                           batch: batch),
+                           batch: batch, feeder: feeder),
              started: started, requeues: 0, ambiguous: false)
+        return true
     }
 
     private func send(_ attempt: TargetAttempt, started: ContinuousClock.Instant, requeues: Int, ambiguous: Bool) {
@@ -248,13 +310,13 @@ extension DurableWorker {
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
-                    return attempt.batch.complete(self.completion(step, attempt, ambiguous: ambiguous))
+                    return self.ended(attempt, self.completion(step, attempt, ambiguous: ambiguous))
                 }
                 self.send(attempt, started: started, requeues: requeues + 1, ambiguous: ambiguous)
             }
             return
         }
-        attempt.batch.complete(completion(step, attempt, ambiguous: ambiguous))
+        ended(attempt, completion(step, attempt, ambiguous: ambiguous))
     }
 
     /// The row's completion after its last attempt of this claim.

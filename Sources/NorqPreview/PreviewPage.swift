@@ -49,7 +49,7 @@ main { padding:14px 18px; overflow:auto; }
 .desktop { background:#cfd8dc; border-radius:10px; padding:14px; display:flex; justify-content:flex-end; }
 .web-toast { width:330px; background:#fff; border-radius:8px; box-shadow:0 3px 10px rgba(0,0,0,.25); padding:10px 12px; }
 .web-toast .head { font-size:11px; color:#5f6368; }
-.web-toast .n-title { font-weight:600; }
+.web-toast .n-title { font-weight:600; display:-webkit-box; -webkit-line-clamp:2; -webkit-box-orient:vertical; overflow:hidden; }
 .web-toast .n-body { display:-webkit-box; -webkit-line-clamp:3; -webkit-box-orient:vertical; overflow:hidden; }
 .fcm-card { border:1px dashed #9aa0a6; border-radius:10px; padding:8px 10px; margin-top:8px; font-size:13px; }
 .requests details { border:1px solid var(--line); border-radius:8px; padding:6px 8px; margin-bottom:8px; }
@@ -150,11 +150,15 @@ function showFindings(findings) {
   box.append(el("div", { className: "findings" }, el("strong", { textContent: "Findings" }), ul));
 }
 
+// The whole text goes in; the platform's box cuts it where its font and width do (one line with an ellipsis, or
+// a line clamp), and the cut is measured from the layout, not counted in characters (`field.shown` is the server's
+// estimate, for clients without a layout engine).
 function setText(section, selector, field) {
   const node = $(selector, section);
-  node.textContent = field ? field.shown : "";
-  node.title = field ? field.full + (field.truncated ? "  (cut at about " + field.limit + " characters)" : "") : "";
-  node.dataset.truncated = field && field.truncated ? "true" : "false";
+  node.textContent = field ? field.full.replace(/\s*\n\s*/g, " ") : "";
+  const cut = !!field && (node.scrollWidth > node.clientWidth + 1 || node.scrollHeight > node.clientHeight + 1);
+  node.title = field ? field.full + (cut ? "  (cut on the device's screen)" : "") : "";
+  node.dataset.truncated = cut ? "true" : "false";
 }
 function meta(section, pairs) {
   const box = $(".meta", section); box.replaceChildren();

@@ -89,6 +89,26 @@ import Glibc
             $0.contains("the beta")
         }
         #expect(pasted == "Hi Grace, thanks for joining the beta!")
+        #expect(try await browser.evaluate("document.querySelector('#ios .n-body').dataset.truncated", session: page)
+                == "false", "a short body is not cut")
+
+        // A body longer than the screens show: the whole text is on the page, and each platform's box cuts it where
+        // its font and width do (measured from the layout, not a count of characters).
+        let long = String(repeating: "a very long product name ", count: 30)
+        _ = try await browser.evaluate(#"document.querySelector('#data').value = '{"app": "\#(long)"}'; document.querySelector('#render-data').click(); "ok""#,
+                                       session: page)
+        _ = try await browser.waitUntil("document.querySelector('#ios .n-body').textContent", session: page) {
+            $0.contains("a very long product name a very")
+        }
+        let cuts = try #require(try await browser.evaluate(
+            "['#ios .n-body', '#android .n-body', '#web .n-body'].map(s => document.querySelector(s).dataset.truncated + ':' + document.querySelector(s).textContent.length).join(',')",
+            session: page))
+        let parts = cuts.split(separator: ",")
+        #expect(parts.count == 3, "\(cuts)")
+        for cut in parts {
+            #expect(cut.hasPrefix("true:"), "\(cuts)")
+            #expect((Int(cut.split(separator: ":").last ?? "") ?? 0) > long.count, "the whole text is on the page: \(cuts)")
+        }
 
         // Another template, chosen in the list: validate's warning with its line.
         _ = try await browser.evaluate(#"document.querySelector('#templates button[data-template="raw"]').click(), "clicked""#,

@@ -195,11 +195,11 @@ function requests(section, items) {
 function fcmCards(section, items, view) {
   const box = $(".fcm", section); if (!box) return; box.replaceChildren();
   for (const r of items) {
-    if (r.type !== "fcm" || !r.shown) continue;
+    if ((r.type !== "fcm" && r.type !== "expo") || !r.shown) continue;
     const t = r.shown.title || "", b = r.shown.body || "";
     const same = view && view.title && view.body && t === view.title.full && b === view.body.full;
     if (same) continue;
-    box.append(el("div", { className: "fcm-card" }, el("strong", { textContent: "Through FCM (" + r.provider + "): " }),
+    box.append(el("div", { className: "fcm-card" }, el("strong", { textContent: "Through " + (r.type === "expo" ? "Expo" : "FCM") + " (" + r.provider + "): " }),
       el("span", { className: "fcm-title", textContent: t }), el("br"), el("span", { className: "fcm-body", textContent: b })));
   }
 }

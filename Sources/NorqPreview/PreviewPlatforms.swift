@@ -112,7 +112,8 @@ package enum PreviewPlatforms {
 
     /// What a request body makes the device show, read from the body itself: APNs' `aps.alert` (a string is the
     /// body), FCM's `message.notification` overlaid by `message.android.notification` or, for an Apple device
-    /// through FCM, `message.apns.payload.aps.alert`. Nil when the body says nothing shown (or is not JSON).
+    /// through FCM, `message.apns.payload.aps.alert`; an Expo message's `title`, `subtitle`, `body`,
+    /// `richContent.image` and `channelId`. Nil when the body says nothing shown (or is not JSON).
     static func shown(in body: JSONValue?) -> JSONValue? {
         guard let body else { return nil }
         var fields: OrderedDictionary<String, JSONValue> = [:]
@@ -132,6 +133,11 @@ package enum PreviewPlatforms {
             take(message["notification"])
             take(message["android"]?["notification"])
             take(message["apns"]?["payload"]?["aps"]?["alert"])
+        } else if body["to"] != nil {
+            // An Expo message: its own fields, named as Expo names them.
+            take(body)
+            if case .string(let image)? = body["richContent"]?["image"] { fields["image"] = .string(image) }
+            if case .string(let channel)? = body["channelId"] { fields["channel_id"] = .string(channel) }
         }
         return fields.isEmpty ? nil : .object(fields)
     }

@@ -34,6 +34,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // `swift package generate-documentation --target Norq`: the DocC catalog in Sources/Norq/Norq.docc. A plugin
+        // only: nothing of it is built by `swift build`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),

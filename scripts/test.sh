@@ -5,6 +5,7 @@
 # on exit; then schemathesis against a live server (scripts/schemathesis.sh, installed from PyPI when missing).
 #
 #   NORQ_SKIP_SCHEMATHESIS=1               skip schemathesis (also skipped on a --filter/--skip run)
+#   NORQ_SKIP_DOCS=1                       skip the DocC build (scripts/docs.sh; also skipped on a filtered run)
 #   NORQ_TEST_POSTGRES_URL=postgres://...  use that server instead (it must allow CREATE DATABASE)
 #   NORQ_SKIP_POSTGRES=1                   skip the PostgreSQL tests explicitly (they fail when neither is set)
 #
@@ -38,6 +39,11 @@ run_tests() {
         *" --filter "*|*" --skip "*)
             echo "scripts/test.sh: filtered run, schemathesis not run" >&2; return 0 ;;
     esac
+    if [ "${NORQ_SKIP_DOCS:-}" = "1" ]; then
+        echo "scripts/test.sh: NORQ_SKIP_DOCS=1, the DocC build not run" >&2
+    else
+        scripts/docs.sh || return 1
+    fi
     if [ "${NORQ_SKIP_SCHEMATHESIS:-}" = "1" ]; then
         echo "scripts/test.sh: NORQ_SKIP_SCHEMATHESIS=1, schemathesis not run" >&2
         return 0

@@ -80,8 +80,13 @@ public final class DurableDelivery: Sendable {
 
     /// Renders `template` once with `data` and commits the send and one outbox row per target.
     /// Throws template errors, `idempotency/key-reused`, and store errors (`store/...`).
-    /// - Parameter scope: the send's idempotency scope, stored with the send (`StoredSend.scope`); nil: ``scope``.
-    ///   `norq serve` gives each API key its own, so a key's idempotency keys and sends are its own.
+    /// - Parameters:
+    ///   - template: the template id.
+    ///   - data: the template's data, rendered once for the whole send.
+    ///   - recipients: any sequence: a lazy one (streamed from your database) is read once and never held whole.
+    ///   - options: the send's options (idempotency key, deadline, priority, ...).
+    ///   - scope: the send's idempotency scope, stored with the send (`StoredSend.scope`); nil: ``scope``.
+    ///     `norq serve` gives each API key its own, so a key's idempotency keys and sends are its own.
     public func enqueue(template: String, data: JSONValue, to recipients: some Sequence<Recipient>,
                         options: RouterSendOptions = RouterSendOptions(),
                         scope: String? = nil) async throws(NorqError) -> Receipt {

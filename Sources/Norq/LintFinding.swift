@@ -130,7 +130,7 @@ public struct TemplateLintResult: Sendable, Hashable {
     public var warnings: [LintFinding] { findings.filter { $0.severity == .warning } }
 }
 
-/// What ``TemplateLinter/lint(_:options:)`` found: configuration findings (provider credentials) and one result
+/// What ``TemplateLinter/lint(_:)`` found: configuration findings (provider credentials) and one result
 /// per template, sorted by template id.
 public struct LintReport: Sendable, Hashable {
     /// Findings about the configuration: a provider instance that cannot be made (its credentials cannot be read).

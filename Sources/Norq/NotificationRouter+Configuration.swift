@@ -9,12 +9,20 @@ extension NotificationRouter {
     /// `maxInFlight`; several instances of one type work side by side. Routing comes from `routing:`.
     ///
     /// - Parameters:
+    ///   - configuration: the loaded `norq.yaml` (providers, routing, templates folder).
+    ///   - registry: the provider types instances are made through (`ProviderTypeRegistry.builtIn()` and yours).
     ///   - templates: where `send(template:...)` renders from; pass a `TemplateLibrary` of
     ///     `configuration.templatesDirectory` (the `TemplateLibrary+TemplateSource` conformance).
     ///   - deferProviderErrors: false (the default) throws the error of an instance that cannot be made (a
     ///     certificate key that cannot be read); true puts an ``UnavailableProvider`` in its place, so that only the
     ///     tokens routed to it fail (with that error, naming the instance and its config place) and sends to the
     ///     other providers go on: what `norq send` and `norq render --to` do.
+    ///   - deduplication: the dedup store (default: in memory, 24 h, bounded).
+    ///   - logger: the router's logger (`norq.router`).
+    ///   - metricsFactory: swift-metrics factory (nil: the bootstrapped `MetricsSystem.factory`).
+    ///   - clock: time, sleeps and jitter (tests inject short ones).
+    ///   - shutdownGracePeriod: how long `shutdown()` lets sends in flight finish.
+    ///   - onInvalidToken: called for every invalid-token event, on the thread that received the answer.
     /// - Throws: `config/unknown-provider-type` for an instance whose type is not registered, the provider
     ///   type's own errors, and the routing validation errors of `init(providers:...)`.
     public convenience init(configuration: NorqConfiguration, registry: ProviderTypeRegistry,

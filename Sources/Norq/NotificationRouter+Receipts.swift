@@ -14,7 +14,7 @@ public enum ReceiptPolling {
 
 extension NotificationRouter {
     /// Waits for the receipts of the `accepted` outcomes of `report` whose provider fetches receipts
-    /// (``ReceiptFetchingProvider``), polling with ``ReceiptPolling`` backoff until each has one or `timeout` passes,
+    /// (`ReceiptFetchingProvider`), polling with ``ReceiptPolling`` backoff until each has one or `timeout` passes,
     /// and returns the report with those outcomes replaced by their receipts: `delivered` for an ok receipt,
     /// `rejected` (with the provider's code; a token-invalid one raises the invalid-token event) for an error. An
     /// outcome still without a receipt at the timeout stays `accepted`. Without a durable store: `norq send

@@ -65,6 +65,8 @@ public final class NotificationRouter: Service {
     ///     received the answer (an event loop for APNs): it must not block.
     ///   - metricsFactory: swift-metrics factory (nil: the bootstrapped `MetricsSystem.factory`).
     ///   - clock: time, sleeps and jitter (tests inject short ones).
+    ///   - logger: the router's logger (`norq.router`); it never logs a secret or a whole token.
+    ///   - shutdownGracePeriod: how long `shutdown()` lets sends in flight finish before their unstarted tokens fail.
     public init(providers: [any PushProvider], defaultProvider: String? = nil, byPlatform: [Platform: String] = [:],
                 templates: (any TemplateSource)? = nil,
                 deduplication: any DeduplicationStore = InMemoryDeduplicationStore(),

@@ -1,4 +1,4 @@
-public import NorqConfig
+import NorqConfig
 public import NorqCore
 public import NorqTemplates
 
@@ -30,6 +30,7 @@ public struct TemplateLinter: Sendable {
     /// - Parameters:
     ///   - library: the templates (with the rules of the configured providers, for payload sizes).
     ///   - providers: the configured providers, made (``LintProviders/make(configuration:registry:logger:)``).
+    ///   - options: the send time that expirations are checked against (nil: now).
     public init(library: TemplateLibrary, providers: LintProviders = LintProviders(), options: Options = Options()) {
         self.library = library
         self.providers = providers
@@ -71,7 +72,7 @@ public struct TemplateLinter: Sendable {
         return result
     }
 
-    /// One template by id: compiled from disk (a compile error is its one finding), then ``lint(compiled:data:)``.
+    /// One template by id: compiled from disk (a compile error is its one finding), then ``lint(compiled:data:dataName:)``.
     public func lint(template name: String) -> TemplateLintResult {
         let compiled: CompiledTemplate
         do throws(NorqError) {

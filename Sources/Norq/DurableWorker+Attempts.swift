@@ -100,28 +100,52 @@ extension DurableWorker {
         }
     }
 
-    /// The rows of a batch not started yet, taken one at a time (by the lane at first, then by each attempt's
-    /// completion, on whatever thread answered it: for HTTP/2 providers the connection's event loop, where the
-    /// next request is written without a hop, as `DeliveryPump` does). At most `window` attempts of the batch are
-    /// in flight at once.
+    /// The rows of a batch not started yet, and how many more may start: the lane owes the first `window`, and each
+    /// attempt that ends owes one more, from its completion, on whatever thread answered it (for HTTP/2 providers the
+    /// connection's event loop, where the next request is written without a hop, as `DeliveryPump` does). One caller
+    /// at a time drains what is owed; a call made meanwhile (another loop, or an attempt that failed at once inside
+    /// the drain's own `start`) only adds to the debt, so starts never recurse, however many fail synchronously.
     final class BatchFeeder: Sendable {
         struct Item: Sendable {
             let row: OutboxRow
             let lease: Lease
             let plan: SendPlan
         }
+        private struct State {
+            var index = 0
+            /// Attempts that may start now.
+            var owed = 0
+            var draining = false
+        }
         private let items: [Item]
-        private let nextIndex = Mutex(0)
+        private let state = Mutex(State())
 
         init(_ items: [Item]) { self.items = items }
 
-        func next() -> Item? {
-            nextIndex.withLock { index in
-                guard index < items.count else { return nil }
-                defer { index += 1 }
-                return items[index]
+        /// Owes `count` more starts; true when the caller is to drain them (no one else is).
+        func owe(_ count: Int) -> Bool {
+            state.withLock { state in
+                state.owed += count
+                guard !state.draining else { return false }
+                state.draining = true
+                return true
             }
         }
+
+        /// The next row to start while a start is owed (nil ends the drain).
+        func next() -> Item? {
+            state.withLock { state in
+                guard state.owed > 0, state.index < items.count else {
+                    state.draining = false
+                    return nil
+                }
+                defer { state.index += 1 }
+                return items[state.index]
+            }
+        }
+
+        /// A row of `next()` was sent: one start less is owed.
+        func started() { state.withLock { $0.owed -= 1 } }
     }
 
     /// One target's attempts: what each of them needs (one object per target).
@@ -169,9 +193,7 @@ extension DurableWorker {
             }
             // The first `window` attempts start here; each one that ends starts the next (`feed`).
             let feeder = BatchFeeder(startable)
-            for _ in 0..<min(startable.count, attemptWindow(router)) {
-                feed(feeder, router: router, batch: batch)
-            }
+            feed(feeder, count: attemptWindow(router), router: router, batch: batch)
             var waiting: [RowCompletion] = []
             var oldest: ContinuousClock.Instant?
             var ticking = false
@@ -216,15 +238,16 @@ extension DurableWorker {
 
     /// Starts the batch's next row that can be sent: rows that cannot (an unreadable target, a crash loop) get their
     /// completion and the next is tried; once the worker is stopping, every row not started is given back.
-    func feed(_ feeder: BatchFeeder, router: NotificationRouter, batch: AttemptBatch) {
+    func feed(_ feeder: BatchFeeder, count: Int = 1, router: NotificationRouter, batch: AttemptBatch) {
+        guard feeder.owe(count) else { return }
         while let item = feeder.next() {
             if isStopping {
-                // Claimed but not started: given back at once.
+                // Claimed but not started: given back at once (no start owed is spent: the next row is tried).
                 batch.complete(.release(item.lease))
                 continue
             }
             if start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch, feeder: feeder) {
-                return
+                feeder.started()
             }
         }
     }

@@ -119,6 +119,45 @@ extension PostgresDeliveryStore {
         func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 
+    /// Writes back the state rows of segments a checkpoint changed without finishing them (one row each, from
+    /// parallel arrays; an empty owner or token and a lease expiry of -1 are NULL).
+    struct UpdateSegmentsStatement: PostgresPreparedStatement {
+        static let name = "norq_update_segments_v1"
+        static let sql = """
+            UPDATE norq_segments s SET open = v.open, state = v.state, attempts = v.attempts,
+                next_attempt_at = v.due, lease_owner = nullif(v.owner, ''), lease_token = nullif(v.token, ''),
+                lease_expires_at = nullif(v.expires, -1),
+                delivered = v.d, rejected = v.r, failed = v.f, skipped = v.s, progress = v.progress
+            FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::bigint[], $6::text[], $7::text[],
+                $8::bigint[], $9::int[], $10::int[], $11::int[], $12::int[], $13::bytea[])
+                AS v(id, open, state, attempts, due, owner, token, expires, d, r, f, s, progress)
+            WHERE s.id = v.id
+            """
+        typealias Row = Void
+
+        var records: [SegmentRecord]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 13)
+            bindings.append(records.map(\.id))
+            bindings.append(records.map(\.open))
+            bindings.append(records.map(\.state.rawValue))
+            bindings.append(records.map(\.attempts))
+            bindings.append(records.map(\.nextAttemptAt))
+            bindings.append(records.map { $0.leaseOwner ?? "" })
+            bindings.append(records.map { $0.leaseToken ?? "" })
+            bindings.append(records.map { $0.leaseExpiresAt ?? -1 })
+            bindings.append(records.map(\.counts.delivered))
+            bindings.append(records.map(\.counts.rejected))
+            bindings.append(records.map(\.counts.failed))
+            bindings.append(records.map(\.counts.skipped))
+            bindings.append(records.map { buffer(SegmentCodec.encode(progress: $0.progress)) })
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
     /// Deletes finished segments' state rows (their targets stay until the send is pruned).
     struct DeleteSegmentsStatement: PostgresPreparedStatement {
         static let name = "norq_delete_segments_v1"

@@ -205,21 +205,7 @@ extension PostgresDeliveryStore {
                                                       targets: SegmentLedger.decodedTargets(blobs), now: now)
         let updated = checkpoint.updated, finished = checkpoint.finished, newSegments = checkpoint.newSegments
         if !updated.isEmpty {
-            try await connection.query("""
-                UPDATE norq_segments s SET open = v.open, state = v.state, attempts = v.attempts,
-                    next_attempt_at = v.due, lease_owner = nullif(v.owner, ''), lease_token = nullif(v.token, ''),
-                    lease_expires_at = nullif(v.expires, -1),
-                    delivered = v.d, rejected = v.r, failed = v.f, skipped = v.s, progress = v.progress
-                FROM unnest(\(updated.map(\.id))::bigint[], \(updated.map(\.open))::int[],
-                    \(updated.map(\.state.rawValue))::text[], \(updated.map(\.attempts))::int[],
-                    \(updated.map(\.nextAttemptAt))::bigint[], \(updated.map { $0.leaseOwner ?? "" })::text[],
-                    \(updated.map { $0.leaseToken ?? "" })::text[], \(updated.map { $0.leaseExpiresAt ?? -1 })::bigint[],
-                    \(updated.map(\.counts.delivered))::int[], \(updated.map(\.counts.rejected))::int[],
-                    \(updated.map(\.counts.failed))::int[], \(updated.map(\.counts.skipped))::int[],
-                    \(updated.map { buffer(SegmentCodec.encode(progress: $0.progress)) })::bytea[])
-                    AS v(id, open, state, attempts, due, owner, token, expires, d, r, f, s, progress)
-                WHERE s.id = v.id
-                """, logger: logger)
+            try await connection.execute(UpdateSegmentsStatement(records: updated), logger: logger)
         }
         if !finished.isEmpty {
             try await insertHistory(finished, on: connection, logger: logger)

@@ -105,6 +105,7 @@ extension DurableWorker {
     /// connection's event loop, where the next request is written without a hop, as `DeliveryPump` does). One caller
     /// at a time drains what is owed; a call made meanwhile (another loop, or an attempt that failed at once inside
     /// the drain's own `start`) only adds to the debt, so starts never recurse, however many fail synchronously.
+    /// Bounded: `items` is the claimed batch (at most `claimBatchSize` rows plus one segment).
     final class BatchFeeder: Sendable {
         struct Item: Sendable {
             let row: OutboxRow
@@ -122,30 +123,33 @@ extension DurableWorker {
 
         init(_ items: [Item]) { self.items = items }
 
-        /// Owes `count` more starts; true when the caller is to drain them (no one else is).
-        func owe(_ count: Int) -> Bool {
+        /// Owes `count` more starts. Returns the first row for the caller to start when it is to drain them (no one
+        /// else is), nil otherwise: the drainer takes this debt with the rest.
+        func owe(_ count: Int) -> Item? {
             state.withLock { state in
                 state.owed += count
-                guard !state.draining else { return false }
+                guard !state.draining else { return nil }
                 state.draining = true
-                return true
+                return take(&state)
             }
         }
 
-        /// The next row to start while a start is owed (nil ends the drain).
-        func next() -> Item? {
-            state.withLock { state in
-                guard state.owed > 0, state.index < items.count else {
-                    state.draining = false
-                    return nil
-                }
-                defer { state.index += 1 }
-                return items[state.index]
-            }
-        }
+        /// The drainer's next row while a start is owed; nil ends the drain. Taking a row spends one owed start (a
+        /// row that is not sent after all gives it back: ``refund()``): one lock per start on the hot path.
+        func next() -> Item? { state.withLock { take(&$0) } }
 
-        /// A row of `next()` was sent: one start less is owed.
-        func started() { state.withLock { $0.owed -= 1 } }
+        /// A row taken was not sent (it failed at once, or was given back): its start is owed again.
+        func refund() { state.withLock { $0.owed += 1 } }
+
+        private func take(_ state: inout State) -> Item? {
+            guard state.owed > 0, state.index < items.count else {
+                state.draining = false
+                return nil
+            }
+            state.owed -= 1
+            defer { state.index += 1 }
+            return items[state.index]
+        }
     }
 
     /// One target's attempts: what each of them needs (one object per target).
@@ -239,16 +243,17 @@ extension DurableWorker {
     /// Starts the batch's next row that can be sent: rows that cannot (an unreadable target, a crash loop) get their
     /// completion and the next is tried; once the worker is stopping, every row not started is given back.
     func feed(_ feeder: BatchFeeder, count: Int = 1, router: NotificationRouter, batch: AttemptBatch) {
-        guard feeder.owe(count) else { return }
-        while let item = feeder.next() {
+        var next = feeder.owe(count)
+        while let item = next {
             if isStopping {
-                // Claimed but not started: given back at once (no start owed is spent: the next row is tried).
+                // Claimed but not started: given back at once (its start is owed again: the next row is tried).
                 batch.complete(.release(item.lease))
-                continue
+                feeder.refund()
+            } else if !start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch,
+                             feeder: feeder) {
+                feeder.refund()
             }
-            if start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch, feeder: feeder) {
-                feeder.started()
-            }
+            next = feeder.next()
         }
     }
 

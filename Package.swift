@@ -373,7 +373,7 @@ let package = Package(
             name: "NorqStoreTests",
             dependencies: ["NorqStore", 
                 "norq", "NorqCore", "NorqConfig", "NorqStoreSQLite", "NorqStorePostgres", "Norq", "NorqAPNs", "NorqTesting",
-                "NorqProviderTesting",
+                "NorqProviderTesting", "NorqExpo",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),

@@ -210,9 +210,10 @@ enum DurableCodec {
         guard row.state.isFinal, let last = row.last, let target = try? decodeTarget(row.target, identity: row.identity) else { return nil }
         let result: PushOutcome.Result
         switch row.state {
-        case .delivered:
+        case .delivered, .accepted:
+            // `accepted`: waiting for its receipt in a receipt segment; its last answer is the accepted one.
             result = .delivered(PushOutcome.Delivered(status: last.status ?? 200, messageID: last.messageID ?? row.messageID,
-                                                      accepted: last.isAccepted))
+                                                      accepted: last.isAccepted || row.state == .accepted))
         case .rejected:
             result = .rejected(PushOutcome.Rejected(
                 status: last.status ?? 0, reason: last.reason, code: last.code.map { NorqError.Code($0) } ?? .rejectedByProvider,

@@ -223,6 +223,9 @@ public final class DurableDelivery: Sendable {
         public var finished: Int { states.reduce(0) { $0 + ($1.key.isFinal ? $1.value : 0) } }
         /// True when every target has its final outcome.
         public var isFinished: Bool { finished >= targetCount }
+        /// Targets the service accepted whose receipts are still to come (state `accepted`: an Expo ticket whose
+        /// receipt the worker fetches after the provider's `receiptDelay`). They count as `finished`.
+        public var awaitingReceipts: Int { states[.accepted] ?? 0 }
     }
 
     /// The progress of a send, counted by the store (cheap for any size); throws `store/send-not-found` for an
@@ -270,11 +273,17 @@ public final class DurableDelivery: Sendable {
     /// Waits until every target of the send has its outcome (woken by completions in this process, else every
     /// poll interval), then returns the report. Throws `store/deadline-exceeded` after `timeout`. Polls the
     /// progress (counts), and reads the rows once, when the send has finished.
-    public func wait(for sendID: String, timeout: Duration) async throws(NorqError) -> SendReport {
+    ///
+    /// With `receipts`, it waits also for the receipts of the targets the service only accepted (see
+    /// ``Progress/awaitingReceipts``), so that the report holds their final outcomes (a receipt that does not come
+    /// within the provider's retention leaves `accepted`).
+    public func wait(for sendID: String, timeout: Duration, receipts: Bool = false) async throws(NorqError) -> SendReport {
         let end = ContinuousClock.now.advanced(by: timeout)
         while true {
             let current = try await progress(of: sendID)
-            if current.isFinished { return try await status(of: sendID).report }
+            if current.isFinished, !receipts || current.awaitingReceipts == 0 {
+                return try await status(of: sendID).report
+            }
             let left = ContinuousClock.now.duration(to: end)
             guard left > .zero else {
                 throw NorqError(.storeDeadlineExceeded,

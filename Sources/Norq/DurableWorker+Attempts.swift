@@ -184,8 +184,14 @@ extension DurableWorker {
         await withTaskGroup(of: Void.self) { group in
             var startable: [BatchFeeder.Item] = []
             startable.reserveCapacity(rows.count)
+            var polls: [(row: OutboxRow, lease: Lease)] = []
             for row in rows {
                 guard let lease = row.lease else { continue }
+                // A target the service accepted waits for its receipt: a poll, not a send (`pollReceipts`).
+                if row.last?.isAccepted == true {
+                    polls.append((row, lease))
+                    continue
+                }
                 switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
                 case .plan(let plan):
                     startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan))
@@ -194,6 +200,9 @@ extension DurableWorker {
                 case .unavailable:
                     batch.complete(.release(lease))
                 }
+            }
+            if !polls.isEmpty {
+                group.addTask { [polls] in await self.pollReceipts(polls, router: router, batch: batch) }
             }
             // The first `window` attempts start here; each one that ends starts the next (`feed`).
             let feeder = BatchFeeder(startable)
@@ -363,6 +372,10 @@ extension DurableWorker {
             // The id sent is made again by readers (`DurableCodec.withMessageIDs`): a delivered target whose answer
             // carries it costs its segment one bit, not the id.
             if stored.state == .delivered, stored.messageID == attempt.requestID { stored.messageID = nil }
+            // Only accepted (a ticket): on to a receipt segment, when the provider fetches receipts.
+            if let waiting = awaitingReceipt(stored, lease: attempt.lease, provider: attempt.prepared.job.provider) {
+                return waiting
+            }
             // The environment the attempt went to: a token-invalid answer is recorded for it only (issue 29).
             return .finish(attempt.lease, stored.attempted(in: attempt.prepared.request.environment))
         case .retry(let delay, let lastResponse, let lastError, _):

@@ -27,7 +27,7 @@ public final class DurableWorker: Service {
     let hints: AsyncStream<Void>?
     private let stopping = Atomic<Bool>(false)
     private let stopSignal = WakeSignal()
-    private var logger: Logger { delivery.logger }
+    var logger: Logger { delivery.logger }
     var settings: DeliveryStoreSettings { delivery.settings }
 
     public init(delivery: DurableDelivery, name: String? = nil, lanes: Int = 2, hints: AsyncStream<Void>? = nil) {

@@ -2,6 +2,35 @@ import NorqCore
 
 /// When to ask for receipts again while some are pending: a pure rule (tested without I/O).
 public enum ReceiptPolling {
+    /// What a durable worker does with a target whose receipt is not there yet (or could not be fetched).
+    public enum Step: Sendable, Hashable {
+        /// Ask again at this time (ms).
+        case poll(at: Int64)
+        /// The service keeps receipts no longer (`receiptRetention` since it accepted the message): the target
+        /// stays `accepted`, its final fate unknown.
+        case giveUp
+    }
+
+    /// The durable rule (pure; tested without I/O): a missing receipt is asked for again after as long as it has
+    /// been since the acceptance (so the waits double), at least `delay` (the provider's `receiptDelay`, the wait
+    /// before the first poll) and at most an hour (or `delay` when longer); a failed request (`failed`) is tried
+    /// again within a minute. No poll later than `acceptedAt + retention`; at or past it, give up.
+    public static func next(now: Int64, acceptedAt: Int64, delay: Duration, retention: Duration,
+                            failed: Bool = false) -> Step {
+        let end = acceptedAt + milliseconds(retention)
+        guard now < end else { return .giveUp }
+        let least = max(1, milliseconds(delay))
+        var wait = min(max(now - acceptedAt, least), max(least, 3_600_000))
+        if failed { wait = min(wait, 60_000) }
+        return .poll(at: min(now + wait, end))
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+
     /// The wait before poll number `poll` (0 = the first): `first`, then doubling, capped at `maximum`.
     public static func delay(beforePoll poll: Int, first: Duration = .seconds(1),
                              maximum: Duration = .seconds(60)) -> Duration {
@@ -58,17 +87,26 @@ extension NotificationRouter {
     }
 
     private func settle(_ outcome: inout PushOutcome, receipt: DeliveryResponse, provider: any PushProvider) {
+        outcome.result = receiptResult(receipt, token: outcome.target, recipientID: outcome.recipientID,
+                                       provider: provider)
+    }
+
+    /// The final result a receipt gives an accepted message: `delivered` for an ok receipt, else `rejected` with the
+    /// provider's code and classification; a token-invalid receipt raises the invalid-token event (and, on the
+    /// durable path, reaches the token registry through its classification). Shared by ``waitForReceipts(_:timeout:firstPoll:)``
+    /// and the durable worker's receipt polls.
+    func receiptResult(_ receipt: DeliveryResponse, token target: DeliveryTarget, recipientID: String?,
+                       provider: any PushProvider) -> PushOutcome.Result {
         if receipt.classification == .delivered {
-            outcome.result = .delivered(PushOutcome.Delivered(status: receipt.status, messageID: receipt.messageID))
-            return
+            return .delivered(PushOutcome.Delivered(status: receipt.status, messageID: receipt.messageID))
         }
-        outcome.result = .rejected(PushOutcome.Rejected(
-            status: receipt.status, reason: receipt.reason, code: receipt.code ?? .rejectedByProvider,
-            classification: receipt.classification, messageID: receipt.messageID))
-        if provider.isInvalidTokenAnswer(receipt), case .token(let token) = outcome.target,
+        if provider.isInvalidTokenAnswer(receipt), case .token(let token) = target,
            let event = InvalidTokenEvent.from(response: receipt, token: token, provider: provider.name,
-                                              environment: nil, recipientID: outcome.recipientID) {
+                                              environment: nil, recipientID: recipientID) {
             publish(event)
         }
+        return .rejected(PushOutcome.Rejected(
+            status: receipt.status, reason: receipt.reason, code: receipt.code ?? .rejectedByProvider,
+            classification: receipt.classification, messageID: receipt.messageID))
     }
 }

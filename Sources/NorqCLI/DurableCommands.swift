@@ -56,6 +56,16 @@ enum DurableCLI {
 }
 
 extension SendCommand {
+    /// The send's report once the receipts of its accepted outcomes are in, or after `seconds` (those still
+    /// without a receipt stay `accepted`).
+    static func receipts(of sendID: String, in durable: DurableDelivery, within seconds: Int) async throws -> SendReport {
+        do {
+            return try await durable.wait(for: sendID, timeout: .seconds(max(1, seconds)), receipts: true)
+        } catch let error as NorqError where error.code == .storeDeadlineExceeded {
+            return try await durable.status(of: sendID).report
+        }
+    }
+
     /// `norq send` with a store: enqueue (idempotency checked in the store), deliver with a worker in this process
     /// (workers elsewhere may take rows too), wait for every outcome, print today's lines in target order.
     func sendDurably(store storeConfiguration: StoreConfiguration, configuration: NorqConfiguration,
@@ -83,7 +93,15 @@ extension SendCommand {
                         return nil
                     }
                     defer { worker.stop() }
-                    let report = try await durable.wait(for: receipt.sendID, timeout: waitLimit)
+                    var report = try await durable.wait(for: receipt.sendID, timeout: waitLimit)
+                    if let waitReceipts, report.accepted > 0 {
+                        // The worker fetches the receipts after the provider's `receiptDelay`; a receipt not there
+                        // within --wait-receipts leaves its outcome `accepted` (workers elsewhere fetch it later).
+                        if !json {
+                            Console.out(Style.stdout.dim("waiting up to \(waitReceipts)s for \(report.accepted) receipts") + "\n")
+                        }
+                        report = try await Self.receipts(of: receipt.sendID, in: durable, within: waitReceipts)
+                    }
                     worker.stop()
                     try await group.waitForAll()
                     return report

@@ -62,7 +62,7 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON document (outcomes and summary) instead of lines.")
     var json = false
 
-    @Option(name: .long, help: ArgumentHelp("Wait up to SECONDS for the receipts of accepted outcomes (Expo) and report them (no store).", valueName: "SECONDS"))
+    @Option(name: .long, help: ArgumentHelp("Wait up to SECONDS for the receipts of accepted outcomes (Expo) and report them (with --store: the worker fetches them after the provider's receiptDelay).", valueName: "SECONDS"))
     var waitReceipts: Int?
 
     @Flag(name: .long, help: "Log the router's and providers' debug messages on stderr.")

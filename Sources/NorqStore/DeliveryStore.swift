@@ -101,6 +101,10 @@ public struct DeliveryState: Sendable, Hashable, RawRepresentable, CustomStringC
     public static let rejected = DeliveryState(rawValue: "rejected")
     public static let failed = DeliveryState(rawValue: "failed")
     public static let skipped = DeliveryState(rawValue: "skipped")
+    /// The service accepted it and answers later with a receipt (an Expo ticket): a *receipt segment* holds it
+    /// until the worker fetches its receipt (`ReceiptFetchingProvider`), which decides its final state. It has an
+    /// outcome already (reports show it as `accepted`), so it counts as final for `DurableDelivery.wait`.
+    public static let accepted = DeliveryState(rawValue: "accepted")
     /// Whether the row is finished (it lives in history, not in the hot outbox).
     public var isFinal: Bool { self != .pending && self != .leased }
     public var description: String { rawValue }
@@ -285,12 +289,15 @@ public struct OutboxRow: Sendable, Hashable {
     /// The last (or final) answer.
     public var last: StoredOutcome?
     public var finishedAt: Int64?
+    /// When the service accepted it (ms; an Expo ticket): a row in a receipt segment (state `accepted`) fetches its
+    /// receipt from then on, up to the provider's `receiptRetention`. Nil for every other row.
+    public var acceptedAt: Int64?
 
     public init(id: Int64, sendID: String, position: Int, target: String, identity: String, provider: String?,
                 recipientID: String?, state: DeliveryState, attempts: Int, nextAttemptAt: Int64,
                 leaseOwner: String? = nil, leaseToken: String? = nil, leaseExpiresAt: Int64? = nil,
                 messageID: String?, mayHaveBeenDelivered: Bool = false, last: StoredOutcome? = nil,
-                finishedAt: Int64? = nil) {
+                finishedAt: Int64? = nil, acceptedAt: Int64? = nil) {
         self.id = id
         self.sendID = sendID
         self.position = position
@@ -308,6 +315,7 @@ public struct OutboxRow: Sendable, Hashable {
         self.mayHaveBeenDelivered = mayHaveBeenDelivered
         self.last = last
         self.finishedAt = finishedAt
+        self.acceptedAt = acceptedAt
     }
 
     /// The lease this row is held under (nil when not leased).

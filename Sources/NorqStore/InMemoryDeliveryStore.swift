@@ -14,6 +14,8 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         var targets: [Int64: [SegmentTarget]] = [:]
         var history: [Int64: SegmentHistoryRecord] = [:]
         var segmentsBySend: [String: [Int64]] = [:]
+        /// Hot receipt segments (`NewSegment.awaitsReceipts`): their open targets count as `accepted`.
+        var receiptSegments: Set<Int64> = []
         /// The token registry by (token, provider, environment) (`registryKey`).
         var registry: [String: InvalidTokenRecord] = [:]
         var nextSegmentID: Int64 = 1
@@ -104,6 +106,7 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         } else {
             state.segments[id] = record
             state.targets[id] = segment.targets
+            if segment.awaitsReceipts { state.receiptSegments.insert(id) }
         }
     }
 
@@ -161,6 +164,7 @@ public final class InMemoryDeliveryStore: DeliveryStore {
             for record in checkpoint.updated { state.segments[record.id] = record }
             for history in checkpoint.finished {
                 state.segments[history.id] = nil
+                state.receiptSegments.remove(history.id)
                 state.history[history.id] = history
             }
             return checkpoint.report
@@ -229,7 +233,9 @@ public final class InMemoryDeliveryStore: DeliveryStore {
     private static func count(_ segment: Int64, _ state: State, into counts: inout [DeliveryState: Int]) {
         if let record = state.segments[segment] {
             record.counts.add(into: &counts)
-            if record.open > 0 { counts[record.state, default: 0] += record.open }
+            if record.open > 0 {
+                counts[state.receiptSegments.contains(segment) ? .accepted : record.state, default: 0] += record.open
+            }
         } else if let history = state.history[segment] {
             history.counts.add(into: &counts)
         }

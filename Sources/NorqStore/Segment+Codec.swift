@@ -59,6 +59,8 @@ package enum SegmentCodec {
         static let last: UInt8 = 1 << 2
         static let mayHaveBeenDelivered: UInt8 = 1 << 3
         static let attempts: UInt8 = 1 << 4
+        /// When the service accepted it (a target waiting for its receipt); absent from blobs before stop 33.
+        static let acceptedAt: UInt8 = 1 << 5
     }
 
     /// Version 2's layout of a target: a presence byte, the position, the target, the identity (a hex token as its
@@ -71,6 +73,7 @@ package enum SegmentCodec {
         if target.last != nil { flags |= TargetFlag.last }
         if target.mayHaveBeenDelivered { flags |= TargetFlag.mayHaveBeenDelivered }
         if target.attempts != 0 { flags |= TargetFlag.attempts }
+        if target.acceptedAt != nil { flags |= TargetFlag.acceptedAt }
         writer.byte(flags)
         writer.int(target.position)
         writer.string(target.target)
@@ -80,6 +83,7 @@ package enum SegmentCodec {
         if let messageID = target.messageID { writer.string(messageID) }
         if target.attempts != 0 { writer.int(target.attempts) }
         if let last = target.last { write(last, into: &writer) }
+        if let acceptedAt = target.acceptedAt { writer.int(acceptedAt) }
     }
 
     static func readTarget(_ reader: inout SegmentReader, providers: ProviderTable) throws(NorqError) -> SegmentTarget {
@@ -92,9 +96,11 @@ package enum SegmentCodec {
         let messageID = flags & TargetFlag.messageID != 0 ? try reader.string() : nil
         let attempts = flags & TargetFlag.attempts != 0 ? try reader.int() : 0
         let last = flags & TargetFlag.last != 0 ? try readOutcome(&reader) : nil
+        let acceptedAt = flags & TargetFlag.acceptedAt != 0 ? try reader.int64() : nil
         return SegmentTarget(position: position, target: target, identity: identity, provider: provider,
                              recipientID: recipientID, messageID: messageID, attempts: attempts,
-                             mayHaveBeenDelivered: flags & TargetFlag.mayHaveBeenDelivered != 0, last: last)
+                             mayHaveBeenDelivered: flags & TargetFlag.mayHaveBeenDelivered != 0, last: last,
+                             acceptedAt: acceptedAt)
     }
 
     /// A segment's targets as one blob: the version, the count, the table of provider names, the targets.

@@ -23,6 +23,9 @@ package struct SegmentTarget: Sendable, Hashable {
     package var attempts: Int
     /// An earlier attempt may have reached the provider.
     package var mayHaveBeenDelivered: Bool
+    /// When the service accepted it (ms): set when it moves to a receipt segment (its `last` is the accepted
+    /// answer, with the ticket id), kept while its receipt is polled.
+    package var acceptedAt: Int64?
     /// The last answer (a retried target's), nil for a fresh one.
     package var last: StoredOutcome? {
         get { boxedLast?.value }
@@ -32,7 +35,8 @@ package struct SegmentTarget: Sendable, Hashable {
     private var boxedLast: Indirect<StoredOutcome>?
 
     package init(position: Int, target: String, identity: String, provider: String?, recipientID: String?,
-                 messageID: String?, attempts: Int = 0, mayHaveBeenDelivered: Bool = false, last: StoredOutcome? = nil) {
+                 messageID: String?, attempts: Int = 0, mayHaveBeenDelivered: Bool = false, last: StoredOutcome? = nil,
+                 acceptedAt: Int64? = nil) {
         self.position = position
         self.target = target
         self.identity = identity
@@ -42,7 +46,11 @@ package struct SegmentTarget: Sendable, Hashable {
         self.attempts = attempts
         self.mayHaveBeenDelivered = mayHaveBeenDelivered
         self.last = last
+        self.acceptedAt = acceptedAt
     }
+
+    /// It waits for its receipt (it is in a receipt segment): the service accepted it and its last answer is that.
+    package var awaitsReceipt: Bool { last?.isAccepted == true }
 }
 
 /// Counts of a segment's targets by final state (hot and history): what `stateCounts` and `counts` add up without
@@ -221,16 +229,20 @@ package struct NewSegment: Sendable, Hashable {
     package var counts: SegmentCounts
     package var progress: SegmentProgress
     package var nextAttemptAt: Int64
+    /// A *receipt segment*: its targets were accepted by the service and wait for their receipts (the stores keep
+    /// the flag in a column, so that `stateCounts` counts its open targets as `accepted` without reading a blob).
+    package var awaitsReceipts = false
     /// Every target finished already (at enqueue): the segment goes to history at once.
     package var isFinished: Bool { open == 0 }
     /// The targets, decoded again (the in-memory store keeps them as values).
     package var targets: [SegmentTarget] { (try? SegmentCodec.decodeTargets(encodedTargets)) ?? [] }
 
     package init(sendID: String, targets: [SegmentTarget], open: Int, counts: SegmentCounts = SegmentCounts(),
-                 progress: SegmentProgress, nextAttemptAt: Int64) {
+                 progress: SegmentProgress, nextAttemptAt: Int64, awaitsReceipts: Bool = false) {
         self.init(sendID: sendID, encodedTargets: SegmentCodec.encode(targets: targets),
                   positions: PositionRanges(positions: targets.map(\.position)), count: targets.count, open: open,
                   counts: counts, progress: progress, nextAttemptAt: nextAttemptAt)
+        self.awaitsReceipts = awaitsReceipts
     }
 
     /// A segment of targets encoded already (a new send's `SendSegment`).

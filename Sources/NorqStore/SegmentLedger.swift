@@ -143,13 +143,18 @@ package enum SegmentLedger {
         return rows
     }
 
-    private static func openRow(_ record: SegmentRecord, target: SegmentTarget, index: Int) -> OutboxRow {
+    /// An open target's row: in the segment's state for a worker that claimed it; for a reader (`shown`), a
+    /// target waiting for its receipt is `accepted` (it has its outcome; the receipt decides the final one).
+    private static func openRow(_ record: SegmentRecord, target: SegmentTarget, index: Int,
+                                shown: Bool = false) -> OutboxRow {
         OutboxRow(id: targetID(segment: record.id, index: index), sendID: record.sendID, position: target.position,
                   target: target.target, identity: target.identity, provider: target.provider,
-                  recipientID: target.recipientID, state: record.state, attempts: target.attempts + record.attempts,
+                  recipientID: target.recipientID, state: shown && target.awaitsReceipt ? .accepted : record.state,
+                  attempts: target.attempts + record.attempts,
                   nextAttemptAt: record.nextAttemptAt, leaseOwner: record.leaseOwner, leaseToken: record.leaseToken,
                   leaseExpiresAt: record.leaseExpiresAt, messageID: target.messageID,
-                  mayHaveBeenDelivered: target.mayHaveBeenDelivered || record.mayHaveBeenDelivered, last: target.last)
+                  mayHaveBeenDelivered: target.mayHaveBeenDelivered || record.mayHaveBeenDelivered, last: target.last,
+                  acceptedAt: target.acceptedAt)
     }
 
     // MARK: completions
@@ -185,6 +190,7 @@ package enum SegmentLedger {
                               targets: [SegmentTarget]?, now: Int64) -> Application {
         var result = Application()
         var retries: [(at: Int64, target: SegmentTarget)] = []
+        var receipts: [(at: Int64, target: SegmentTarget)] = []
         var released: [(index: Int, target: SegmentTarget)] = []
         var seen = Set<Int>()
         for completion in completions {
@@ -229,7 +235,15 @@ package enum SegmentLedger {
                 target.mayHaveBeenDelivered = target.mayHaveBeenDelivered || record.mayHaveBeenDelivered
                     || last.mayHaveBeenDelivered
                 target.last = last
-                retries.append((at, target))
+                if last.isAccepted {
+                    // Accepted by the service (a ticket): it waits for its receipt in a receipt segment, from the
+                    // first acceptance on (a poll that found no receipt yet keeps that time).
+                    target.acceptedAt = target.acceptedAt ?? now
+                    receipts.append((at, target))
+                } else {
+                    target.acceptedAt = nil
+                    retries.append((at, target))
+                }
                 progress(&record, index, .moved)
             case .release:
                 guard let target else { result.lost.append(lease.rowID); seen.remove(index); continue }
@@ -260,30 +274,40 @@ package enum SegmentLedger {
                     record.open -= 1
                 }
                 result.newSegments.append(NewSegment(sendID: record.sendID, targets: moved, open: moved.count,
-                                                     progress: SegmentProgress(count: moved.count), nextAttemptAt: now))
+                                                     progress: SegmentProgress(count: moved.count), nextAttemptAt: now,
+                                                     awaitsReceipts: moved.allSatisfy(\.awaitsReceipt)))
             }
             result.applied += released.map { targetID(segment: record.id, index: $0.index) }
         }
-        // Retries due within a second of each other share a retry segment, due at the latest of their times.
-        retries.sort { $0.at < $1.at }
+        result.newSegments += grouped(retries, sendID: record.sendID, awaitingReceipts: false)
+        result.newSegments += grouped(receipts, sendID: record.sendID, awaitingReceipts: true)
+        result.finished = record.open == 0
+        return result
+    }
+
+    /// Retry (or receipt) segments of `moves`: targets due within a second of each other share one, due at the
+    /// latest of their times.
+    private static func grouped(_ moves: [(at: Int64, target: SegmentTarget)], sendID: String,
+                                awaitingReceipts: Bool) -> [NewSegment] {
+        var segments: [NewSegment] = []
         var group: [SegmentTarget] = []
         var groupStart: Int64 = 0
         var groupAt: Int64 = 0
         func flush() {
             guard !group.isEmpty else { return }
-            result.newSegments.append(NewSegment(sendID: record.sendID, targets: group, open: group.count,
-                                                 progress: SegmentProgress(count: group.count), nextAttemptAt: groupAt))
+            segments.append(NewSegment(sendID: sendID, targets: group, open: group.count,
+                                       progress: SegmentProgress(count: group.count), nextAttemptAt: groupAt,
+                                       awaitsReceipts: awaitingReceipts))
             group = []
         }
-        for retry in retries {
-            if !group.isEmpty && retry.at > groupStart + 1000 { flush() }
-            if group.isEmpty { groupStart = retry.at }
-            group.append(retry.target)
-            groupAt = retry.at
+        for move in moves.sorted(by: { $0.at < $1.at }) {
+            if !group.isEmpty && move.at > groupStart + 1000 { flush() }
+            if group.isEmpty { groupStart = move.at }
+            group.append(move.target)
+            groupAt = move.at
         }
         flush()
-        result.finished = record.open == 0
-        return result
+        return segments
     }
 
     private static func progress(_ record: inout SegmentRecord, _ index: Int, _ entry: SegmentProgress.Entry) {
@@ -307,7 +331,7 @@ package enum SegmentLedger {
         var rows: [OutboxRow] = []
         for (index, target) in targets.enumerated() where positions.contains(target.position) {
             guard record.progress.isDone(index) else {
-                rows.append(openRow(record, target: target, index: index))
+                rows.append(openRow(record, target: target, index: index, shown: true))
                 continue
             }
             if let row = finishedRow(segment: record.id, sendID: record.sendID, index: index, position: target.position,

@@ -58,6 +58,7 @@ extension PostgresDeliveryStore {
         var delivered: [Int] = [], rejected: [Int] = [], failed: [Int] = [], skipped: [Int] = []
         var progress: [ByteBuffer] = [], positions: [ByteBuffer] = [], first: [Int] = [], last: [Int] = []
         var targets: [ByteBuffer] = []
+        var receipts: [Bool] = []
         for (segment, id) in zip(segments, ids) {
             let ranges = segment.positions
             if segment.isFinished {
@@ -74,17 +75,19 @@ extension PostgresDeliveryStore {
             positions.append(buffer(SegmentCodec.encode(positions: ranges)))
             first.append(ranges.lowest); last.append(ranges.highest)
             targets.append(buffer(segment.encodedTargets))
+            receipts.append(segment.awaitsReceipts)
         }
         if !hotIDs.isEmpty {
             try await connection.query("""
                 INSERT INTO norq_segments (id, send_id, count, open, state, attempts, next_attempt_at,
                     may_have_been_delivered, delivered, rejected, failed, skipped, progress, positions, first_position,
-                    last_position, created_at)
-                SELECT id, send_id, count, open, 'pending', 0, due, false, d, r, f, s, progress, positions, lo, hi, \(now)
+                    last_position, created_at, receipts)
+                SELECT id, send_id, count, open, 'pending', 0, due, false, d, r, f, s, progress, positions, lo, hi, \(now),
+                    receipts
                 FROM unnest(\(hotIDs)::bigint[], \(sendIDs)::text[], \(counts)::int[], \(opens)::int[],
                     \(due)::bigint[], \(delivered)::int[], \(rejected)::int[], \(failed)::int[], \(skipped)::int[],
-                    \(progress)::bytea[], \(positions)::bytea[], \(first)::int[], \(last)::int[])
-                    AS v(id, send_id, count, open, due, d, r, f, s, progress, positions, lo, hi)
+                    \(progress)::bytea[], \(positions)::bytea[], \(first)::int[], \(last)::int[], \(receipts)::boolean[])
+                    AS v(id, send_id, count, open, due, d, r, f, s, progress, positions, lo, hi, receipts)
                 """, logger: logger)
             try await connection.query("""
                 INSERT INTO norq_segment_targets (segment_id, targets)
@@ -257,9 +260,9 @@ extension PostgresDeliveryStore {
                             logger: Logger) async throws -> [DeliveryState: Int] {
         var counts: [DeliveryState: Int] = [:]
         let rows = try await client.query("""
-            SELECT state, sum(open)::bigint, sum(delivered)::bigint, sum(rejected)::bigint, sum(failed)::bigint,
-                sum(skipped)::bigint
-            FROM norq_segments WHERE \(sendID)::text IS NULL OR send_id = \(sendID)::text GROUP BY state
+            SELECT CASE WHEN receipts THEN 'accepted' ELSE state END, sum(open)::bigint, sum(delivered)::bigint,
+                sum(rejected)::bigint, sum(failed)::bigint, sum(skipped)::bigint
+            FROM norq_segments WHERE \(sendID)::text IS NULL OR send_id = \(sendID)::text GROUP BY 1
             UNION ALL
             SELECT 'history', 0::bigint, coalesce(sum(delivered), 0)::bigint, coalesce(sum(rejected), 0)::bigint,
                 coalesce(sum(failed), 0)::bigint, coalesce(sum(skipped), 0)::bigint
@@ -267,6 +270,7 @@ extension PostgresDeliveryStore {
             """, logger: logger)
         for try await (state, open, delivered, rejected, failed, skipped) in rows
             .decode((String, Int64, Int64, Int64, Int64, Int64).self) {
+            // The open targets of a receipt segment have their outcome (`accepted`); the receipt decides the rest.
             if open > 0 { counts[DeliveryState(rawValue: state), default: 0] += Int(open) }
             SegmentCounts(delivered: Int(delivered), rejected: Int(rejected), failed: Int(failed), skipped: Int(skipped))
                 .add(into: &counts)

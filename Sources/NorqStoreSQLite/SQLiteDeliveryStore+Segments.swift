@@ -85,15 +85,15 @@ extension SQLiteDeliveryStore {
                           .integer(segment.counts.rejected), .integer(segment.counts.failed),
                           .integer(segment.counts.skipped), blob(SegmentCodec.encode(progress: segment.progress)),
                           blob(SegmentCodec.encode(positions: positions)), .integer(positions.lowest),
-                          .integer(positions.highest), .integer(Int(now))]
+                          .integer(positions.highest), .integer(Int(now)), .integer(segment.awaitsReceipts ? 1 : 0)]
                 targetBinds += [.integer(Int(id)), blob(segment.encodedTargets)]
             }
-            let values = Array(repeating: "(?,?,?,?,'pending',0,?,0,?,?,?,?,?,?,?,?,?)", count: chunk.count)
+            let values = Array(repeating: "(?,?,?,?,'pending',0,?,0,?,?,?,?,?,?,?,?,?,?)", count: chunk.count)
                 .joined(separator: ",")
             try await connection.run("""
                 INSERT INTO norq_segments (id, send_id, count, open, state, attempts, next_attempt_at,
                     may_have_been_delivered, delivered, rejected, failed, skipped, progress, positions, first_position,
-                    last_position, created_at) VALUES \(values)
+                    last_position, created_at, receipts) VALUES \(values)
                 """, binds)
             try await connection.run(
                 "INSERT INTO norq_segment_targets (segment_id, targets) VALUES \(Array(repeating: "(?,?)", count: chunk.count).joined(separator: ","))",
@@ -289,11 +289,15 @@ extension SQLiteDeliveryStore {
         let binds: [SQLiteData] = sendID.map { [.text($0)] } ?? []
         var counts: [DeliveryState: Int] = [:]
         for row in try await connection.rows("""
-            SELECT state, sum(open) AS open, sum(delivered) AS delivered, sum(rejected) AS rejected,
-                sum(failed) AS failed, sum(skipped) AS skipped FROM norq_segments \(filter) GROUP BY state
+            SELECT state, receipts, sum(open) AS open, sum(delivered) AS delivered, sum(rejected) AS rejected,
+                sum(failed) AS failed, sum(skipped) AS skipped FROM norq_segments \(filter) GROUP BY state, receipts
             """, binds) {
+            // The open targets of a receipt segment have their outcome (`accepted`); the receipt decides the rest.
             let open = row.column("open")?.integer ?? 0
-            if open > 0, let state = row.column("state")?.string { counts[DeliveryState(rawValue: state), default: 0] += open }
+            if open > 0, let state = row.column("state")?.string {
+                let shown = row.column("receipts")?.integer == 1 ? DeliveryState.accepted : DeliveryState(rawValue: state)
+                counts[shown, default: 0] += open
+            }
             add(row, into: &counts)
         }
         for row in try await connection.rows("""

@@ -211,6 +211,11 @@ enum SQLiteSchema {
             "CREATE INDEX norq_segment_history_send ON norq_segment_history (send_id, first_position)",
             "CREATE INDEX norq_segment_history_finished ON norq_segment_history (finished_at)",
         ],
+        // 6: receipt segments (issue 31): a segment whose targets the service accepted and whose receipts the
+        // worker fetches (`NewSegment.awaitsReceipts`); `stateCounts` counts their open targets as `accepted`.
+        [
+            "ALTER TABLE norq_segments ADD COLUMN receipts INTEGER NOT NULL DEFAULT 0",
+        ],
     ]
 
     /// The version whose migration converts a row per push into segments.

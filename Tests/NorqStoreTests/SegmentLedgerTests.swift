@@ -39,7 +39,8 @@ import Testing
         SegmentTarget(position: Int.random(in: 0...1_000_000, using: &rng), target: text(&rng), identity: identity(&rng),
                       provider: maybe(Bool.random(using: &rng), text(&rng)), recipientID: maybe(Bool.random(using: &rng), text(&rng)), messageID: maybe(Bool.random(using: &rng), text(&rng)),
                       attempts: Int.random(in: 0...50, using: &rng), mayHaveBeenDelivered: Bool.random(using: &rng),
-                      last: maybe(Bool.random(using: &rng), outcome(&rng)))
+                      last: maybe(Bool.random(using: &rng), outcome(&rng)),
+                      acceptedAt: maybe(Bool.random(using: &rng), Int64.random(in: Int64.min...Int64.max, using: &rng)))
     }
 
     static let targets = Generator<[SegmentTarget], Shrink.None<[SegmentTarget]>>(run: { rng in
@@ -82,7 +83,12 @@ import Testing
     /// Version 1's blobs (stop 30) are still read, field for field.
     @Test func versionOneTargetsAreStillRead() throws {
         var rng = SystemRandomNumberGenerator()
-        let targets = (0..<30).map { _ in Self.target(&rng) }
+        // Version 1 had no acceptance time (stop 33 added it to version 2 as a presence bit).
+        let targets = (0..<30).map { _ in
+            var target = Self.target(&rng)
+            target.acceptedAt = nil
+            return target
+        }
         var writer = SegmentWriter()
         writer.byte(1)
         writer.varint(UInt64(targets.count))
@@ -184,6 +190,52 @@ import Testing
         // And through the stored progress's bytes.
         let decoded = try? SegmentCodec.decodeProgress(SegmentCodec.encode(progress: record.progress))
         #expect(decoded == record.progress)
+    }
+
+    /// A target the service accepted moves to a receipt segment (flagged, so stores count it as `accepted`), with
+    /// the acceptance time; a poll that finds no receipt moves it again keeping that time; its receipt finishes it.
+    @Test func anAcceptedTargetWaitsForItsReceiptInAReceiptSegment() throws {
+        let segment = SegmentLedger.segments(of: Self.send(3), now: 0, size: 10, invalid: nil)[0]
+        var record = Self.leased(segment)
+        let rows = SegmentLedger.claimedRows(record, targets: segment.targets)
+        let ticket = StoredOutcome(state: .delivered, status: 200,
+                                   classification: StoredOutcome.acceptedClassification, messageID: "ticket-0")
+        let busy = StoredOutcome(state: .rejected, status: 503, classification: "retryable")
+        let applied = SegmentLedger.apply([.retry(rows[0].lease!, at: 900_000, last: ticket),
+                                           .retry(rows[1].lease!, at: 900_000, last: busy),
+                                           .finish(rows[2].lease!, StoredOutcome(state: .delivered, status: 200))],
+                                          to: &record, targets: segment.targets, now: 50)
+        #expect(applied.finished && record.counts.delivered == 1, "moved targets count where they end")
+        let receipts = applied.newSegments.filter(\.awaitsReceipts)
+        let retries = applied.newSegments.filter { !$0.awaitsReceipts }
+        #expect(receipts.count == 1 && retries.count == 1, "a retry and a receipt never share a segment")
+        let waiting = try #require(receipts.first?.targets.first)
+        #expect(waiting.identity == "t0" && waiting.acceptedAt == 50 && waiting.awaitsReceipt)
+        #expect(waiting.last?.messageID == "ticket-0")
+        #expect(retries.first?.targets.first?.acceptedAt == nil)
+        // Shown to a reader as accepted (with its ticket); claimed by a worker as leased.
+        var receipt = SegmentRecord(id: 2, sendID: "s", count: 1, open: 1, state: .pending, attempts: 0,
+                                    nextAttemptAt: 900_000, counts: SegmentCounts(),
+                                    progress: SegmentProgress(count: 1), positions: receipts[0].positions, createdAt: 50)
+        let shown = SegmentLedger.rows(receipt, targets: receipts[0].targets, positions: 0..<10)
+        #expect(shown.map(\.state) == [.accepted] && shown[0].acceptedAt == 50)
+        receipt.state = .leased
+        receipt.leaseToken = "R"
+        receipt.attempts = 1
+        let polled = SegmentLedger.claimedRows(receipt, targets: receipts[0].targets)
+        #expect(polled.map(\.state) == [.leased] && polled[0].last?.isAccepted == true)
+        // No receipt yet: moved again, the acceptance time kept.
+        var again = receipt
+        let later = SegmentLedger.apply([.retry(polled[0].lease!, at: 2_000_000, last: ticket)], to: &again,
+                                        targets: receipts[0].targets, now: 1_000_000)
+        #expect(later.newSegments.map(\.awaitsReceipts) == [true])
+        #expect(later.newSegments.first?.targets.first?.acceptedAt == 50)
+        // The receipt: finished where it is.
+        let gone = StoredOutcome(state: .rejected, status: 200, reason: "DeviceNotRegistered",
+                                 classification: "token-invalid", messageID: "ticket-0")
+        let done = SegmentLedger.apply([.finish(polled[0].lease!, gone)], to: &receipt, targets: receipts[0].targets,
+                                       now: 1_000_000)
+        #expect(done.finished && receipt.counts.rejected == 1 && done.registry.map(\.token) == ["t0"])
     }
 
     @Test func aCheckpointAppliesUnderTheLeaseOnlyOnce() {

@@ -941,6 +941,7 @@ extension Components {
             @frozen public enum StatePayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case pending = "pending"
                 case leased = "leased"
+                case accepted = "accepted"
                 case delivered = "delivered"
                 case rejected = "rejected"
                 case failed = "failed"

@@ -120,8 +120,14 @@ extension DurableWorker {
         }
         private let items: [Item]
         private let state = Mutex(State())
+        /// Per provider that sends many targets per request (``BatchPushProvider``): the grouper of this batch's
+        /// attempts into its requests, as the router's `DeliveryPump` has one per send.
+        let batchers: [String: RequestBatcher]
 
-        init(_ items: [Item]) { self.items = items }
+        init(_ items: [Item], batchers: [String: RequestBatcher] = [:]) {
+            self.items = items
+            self.batchers = batchers
+        }
 
         /// Owes `count` more starts. Returns the first row for the caller to start when it is to drain them (no one
         /// else is), nil otherwise: the drainer takes this debt with the rest.
@@ -161,9 +167,11 @@ extension DurableWorker {
         let router: NotificationRouter
         let batch: AttemptBatch
         let feeder: BatchFeeder
+        /// The provider's request grouper when it sends many targets per request (Expo), nil otherwise.
+        let batcher: RequestBatcher?
 
         init(row: OutboxRow, lease: Lease, prepared: PreparedJob, requestID: String, router: NotificationRouter,
-             batch: AttemptBatch, feeder: BatchFeeder) {
+             batch: AttemptBatch, feeder: BatchFeeder, batcher: RequestBatcher?) {
             self.row = row
             self.lease = lease
             self.prepared = prepared
@@ -171,6 +179,7 @@ extension DurableWorker {
             self.router = router
             self.batch = batch
             self.feeder = feeder
+            self.batcher = batcher
         }
     }
 
@@ -205,7 +214,11 @@ extension DurableWorker {
                 group.addTask { [polls] in await self.pollReceipts(polls, router: router, batch: batch) }
             }
             // The first `window` attempts start here; each one that ends starts the next (`feed`).
-            let feeder = BatchFeeder(startable)
+            var batchers: [String: RequestBatcher] = [:]
+            for (name, provider) in router.providers {
+                if let batcher = RequestBatcher(provider: provider, clock: router.clock) { batchers[name] = batcher }
+            }
+            let feeder = BatchFeeder(startable, batchers: batchers)
             feed(feeder, count: attemptWindow(router), router: router, batch: batch)
             var waiting: [RowCompletion] = []
             var oldest: ContinuousClock.Instant?
@@ -310,7 +323,7 @@ extension DurableWorker {
         let prepared = PreparedJob(job: consume job, request: consume request,
                                    deadline: started.advanced(by: plan.options.deadline))
         send(TargetAttempt(row: row, lease: lease, prepared: prepared, requestID: requestID, router: router,
-                           batch: batch, feeder: feeder),
+                           batch: batch, feeder: feeder, batcher: feeder.batchers[name]),
              started: started, requeues: 0, ambiguous: false)
         return true
     }
@@ -320,6 +333,15 @@ extension DurableWorker {
         let provider = attempt.prepared.job.provider
         router.metrics.count("sent", provider: provider.name)
         router.metrics.inFlightChanged(by: 1)
+        if let batcher = attempt.batcher {
+            // Grouped with the batch's other attempts to this provider into its requests (up to its
+            // `maxBatchSize` targets, a short linger); each attempt still gets its own answer. The linger timers
+            // run as child tasks of the batch's group.
+            batcher.submit(attempt.prepared, timers: { wait in attempt.batch.wait(wait) }) { answer in
+                self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous)
+            }
+            return
+        }
         provider.startDelivery(attempt.prepared.request, deadline: attempt.prepared.deadline) { answer in
             self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous)
         }

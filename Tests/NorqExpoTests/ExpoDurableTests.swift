@@ -45,4 +45,30 @@ struct ExpoDurableTests {
         }
         try await setup.shutdown()
     }
+
+    /// The worker groups a claimed batch's Expo targets into requests of up to 100 recipients, as a send without a
+    /// store does (one request per token would be 100 times Expo's request rate), and each token still gets its
+    /// own outcome.
+    @Test func theWorkerSendsExpoTargetsInBatchesOfAHundred() async throws {
+        let setup = try await ExpoEndToEndTests.setup()
+        let store = InMemoryDeliveryStore()
+        let durable = DurableDelivery(router: try setup.router(), store: store,
+                                      settings: DeliveryStoreSettings(pollInterval: .milliseconds(20)))
+        let worker = DurableWorker(delivery: durable, lanes: 1)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await worker.run() }
+            defer { worker.stop() }
+            let receipt = try await durable.enqueue(content: PushContent(title: "Hi"),
+                                                    to: ExpoEndToEndTests.recipients(250))
+            let report = try await durable.wait(for: receipt.sendID, timeout: .seconds(30))
+            #expect(report.outcomes.count == 250 && report.accepted == 250)
+            let requests = setup.emulator.sendRequests
+            #expect(requests.allSatisfy { $0.detail.recipients.count <= 100 })
+            #expect(requests.count <= 6, "250 targets in \(requests.count) requests")
+            #expect(requests.flatMap(\.detail.recipients).count == 250, "each token sent once")
+            worker.stop()
+            try await group.waitForAll()
+        }
+        try await setup.shutdown()
+    }
 }

@@ -126,15 +126,18 @@ enum ServerJSON {
 
     static func row(_ row: OutboxRow) -> JSONValue { DryRunJSON.rowJSON(row) }
 
-    /// The same summary from a durable send's counts by state (a final state other than delivered, rejected or
-    /// skipped is a failure, as `DurableCodec` reads it; durable outcomes are never duplicates).
+    /// The same summary from a durable send's counts by state (a final state other than delivered, accepted,
+    /// rejected or skipped is a failure, as `DurableCodec` reads it; durable outcomes are never duplicates).
+    /// `accepted`: tickets whose receipts the worker has still to fetch (they count as delivered for
+    /// `allDelivered`, as in a direct send's report).
     static func summary(_ progress: DurableDelivery.Progress) -> JSONValue {
         let delivered = progress.states[.delivered] ?? 0, rejected = progress.states[.rejected] ?? 0
-        let skipped = progress.states[.skipped] ?? 0
-        let failed = progress.finished - delivered - rejected - skipped
+        let skipped = progress.states[.skipped] ?? 0, accepted = progress.awaitingReceipts
+        let failed = progress.finished - delivered - accepted - rejected - skipped
         return [
-            "delivered": .int(Int64(delivered)), "rejected": .int(Int64(rejected)), "failed": .int(Int64(failed)),
-            "skipped": .int(Int64(skipped)), "duplicates": 0, "allDelivered": .bool(delivered == progress.finished),
+            "delivered": .int(Int64(delivered)), "accepted": .int(Int64(accepted)), "rejected": .int(Int64(rejected)),
+            "failed": .int(Int64(failed)), "skipped": .int(Int64(skipped)), "duplicates": 0,
+            "allDelivered": .bool(delivered + accepted == progress.finished),
         ]
     }
 

@@ -708,7 +708,7 @@ extension Components {
         public struct Summary: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Summary/delivered`.
             public var delivered: Swift.Int
-            /// outcomes the service accepted whose receipts are still to come (Expo tickets); present on a direct send's summary
+            /// outcomes the service accepted whose receipts are still to come (Expo tickets)
             ///
             /// - Remark: Generated from `#/components/schemas/Summary/accepted`.
             public var accepted: Swift.Int?
@@ -726,7 +726,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - delivered:
-            ///   - accepted: outcomes the service accepted whose receipts are still to come (Expo tickets); present on a direct send's summary
+            ///   - accepted: outcomes the service accepted whose receipts are still to come (Expo tickets)
             ///   - rejected:
             ///   - failed:
             ///   - skipped:

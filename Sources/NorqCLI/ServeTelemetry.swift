@@ -45,6 +45,11 @@ enum ServeTelemetry {
         configuration.traces.enabled = true
         configuration.traces.exporter = .otlp
         configuration.traces.otlpExporter.protocol = .httpProtobuf
+        // A bounded queue sized for a busy server (a few spans per send at thousands of sends a second): exported in
+        // batches of 2,048 every second or whenever it fills; spans beyond it are dropped (and the drop logged).
+        configuration.traces.batchSpanProcessor.maxQueueSize = 16_384
+        configuration.traces.batchSpanProcessor.maxExportBatchSize = 2_048
+        configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
         if let endpoint = telemetry.endpoint { configuration.traces.otlpExporter.endpoint = endpoint }
         if let sampler = OTel.Configuration.SamplerConfiguration.parentBasedTraceIDRatio(ratio: telemetry.sampleRatio) {
             configuration.traces.sampler = sampler

@@ -25,7 +25,9 @@ extension NorqError.Code {
 public struct TelemetryConfiguration: Sendable, Hashable {
     /// Where spans go.
     public struct TraceExporter: Sendable, Hashable, RawRepresentable {
+        /// The name as written in norq.yaml.
         public var rawValue: String
+        /// An exporter by name (``known`` lists the ones `traces:` accepts).
         public init(rawValue: String) { self.rawValue = rawValue }
         /// No spans are made (the default).
         public static let off = TraceExporter(rawValue: "off")
@@ -35,6 +37,7 @@ public struct TelemetryConfiguration: Sendable, Hashable {
         public static let known: [TraceExporter] = [.off, .otlp]
     }
 
+    /// Where spans go (`traces:`): ``TraceExporter/off`` (the default) or ``TraceExporter/otlp``.
     public var traces: TraceExporter = .off
     /// The OTLP/HTTP endpoint (`http(s)://host:port`, the signal path added by the exporter); nil: the exporter's
     /// default (`OTEL_EXPORTER_OTLP_ENDPOINT`, else `http://localhost:4318`).
@@ -43,8 +46,10 @@ public struct TelemetryConfiguration: Sendable, Hashable {
     public var serviceName: String = "norq"
     /// The share of new traces recorded, 0...1 (a request whose `traceparent` is sampled is always recorded).
     public var sampleRatio: Double = 1
+    /// Where the block is in the file (for errors).
     public var location: SourceLocation?
 
+    /// A telemetry configuration; the defaults are tracing off.
     public init(traces: TraceExporter = .off, endpoint: String? = nil, serviceName: String = "norq",
                 sampleRatio: Double = 1) {
         self.traces = traces

@@ -51,7 +51,7 @@ enum ServeTelemetry {
         configuration.traces.batchSpanProcessor.maxExportBatchSize = 2_048
         configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
         if let endpoint = telemetry.endpoint { configuration.traces.otlpExporter.endpoint = endpoint }
-        if let sampler = OTel.Configuration.SamplerConfiguration.parentBasedTraceIDRatio(ratio: telemetry.sampleRatio) {
+        if let sampler = OTel.Configuration.TracesConfiguration.SamplerConfiguration.parentBasedTraceIDRatio(ratio: telemetry.sampleRatio) {
             configuration.traces.sampler = sampler
         }
         do {

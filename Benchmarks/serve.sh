@@ -136,6 +136,7 @@ server:
   apiKeys:
     - name: bench
       key: \${NORQ_SERVE_BENCH_KEY}
+      scopes: [metrics]               # the drain check reads /metrics (a scope of its own since issue 33)
   limits:
     ratePerSecond: 1000000
     burst: 1000000

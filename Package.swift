@@ -32,6 +32,11 @@ let package = Package(
         .library(name: "NorqAPI", targets: ["NorqAPI"]),
         .library(name: "NorqClient", targets: ["NorqClient"]),
     ],
+    // `swift build --traits OTLP`: `norq serve` exports spans over OTLP/HTTP when norq.yaml asks for it
+    // (`telemetry: { traces: otlp }`); without the trait such a configuration fails at load (`config/otlp-not-built`).
+    traits: [
+        .trait(name: "OTLP", description: "norq serve exports spans with swift-otel (OTLP/HTTP)"),
+    ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         // `swift package generate-documentation --target Norq`: the DocC catalog in Sources/Norq/Norq.docc. A plugin
@@ -64,6 +69,12 @@ let package = Package(
         // the package already builds for Web Push.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        // Tracing (issue 33): spans of the API request, the enqueue, the worker's claim and each provider attempt.
+        // Hummingbird already builds it (its TracingMiddleware).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // The OTLP exporter of `telemetry: { traces: otlp }` (issue 33): only with the `OTLP` trait (it adds minutes
+        // to a fresh build, so the default build and CI do not compile it). Its OTLP/HTTP exporter only (no gRPC).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Tests only: property-based round trips of the stored values (issue 29).
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
@@ -207,7 +218,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
+            swiftSettings: strict
+        ),
+        // Tests only (issue 33): a tracer that speaks W3C `traceparent` and keeps its finished spans in memory, to
+        // check the parent-child chain of a send across the store.
+        .target(
+            name: "NorqTracingTesting",
+            dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")],
             swiftSettings: strict
         ),
         .target(
@@ -252,6 +271,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NorqServer", "NorqPreview",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
             ],
             // Not `Sources/norq`: it would differ from `Sources/Norq` only by case (macOS file systems).
             path: "Sources/NorqCLI",
@@ -403,13 +424,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "NorqServerTests",
             dependencies: [
-                "NorqServer", "NorqCore", "NorqStore", "NorqConfig", "norq", "NorqTesting",
+                "NorqServer", "NorqTracingTesting", "NorqStoreSQLite",
+                .product(name: "Tracing", package: "swift-distributed-tracing"), "NorqCore", "NorqStore", "NorqConfig", "norq", "NorqTesting",
                 "NorqLocalEmulators", "NorqBuiltIns", "NorqAPNs", "NorqWebPush", "Norq",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),

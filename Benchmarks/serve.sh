@@ -13,6 +13,9 @@
 #   WORK [/tmp/norq-serve-bench]   NO_BUILD [0] skip the two release builds   PG_FSYNC [on]
 #   PERF [0]  1: `perf record -g` the server during the load (WORK/<store>/perf.data; report with perf report)
 #   NORQ_BIN [the release norq]  another norq executable (a debug one for a smoke run of this script only)
+#   TRACING [off]  otlp: norq serve traces every request, enqueue, claim and attempt (sampled 100%) and exports the
+#                  spans over OTLP/HTTP to a local sink (otlp_sink.py, which answers every export with 200 and counts
+#                  them); needs a norq built with `--traits OTLP` (NORQ_BIN, or the build below adds the trait)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
@@ -21,6 +24,7 @@ cd "$ROOT"
 STORES="${STORES:-sqlite}"; CLIENTS="${CLIENTS:-200}"; SECONDS_LOAD="${SECONDS_LOAD:-30}"; WARMUP="${WARMUP:-3}"
 BIG="${BIG:-10000}"; BIG_REPEAT="${BIG_REPEAT:-3}"; LANES="${LANES:-2}"; WRK="${WRK:-1}"; WRK_SECONDS="${WRK_SECONDS:-10}"
 RENDER_SECONDS="${RENDER_SECONDS:-15}"; WORK="${WORK:-/tmp/norq-serve-bench}"; NO_BUILD="${NO_BUILD:-0}"; PG_FSYNC="${PG_FSYNC:-on}"
+TRACING="${TRACING:-off}"; export TRACING
 KEY_FILE="$ROOT/examples/keys/AuthKey_DEMO000000.p8"; TEAM=DEMO000000; KEY_ID=DEMO000000
 
 missing=0
@@ -33,7 +37,7 @@ if [ "$WRK" = 1 ] && ! command -v wrk >/dev/null; then echo "missing wrk: 'apt-g
 [ "$missing" = 0 ] || exit 1
 
 if [ "$NO_BUILD" != 1 ]; then
-    swift build -c release --product norq >&2
+    if [ "$TRACING" = otlp ]; then swift build -c release --traits OTLP --product norq >&2; else swift build -c release --product norq >&2; fi
     swift build -c release --package-path Benchmarks --product norq-serve-load >&2
 fi
 NORQ="${NORQ_BIN:-$(swift build -c release --show-bin-path)/norq}"
@@ -61,6 +65,19 @@ EMU_PORT="$(free_port)"
 EMU_PID=$!
 PIDS+=($EMU_PID)
 wait_port 127.0.0.1 "$EMU_PORT"
+
+# TRACING=otlp: the local OTLP sink the server exports its spans to.
+TELEMETRY_YAML=""
+if [ "$TRACING" = otlp ]; then
+    SINK_PORT="$(free_port)"
+    python3 "$ROOT/Benchmarks/otlp_sink.py" "$SINK_PORT" "$WORK/otlp-sink.json" > "$WORK/otlp-sink.log" 2>&1 &
+    SINK_PID=$!
+    PIDS+=($SINK_PID)
+    wait_port 127.0.0.1 "$SINK_PORT"
+    TELEMETRY_YAML="telemetry: { traces: otlp, endpoint: \"http://127.0.0.1:$SINK_PORT\", sampleRatio: 1.0 }"
+elif [ "$TRACING" != off ]; then
+    echo "TRACING must be off or otlp" >&2; exit 1
+fi
 
 API_KEY="bench-$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
 export NORQ_SERVE_BENCH_KEY="$API_KEY"
@@ -119,9 +136,11 @@ server:
   apiKeys:
     - name: bench
       key: \${NORQ_SERVE_BENCH_KEY}
+      scopes: [metrics]               # the drain check reads /metrics (a scope of its own since issue 33)
   limits:
     ratePerSecond: 1000000
     burst: 1000000
+$TELEMETRY_YAML
 YAML
     "$NORQ" serve -c "$dir/norq.yaml" --lanes "$LANES" > "$dir/serve.log" 2>&1 &
     local server=$!
@@ -144,8 +163,9 @@ YAML
     EMU_CPU="$(python3 -c "print(round($(cpu_of "$EMU_PID") - $emu_before, 2))")"
     [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null || true
     python3 - "$dir/load.json" "$before" "$after" "$store" "$EMU_CPU" >> "$RESULTS" <<'PY'
-import json, sys
+import json, os, sys
 r = json.load(open(sys.argv[1])); r["load_before"] = sys.argv[2]; r["load_after"] = sys.argv[3]; r["store"] = sys.argv[4]
+r["tracing"] = os.environ.get("TRACING", "off")
 r["emulator_cpu_s"] = float(sys.argv[5])
 print(json.dumps(r, sort_keys=True))
 PY
@@ -223,5 +243,11 @@ PY
 
 echo "machine: $(nproc) cores; load $(load_avg)" >&2
 for store in $STORES; do run_store "$store"; done
+if [ "$TRACING" = otlp ]; then
+    # What reached the sink: the exports (batches of spans) and their bytes.
+    kill -TERM "$SINK_PID"; wait "$SINK_PID" 2>/dev/null || true
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["mode"] = "otlp-sink"; print(json.dumps(r, sort_keys=True))' \
+        "$WORK/otlp-sink.json" >> "$RESULTS" || true
+fi
 echo "results: $RESULTS" >&2
 cat "$RESULTS"

@@ -1,6 +1,7 @@
 import Logging
 import NorqCore
 import Synchronization
+import Tracing
 
 /// Delivers the targets of one send that route to one provider, keeping at most `policy.maxInFlight` of them
 /// between "taken from the cursor" and "outcome emitted".
@@ -315,30 +316,37 @@ final class DeliveryPump: Sendable {
         if let instruments { instruments.sent.increment() } else { router.metrics.count("sent", provider: provider.name) }
         router.metrics.inFlightChanged(by: 1)
         let started = now ?? router.clock.now()
+        // The attempt's span (only when the router traces): a child of the caller's context.
+        let span = router.tracer.map {
+            DeliveryTracing.startAttempt($0, parent: attempt.job.plan.trace, job: attempt.job, attempt: attempts)
+        }
         if let batcher {
             // A batch-capable provider: the attempt joins a request of its batch key; its own answer comes back
             // alone, so a retry re-sends this target only.
             batcher.submit(attempt, timers: { [self] wait in runWaiting(wait) }) {
                 [self] answer in
                 answered(answer, attempt: attempt, attempts: attempts, started: started,
-                         possiblyProcessed: possiblyProcessed, requeues: requeues)
+                         possiblyProcessed: possiblyProcessed, requeues: requeues, span: span)
             }
             return
         }
         provider.startDelivery(attempt.request, deadline: attempt.deadline) { [self] answer in
             answered(answer, attempt: attempt, attempts: attempts, started: started,
-                     possiblyProcessed: possiblyProcessed, requeues: requeues)
+                     possiblyProcessed: possiblyProcessed, requeues: requeues, span: span)
         }
     }
 
     /// One attempt's answer: the outcome, or a retry.
     @inline(__always)
     private func answered(_ answer: Result<DeliveryResponse, NorqError>, attempt: PreparedJob, attempts: Int,
-                          started: ContinuousClock.Instant, possiblyProcessed: Bool, requeues: Int) {
+                          started: ContinuousClock.Instant, possiblyProcessed: Bool, requeues: Int,
+                          span: (any Tracing.Span)?) {
         router.metrics.inFlightChanged(by: -1)
-        switch router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
-                                   earlierPossiblyProcessed: possiblyProcessed, instruments: instruments,
-                                   requeues: requeues) {
+        let step = router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
+                                       earlierPossiblyProcessed: possiblyProcessed, instruments: instruments,
+                                       requeues: requeues)
+        if let span { DeliveryTracing.endAttempt(span, answer: answer, step: step) }
+        switch step {
         case .done(let result, let lastResponse):
             finished(attempt, result, attempts: attempts, lastResponse: lastResponse, requeues: requeues)
         case .retry(let delay, let lastResponse, let lastError, let possiblyProcessed):

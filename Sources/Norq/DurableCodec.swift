@@ -20,18 +20,25 @@ enum DurableCodec {
         var template: String?
         var content: PushContent?
         var options: RouterSendOptions
+        /// The trace context of the request that enqueued the send, as its tracer injected it (W3C `traceparent`,
+        /// `tracestate` for OpenTelemetry; bounded by `DictionaryInjector`): the worker's claim and attempt spans are
+        /// its children (issue 33). Absent when the send was not traced; not part of the idempotency fingerprint.
+        var trace: [String: String]?
 
-        init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
+        init(content: PushContent?, templateName: String?, options: RouterSendOptions,
+             trace: [String: String]? = nil) {
             self.template = templateName
             self.content = content
             self.options = options
+            self.trace = trace
         }
 
         var templateName: String? { template }
     }
 
-    static func encode(content: PushContent?, templateName: String?, options: RouterSendOptions) throws(NorqError) -> String {
-        let plan = StoredPlan(content: content, templateName: templateName, options: options)
+    static func encode(content: PushContent?, templateName: String?, options: RouterSendOptions,
+                       trace: [String: String]? = nil) throws(NorqError) -> String {
+        let plan = StoredPlan(content: content, templateName: templateName, options: options, trace: trace)
         do {
             return String(decoding: try JSONValueEncoder().encode(plan).serialized(), as: UTF8.self)
         } catch {

@@ -2,6 +2,7 @@ public import NorqCore
 public import NorqStore
 public import Logging
 import Synchronization
+import Tracing
 
 /// Durable delivery on a `DeliveryStore`: sends are committed to the store (idempotency checked there) and
 /// delivered by `DurableWorker`s, in this process or in others on the same database, through the router's
@@ -109,6 +110,40 @@ public final class DurableDelivery: Sendable {
     func enqueue(content: PushContent?, templateName: String?, fingerprint prefix: [UInt8],
                  recipients: some Sequence<Recipient>,
                  options: RouterSendOptions, scope sendScope: String? = nil) async throws(NorqError) -> Receipt {
+        let router = self.router
+        guard let tracer = router.tracer else {
+            return try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
+                                     recipients: recipients, options: options, scope: sendScope, router: router,
+                                     trace: nil)
+        }
+        // `norq.enqueue`, a child of the caller's context (the API request's span). The context stored with the
+        // send is the caller's, so that the worker's claim is the request's child too; a caller without one gets
+        // the enqueue's.
+        let caller = InstrumentationContext.current
+        let span = tracer.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
+        defer { span.end() }
+        if let templateName { span.attributes["norq.template"] = templateName }
+        do {
+            let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
+                                            recipients: recipients, options: options, scope: sendScope, router: router,
+                                            trace: (caller ?? span.context, tracer))
+            span.updateAttributes { attributes in
+                attributes["norq.send.id"] = receipt.sendID
+                attributes["norq.send.created"] = receipt.created
+                attributes["norq.targets"] = receipt.targetCount
+            }
+            return receipt
+        } catch {
+            span.attributes["norq.error.code"] = error.code.rawValue
+            span.setStatus(SpanStatus(code: .error))
+            throw error
+        }
+    }
+
+    private func enqueue(content: PushContent?, templateName: String?, fingerprint prefix: [UInt8],
+                         recipients: some Sequence<Recipient>, options: RouterSendOptions, scope sendScope: String?,
+                         router: NotificationRouter,
+                         trace: (context: InstrumentationContext, tracer: any Tracer)?) async throws(NorqError) -> Receipt {
         let now = clock.nowMillis()
         var options = options
         let callerKey = options.idempotencyKey
@@ -123,7 +158,7 @@ public final class DurableDelivery: Sendable {
         // Encoded into the store's segments as they are made: a million targets are held as ~44 MB, not as
         // values (`SendTargets`), and `recipients` may be a lazy sequence the caller never holds whole.
         var targets = SendTargets(segmentSize: store.segmentSize)
-        let plan = SendPlan(content: content, templateName: templateName, options: options)
+        let plan = SendPlan(content: content, templateName: templateName, options: options, trace: trace?.context)
         let disabled = plan.templateDisabled ? NotificationRouter.disabledSkip(plan) : nil
         var position = 0
         func add(_ target: DeliveryTarget, of recipient: Recipient) {
@@ -165,7 +200,8 @@ public final class DurableDelivery: Sendable {
         // Time-ordered: the stores' indexes of send ids then grow at their right edge.
         let send = NewSend(id: RequestID.timeOrdered(unixMillis: now), scope: sendScope ?? scope, idempotencyKey: callerKey,
                            fingerprint: fingerprint.finalize(),
-                           content: try DurableCodec.encode(content: content, templateName: templateName, options: options),
+                           content: try DurableCodec.encode(content: content, templateName: templateName, options: options,
+                                                            trace: trace.flatMap { DeliveryTracing.carrier(of: $0.context, tracer: $0.tracer) }),
                            targets: targets)
         // Cached before the commit: a worker here may claim the rows before the store call returns.
         recentPlans.insert(plan, for: send.id)

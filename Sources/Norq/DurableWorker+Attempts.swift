@@ -1,6 +1,7 @@
 import NorqCore
 import NorqStore
 import Synchronization
+import Tracing
 
 // The attempts of one claimed batch, without a task per target: each attempt is started by a call and answered in
 // the provider's completion (for APNs on the connection's event loop), as `DeliveryPump` delivers a send without a
@@ -111,6 +112,8 @@ extension DurableWorker {
             let row: OutboxRow
             let lease: Lease
             let plan: SendPlan
+            /// The `norq.claim` span's context of the row's send (nil when not traced): its attempts' parent.
+            var trace: InstrumentationContext? = nil
         }
         private struct State {
             var index = 0
@@ -169,9 +172,12 @@ extension DurableWorker {
         let feeder: BatchFeeder
         /// The provider's request grouper when it sends many targets per request (Expo), nil otherwise.
         let batcher: RequestBatcher?
+        /// The parent of its attempts' spans (the claim's); nil when the router does not trace.
+        let trace: InstrumentationContext?
 
         init(row: OutboxRow, lease: Lease, prepared: PreparedJob, requestID: String, router: NotificationRouter,
-             batch: AttemptBatch, feeder: BatchFeeder, batcher: RequestBatcher?) {
+             batch: AttemptBatch, feeder: BatchFeeder, batcher: RequestBatcher?, trace: InstrumentationContext?) {
+            self.trace = trace
             self.row = row
             self.lease = lease
             self.prepared = prepared
@@ -186,8 +192,28 @@ extension DurableWorker {
     /// Runs the batch's attempts and records their outcomes as they come: whenever `CheckpointRule` says so (enough
     /// completions, or the oldest waited long enough), so a crash re-sends at most what was in flight or waiting
     /// for the next checkpoint, not the whole batch; the rest when the last attempt has ended.
-    func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases) async {
+    func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases,
+                    claimed: DefaultTracerClock.Instant? = nil) async {
         let plans = await plans(for: rows.map(\.sendID))
+        // One `norq.claim` span per send of the batch (from the claim's start to now: the store's claim and the
+        // plans read), a child of the context stored with the send; its rows' attempts are the claim's children.
+        var claims: [String: InstrumentationContext] = [:]
+        if let tracer = router.tracer {
+            var rowsPerSend: [String: Int] = [:]
+            for row in rows where row.lease != nil { rowsPerSend[row.sendID, default: 0] += 1 }
+            for (sendID, count) in rowsPerSend {
+                guard case .plan(let plan)? = plans[sendID] else { continue }
+                let span = tracer.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
+                                            ofKind: .consumer, at: claimed ?? DefaultTracerClock.now)
+                span.updateAttributes { attributes in
+                    attributes["norq.send.id"] = sendID
+                    attributes["norq.rows"] = count
+                    attributes["norq.worker"] = name
+                }
+                claims[sendID] = span.context
+                span.end()
+            }
+        }
         let rule = CheckpointRule(batchSize: rows.count)
         let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }, minimum: rule.minimumCompletions)
         await withTaskGroup(of: Void.self) { group in
@@ -203,7 +229,7 @@ extension DurableWorker {
                 }
                 switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
                 case .plan(let plan):
-                    startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan))
+                    startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan, trace: claims[row.sendID]))
                 case .unreadable(let error):
                     batch.complete(fail(row, lease: lease, error, router: router))
                 case .unavailable:
@@ -272,7 +298,7 @@ extension DurableWorker {
                 batch.complete(.release(item.lease))
                 feeder.refund()
             } else if !start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch,
-                             feeder: feeder) {
+                             feeder: feeder, trace: item.trace) {
                 feeder.refund()
             }
             next = feeder.next()
@@ -287,7 +313,7 @@ extension DurableWorker {
 
     /// Prepares a row's request and sends it (true); a row that cannot be sent gets its completion at once (false).
     private func start(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter, batch: AttemptBatch,
-                       feeder: BatchFeeder) -> Bool {
+                       feeder: BatchFeeder, trace: InstrumentationContext?) -> Bool {
         func fail(_ error: NorqError) -> Bool {
             batch.complete(self.fail(row, lease: lease, error, router: router))
             return false
@@ -323,7 +349,7 @@ extension DurableWorker {
         let prepared = PreparedJob(job: consume job, request: consume request,
                                    deadline: started.advanced(by: plan.options.deadline))
         send(TargetAttempt(row: row, lease: lease, prepared: prepared, requestID: requestID, router: router,
-                           batch: batch, feeder: feeder, batcher: feeder.batchers[name]),
+                           batch: batch, feeder: feeder, batcher: feeder.batchers[name], trace: trace),
              started: started, requeues: 0, ambiguous: false)
         return true
     }
@@ -333,17 +359,22 @@ extension DurableWorker {
         let provider = attempt.prepared.job.provider
         router.metrics.count("sent", provider: provider.name)
         router.metrics.inFlightChanged(by: 1)
+        // The attempt's span (only when the router traces): a child of the claim of its send.
+        let span = router.tracer.map {
+            DeliveryTracing.startAttempt($0, parent: attempt.trace, job: attempt.prepared.job,
+                                         attempt: attempt.row.attempts + requeues, sendID: attempt.row.sendID)
+        }
         if let batcher = attempt.batcher {
             // Grouped with the batch's other attempts to this provider into its requests (up to its
             // `maxBatchSize` targets, a short linger); each attempt still gets its own answer. The linger timers
             // run as child tasks of the batch's group.
             batcher.submit(attempt.prepared, timers: { wait in attempt.batch.wait(wait) }) { answer in
-                self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous)
+                self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous, span: span)
             }
             return
         }
         provider.startDelivery(attempt.prepared.request, deadline: attempt.prepared.deadline) { answer in
-            self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous)
+            self.answered(answer, attempt, started: started, requeues: requeues, ambiguous: ambiguous, span: span)
         }
     }
 
@@ -353,13 +384,15 @@ extension DurableWorker {
     /// lease is held by the heartbeat meanwhile, and nothing reaches the store for it (issue 30's rule, as the
     /// in-memory router). Anything else is the row's completion.
     private func answered(_ answer: Result<DeliveryResponse, NorqError>, _ attempt: TargetAttempt,
-                          started: ContinuousClock.Instant, requeues: Int, ambiguous: Bool) {
+                          started: ContinuousClock.Instant, requeues: Int, ambiguous: Bool,
+                          span: (any Tracing.Span)?) {
         let router = attempt.router
         router.metrics.inFlightChanged(by: -1)
         var ambiguous = ambiguous
         if case .failure(let error) = answer, error.possiblyProcessed { ambiguous = true }
         let step = router.afterAttempt(answer, attempt: attempt.prepared, attempts: attempt.row.attempts + requeues,
                                        started: started, earlierPossiblyProcessed: ambiguous, requeues: requeues)
+        if let span { DeliveryTracing.endAttempt(span, answer: answer, step: step) }
         if case .retry(let delay, _, let lastError, _) = step, NotificationRouter.isRequeue(lastError), !isStopping,
            router.clock.now() < attempt.prepared.deadline {
             guard delay > .zero else {

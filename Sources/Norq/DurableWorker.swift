@@ -3,6 +3,7 @@ public import NorqStore
 public import ServiceLifecycle
 import Logging
 import Synchronization
+import Tracing
 
 /// Delivers the outbox of a `DurableDelivery`: claims batches of due rows under a lease, makes one attempt per row
 /// through the router's providers, and completes the batch with one compare-and-set per row on its lease.
@@ -92,6 +93,8 @@ public final class DurableWorker: Service {
             }
             let rows: [OutboxRow]
             let now = delivery.clock.nowMillis()
+            // When the claim began: the start of its `norq.claim` spans (read only when the router traces).
+            let claimed = delivery.router.tracer == nil ? nil : DefaultTracerClock.now
             do {
                 rows = try await delivery.store.claim(
                     owner: name, limit: settings.claimBatchSize, now: now,
@@ -109,7 +112,7 @@ public final class DurableWorker: Service {
                 await delivery.enqueued.wait(upTo: settings.pollInterval)
                 continue
             }
-            await process(rows)
+            await process(rows, claimed: claimed)
         }
     }
 
@@ -123,7 +126,7 @@ public final class DurableWorker: Service {
 
     // MARK: one batch
 
-    private func process(_ rows: [OutboxRow]) async {
+    private func process(_ rows: [OutboxRow], claimed: DefaultTracerClock.Instant?) async {
         // The batch is counted on its router (once, not per row): a router replaced by a reload waits for the
         // batch's attempts before closing its providers. A router shutting down gets none: the rows go back.
         guard let router = delivery.enterRouter() else {
@@ -136,7 +139,7 @@ public final class DurableWorker: Service {
         let leases = HeldLeases(rows.compactMap(\.lease))
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.heartbeat(leases) }
-            await self.attemptAll(rows, router: router, leases: leases)
+            await self.attemptAll(rows, router: router, leases: leases, claimed: claimed)
             group.cancelAll()  // every outcome is recorded: stop the heartbeat
         }
     }
@@ -209,8 +212,10 @@ public final class DurableWorker: Service {
             }
             do {
                 let stored = try DurableCodec.decodePlan(send.content)
+                // The stored context of the request that enqueued it: the claim's and attempts' parent.
+                let trace = delivery.router.tracer.flatMap { DeliveryTracing.context(from: stored.trace, tracer: $0) }
                 plans[sendID] = .plan(SendPlan(content: stored.content, templateName: stored.templateName,
-                                               options: stored.options))
+                                               options: stored.options, trace: trace))
             } catch {
                 logger.notice("could not decode a send", metadata: ["norq.send": "\(sendID)", "norq.error": "\(error.code)"])
                 plans[sendID] = .unreadable(NorqError(.storeFailed, "the send \(sendID) could not be read: \(error.message)"))

@@ -1,3 +1,4 @@
+public import Tracing
 public import Logging
 public import Metrics
 public import NorqConfig
@@ -23,6 +24,7 @@ extension NotificationRouter {
     ///   - clock: time, sleeps and jitter (tests inject short ones).
     ///   - shutdownGracePeriod: how long `shutdown()` lets sends in flight finish.
     ///   - onInvalidToken: called for every invalid-token event, on the thread that received the answer.
+    ///   - tracer: makes the spans of delivery (nil, the default: none); see `init(providers:...)`.
     /// - Throws: `config/unknown-provider-type` for an instance whose type is not registered, the provider
     ///   type's own errors, and the routing validation errors of `init(providers:...)`.
     public convenience init(configuration: NorqConfiguration, registry: ProviderTypeRegistry,
@@ -31,7 +33,8 @@ extension NotificationRouter {
                             logger: Logger = Logger(label: "norq.router"),
                             metricsFactory: (any MetricsFactory)? = nil, clock: RouterClock = .continuous,
                             shutdownGracePeriod: Duration = .seconds(30),
-                            onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil) throws(NorqError) {
+                            onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil,
+                            tracer: (any Tracer)? = nil) throws(NorqError) {
         var providers: [any PushProvider] = []
         for instance in configuration.providers {
             guard let type = registry.type(named: instance.typeName) else {
@@ -59,7 +62,7 @@ extension NotificationRouter {
         try self.init(providers: providers, defaultProvider: configuration.routing.defaultProvider,
                       byPlatform: configuration.routing.byPlatform, templates: templates,
                       deduplication: deduplication, logger: logger, metricsFactory: metricsFactory, clock: clock,
-                      shutdownGracePeriod: shutdownGracePeriod, onInvalidToken: onInvalidToken)
+                      shutdownGracePeriod: shutdownGracePeriod, onInvalidToken: onInvalidToken, tracer: tracer)
     }
 
     /// A router built in code with a `RoutingTable`.
@@ -69,10 +72,11 @@ extension NotificationRouter {
                             logger: Logger = Logger(label: "norq.router"),
                             metricsFactory: (any MetricsFactory)? = nil, clock: RouterClock = .continuous,
                             shutdownGracePeriod: Duration = .seconds(30),
-                            onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil) throws(NorqError) {
+                            onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil,
+                            tracer: (any Tracer)? = nil) throws(NorqError) {
         try self.init(providers: providers, defaultProvider: routing.defaultProvider, byPlatform: routing.byPlatform,
                       templates: templates, deduplication: deduplication, logger: logger,
                       metricsFactory: metricsFactory, clock: clock, shutdownGracePeriod: shutdownGracePeriod,
-                      onInvalidToken: onInvalidToken)
+                      onInvalidToken: onInvalidToken, tracer: tracer)
     }
 }

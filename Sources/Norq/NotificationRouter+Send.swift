@@ -1,5 +1,6 @@
 public import NorqCore
 import Logging
+import Tracing
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -30,9 +31,14 @@ final class SendPlan: Sendable {
     let templateDisabled: Bool
     /// The provider options of every request of this send but its request id (set per token).
     let sendOptions: SendOptions
+    /// The trace context its attempts' spans are children of (nil: not traced, or a new trace per attempt): the
+    /// caller's for a send in memory; the stored request's (or the claim's) for a durable one.
+    let trace: InstrumentationContext?
     private static let nextContentID = Atomic<UInt64>(1)
 
-    init(content: PushContent?, templateName: String?, options: RouterSendOptions) {
+    init(content: PushContent?, templateName: String?, options: RouterSendOptions,
+         trace: InstrumentationContext? = nil) {
+        self.trace = trace
         self.content = content
         self.deliverable = content ?? PushContent()
         self.templateDisabled = content == nil
@@ -57,6 +63,9 @@ final class SendPlan: Sendable {
 }
 
 extension NotificationRouter {
+    /// The caller's trace context when this router makes spans (nil otherwise: no task-local read per send).
+    var currentTrace: InstrumentationContext? { tracer == nil ? nil : InstrumentationContext.current }
+
     // MARK: - Sending
 
     /// Renders `template` once with `data`, then delivers to every token and channel of `recipients`.
@@ -65,7 +74,7 @@ extension NotificationRouter {
     public func send(template: String, data: JSONValue, to recipients: [Recipient],
                      options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> SendReport {
         let content = try render(template: template, data: data, strict: options.strict)
-        return try await run(SendPlan(content: content, templateName: template, options: options), recipients)
+        return try await run(SendPlan(content: content, templateName: template, options: options, trace: currentTrace), recipients)
     }
 
     /// `send(template:data:to:options:)` with data given as an `Encodable` (encoded to JSON first).
@@ -77,7 +86,7 @@ extension NotificationRouter {
     /// Delivers pre-built content to every token and channel of `recipients`.
     public func send(content: PushContent, to recipients: [Recipient],
                      options: RouterSendOptions = RouterSendOptions()) async throws(NorqError) -> SendReport {
-        try await run(SendPlan(content: content, templateName: nil, options: options), recipients)
+        try await run(SendPlan(content: content, templateName: nil, options: options, trace: currentTrace), recipients)
     }
 
     /// Like `send(template:...)`, but yields each outcome as it completes. Rendering happens before this
@@ -86,13 +95,13 @@ extension NotificationRouter {
     public func sendStreaming(template: String, data: JSONValue, to recipients: [Recipient],
                               options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> PushOutcomeStream {
         let content = try render(template: template, data: data, strict: options.strict)
-        return try stream(SendPlan(content: content, templateName: template, options: options), recipients)
+        return try stream(SendPlan(content: content, templateName: template, options: options, trace: currentTrace), recipients)
     }
 
     /// Like `send(content:...)`, but yields each outcome as it completes.
     public func sendStreaming(content: PushContent, to recipients: [Recipient],
                               options: RouterSendOptions = RouterSendOptions()) throws(NorqError) -> PushOutcomeStream {
-        try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
+        try stream(SendPlan(content: content, templateName: nil, options: options, trace: currentTrace), recipients)
     }
 
     /// Like `sendStreaming(template:...)`, for recipients that arrive as an async sequence (a database cursor,
@@ -105,7 +114,7 @@ extension NotificationRouter {
         template: String, data: JSONValue, to recipients: Recipients, options: RouterSendOptions = RouterSendOptions()
     ) throws(NorqError) -> PushOutcomeStream where Recipients.Element == Recipient, Recipients.Failure == Never {
         let content = try render(template: template, data: data, strict: options.strict)
-        return try stream(SendPlan(content: content, templateName: template, options: options), recipients)
+        return try stream(SendPlan(content: content, templateName: template, options: options, trace: currentTrace), recipients)
     }
 
     /// Like `sendStreaming(content:...)`, for recipients that arrive as an async sequence (read in chunks, see
@@ -113,7 +122,7 @@ extension NotificationRouter {
     public func sendStreaming<Recipients: AsyncSequence & Sendable>(
         content: PushContent, to recipients: Recipients, options: RouterSendOptions = RouterSendOptions()
     ) throws(NorqError) -> PushOutcomeStream where Recipients.Element == Recipient, Recipients.Failure == Never {
-        try stream(SendPlan(content: content, templateName: nil, options: options), recipients)
+        try stream(SendPlan(content: content, templateName: nil, options: options, trace: currentTrace), recipients)
     }
 
     /// How many recipients a send from an async sequence reads at a time: 16 times the largest provider

@@ -1,3 +1,4 @@
+public import Tracing
 public import Logging
 public import Metrics
 public import NorqCore
@@ -34,6 +35,8 @@ public final class NotificationRouter: Service {
     /// `logger.logLevel <= .trace`, read once (the getter copied the log handler, per push).
     let logsTrace: Bool
     let metrics: RouterMetrics
+    /// The spans of delivery (nil: none): see `init`'s `tracer`.
+    public let tracer: (any Tracer)?
     let clock: RouterClock
     let onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)?
     let invalidTokenContinuation: AsyncStream<InvalidTokenEvent>.Continuation
@@ -67,12 +70,16 @@ public final class NotificationRouter: Service {
     ///   - clock: time, sleeps and jitter (tests inject short ones).
     ///   - logger: the router's logger (`norq.router`); it never logs a secret or a whole token.
     ///   - shutdownGracePeriod: how long `shutdown()` lets sends in flight finish before their unstarted tokens fail.
+    ///   - tracer: makes the spans of delivery (`norq.enqueue`, `norq.claim`, `norq.attempt`; docs/server.md,
+    ///     "Tracing"), children of the caller's `InstrumentationContext.current`. Nil (the default): no spans.
     public init(providers: [any PushProvider], defaultProvider: String? = nil, byPlatform: [Platform: String] = [:],
                 templates: (any TemplateSource)? = nil,
                 deduplication: any DeduplicationStore = InMemoryDeduplicationStore(),
                 logger: Logger = Logger(label: "norq.router"), metricsFactory: (any MetricsFactory)? = nil,
                 clock: RouterClock = .continuous, shutdownGracePeriod: Duration = .seconds(30),
-                onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil) throws(NorqError) {
+                onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil,
+                tracer: (any Tracer)? = nil) throws(NorqError) {
+        self.tracer = tracer
         var byName: [String: any PushProvider] = [:]
         var names: [String] = []
         for provider in providers {

@@ -74,6 +74,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try NorqServer.checkSecurity(settings, noAuth: noAuth)
         try NorqServer.checkTLS(settings)
+        // `telemetry:` (off by default): refused at load when this build cannot export (`config/otlp-not-built`).
+        try ServeTelemetry.check(configuration.telemetry)
         let storeConfiguration = try DurableCLI.requireStore(store, configuration)
         let library = try configOptions.library(configuration)
         var configuredLogger = Logger(label: "norq")
@@ -91,8 +93,10 @@ struct ServeCommand: AsyncParsableCommand {
             for line in emulators.descriptions { Console.err(line + "\n") }
         }
         let templates = ReloadableTemplates(library)
+        let telemetry = try ServeTelemetry.make(configuration.telemetry, logger: logger)
+        let tracer = telemetry?.tracer
         let router = try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
-                                            templates: templates, logger: logger)
+                                            templates: templates, logger: logger, tracer: tracer)
         // SIGHUP: the same files again, with the same --host/--port overrides and emulators; a new router from
         // the providers and routing read (the store needs a restart).
         let options = configOptions
@@ -108,7 +112,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let routerFactory: @Sendable (NorqConfiguration) throws(NorqError) -> NotificationRouter = { configuration throws(NorqError) in
             try NotificationRouter(configuration: configuration, registry: ConfigOptions.registry,
-                                   templates: templates, logger: logger)
+                                   templates: templates, logger: logger, tracer: tracer)
         }
         let lanes = max(1, self.lanes)
         let noAuth = self.noAuth
@@ -131,9 +135,11 @@ struct ServeCommand: AsyncParsableCommand {
                     })
                 // Graceful shutdown runs in reverse order: the listener stops first (requests in flight finish),
                 // then the worker (attempts in flight finish, claimed rows are released), then the router drains.
+                // The span exporter first: it stops last, after the spans of the last attempts were made.
+                let exporter: [ServiceGroupConfiguration.ServiceConfiguration] = telemetry.map { [.init(service: $0.service)] } ?? []
                 let group = ServiceGroup(configuration: .init(
-                    services: [.init(service: DeliveryRouterService(delivery: durable)), .init(service: worker),
-                               .init(service: server)],
+                    services: exporter + [.init(service: DeliveryRouterService(delivery: durable)), .init(service: worker),
+                                          .init(service: server)],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
                 try await group.run()
                 Console.err("norq serve: stopped\n")

@@ -186,11 +186,12 @@ public struct ConfigurationLoader: Sendable {
             configuration.store = try StoreConfiguration.parse(store, baseDirectory: baseDirectory)
         }
         if let server = top["server"] { configuration.server = try ServerConfiguration.parse(server, baseDirectory: baseDirectory) }
+        if let telemetry = top["telemetry"] { configuration.telemetry = try TelemetryConfiguration.parse(telemetry) }
         return configuration
     }
 
     /// Top-level keys of a config file. `notifications:` is Norq's name for our `templates:`.
-    public static let topLevelKeys = ["templates", "notifications", "providers", "routing", "store", "server"] + ignoredTopLevelKeys
+    public static let topLevelKeys = ["templates", "notifications", "providers", "routing", "store", "server", "telemetry"] + ignoredTopLevelKeys
     /// Norq keys this router reads past (they configure email branding and code generation): accepted, kept
     /// in ``NorqConfiguration/ignoredKeys`` and shown by `norq validate`.
     public static let ignoredTopLevelKeys = ["brand", "codegen", "theme", "fonts"]

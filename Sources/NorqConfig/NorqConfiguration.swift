@@ -112,6 +112,8 @@ public struct NorqConfiguration: Sendable {
     public var store: StoreConfiguration?
     /// `server:`: how `norq serve` listens and its API keys; nil when not configured.
     public var server: ServerConfiguration?
+    /// `telemetry:`: whether `norq serve` exports spans (off when not configured).
+    public var telemetry = TelemetryConfiguration()
 
     public init(file: String? = nil, templatesDirectory: String? = nil,
                 providers: [ProviderInstanceConfiguration] = [], routing: RoutingTable = RoutingTable()) {

@@ -151,6 +151,10 @@ public final class NorqServer: Service {
     /// Listens until graceful shutdown (stops accepting, lets requests in flight finish) or cancellation.
     public func run() async throws {
         let router = Router(context: ServerRequestContext.self)
+        // Outermost, so that the span sees the answer the client gets (errors already mapped by the next one).
+        if let tracer = dependencies.delivery.router.tracer {
+            router.add(middleware: RequestTracingMiddleware(tracer: tracer))
+        }
         router.add(middleware: ErrorAndAccessMiddleware(logger: logger, metrics: requestMetrics,
                                                         redact: { [weak self] in self?.publicError($0) ?? $0 }))
         addRoutes(to: router)

@@ -1,0 +1,112 @@
+public import Tracing
+import NorqCore
+
+// Spans of delivery (issue 33): `norq.enqueue` (a durable send committed), `norq.claim` (a worker took rows of a
+// send), `norq.attempt` (one provider attempt, durable or in memory). The trace context of a durable send is
+// stored with it (`DurableCodec.StoredPlan.trace`: what the tracer injects, W3C `traceparent`/`tracestate` for
+// OpenTelemetry), so the worker that claims its rows, in any instance, continues the caller's trace. Attributes name
+// the provider, the status and the outcome; never a token, a channel id, a key or a body.
+
+/// The names and attribute keys of Norq's spans (stable: dashboards and tests read them).
+enum DeliveryTracing {
+    static let enqueueSpan = "norq.enqueue"
+    static let claimSpan = "norq.claim"
+    static let attemptSpan = "norq.attempt"
+
+    /// Bounds on a stored trace context: entries, and bytes of a key or a value (W3C `traceparent` is 55 bytes,
+    /// `tracestate` at most 512).
+    static let maximumEntries = 8
+    static let maximumKeyBytes = 64
+    static let maximumValueBytes = 512
+
+    /// What `tracer` injects for `context` (nil when nothing), bounded, as stored with a send.
+    static func carrier(of context: InstrumentationContext, tracer: any Tracer) -> [String: String]? {
+        var carrier: [String: String] = [:]
+        tracer.inject(context, into: &carrier, using: DictionaryInjector())
+        return carrier.isEmpty ? nil : carrier
+    }
+
+    /// The context a stored carrier names (extracted by `tracer`), or nil when there is none.
+    static func context(from carrier: [String: String]?, tracer: any Tracer) -> InstrumentationContext? {
+        guard let carrier, !carrier.isEmpty else { return nil }
+        var context = InstrumentationContext.topLevel
+        tracer.extract(carrier, into: &context, using: DictionaryExtractor())
+        return context
+    }
+
+    /// Starts the span of one provider attempt.
+    static func startAttempt(_ tracer: any Tracer, parent: InstrumentationContext?, job: DeliveryJob, attempt: Int,
+                             sendID: String? = nil) -> any Tracing.Span {
+        let span = tracer.startSpan(attemptSpan, context: parent ?? .topLevel, ofKind: .client)
+        span.updateAttributes { attributes in
+            attributes["norq.provider"] = job.provider.name
+            attributes["norq.target.position"] = job.position
+            attributes["norq.attempt"] = attempt
+            switch job.target {
+            case .token(let token):
+                attributes["norq.target.kind"] = "token"
+                attributes["norq.platform"] = token.platform.rawValue
+            case .channel:
+                attributes["norq.target.kind"] = "channel"
+            }
+            if let sendID { attributes["norq.send.id"] = sendID }
+        }
+        return span
+    }
+
+    /// Ends an attempt's span with what came of it: the status code, the outcome kind (`delivered`, `accepted`,
+    /// `rejected`, `failed`, `skipped`, `retry`) and the error code (provider reason codes and Norq codes, never a
+    /// token).
+    static func endAttempt(_ span: any Tracing.Span, answer: Result<DeliveryResponse, NorqError>,
+                           step: NotificationRouter.AttemptStep) {
+        span.updateAttributes { attributes in
+            switch answer {
+            case .success(let response):
+                attributes["http.response.status_code"] = response.status
+            case .failure(let error):
+                attributes["norq.error.code"] = error.code.rawValue
+            }
+            switch step {
+            case .done(let result, _):
+                let kind = outcomeKind(result)
+                attributes["norq.outcome"] = kind.name
+                if let code = kind.code { attributes["norq.error.code"] = code }
+            case .retry(let delay, _, _, _):
+                attributes["norq.outcome"] = "retry"
+                attributes["norq.retry.delay_ms"] = Int(delay.components.seconds * 1000
+                                                         + delay.components.attoseconds / 1_000_000_000_000_000)
+            }
+        }
+        if case .done(let result, _) = step, outcomeKind(result).isError {
+            span.setStatus(SpanStatus(code: .error))
+        }
+        span.end()
+    }
+
+    /// The outcome's kind for the `norq.outcome` attribute, its error code, and whether the span failed.
+    static func outcomeKind(_ result: PushOutcome.Result) -> (name: String, code: String?, isError: Bool) {
+        switch result {
+        case .delivered(let delivered): (delivered.accepted ? "accepted" : "delivered", nil, false)
+        case .rejected(let rejected): ("rejected", rejected.code.rawValue, true)
+        case .failed(let error): ("failed", error.code.rawValue, true)
+        case .skipped(let skipped): ("skipped", skipped.code.rawValue, false)
+        case .duplicate(let first): outcomeKind(first)
+        }
+    }
+}
+
+/// Writes a tracer's context into a stored carrier, bounded (``DeliveryTracing/maximumEntries`` and the byte
+/// bounds: an entry beyond them is left out).
+struct DictionaryInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        guard carrier.count < DeliveryTracing.maximumEntries || carrier[key] != nil,
+              key.utf8.count <= DeliveryTracing.maximumKeyBytes,
+              value.utf8.count <= DeliveryTracing.maximumValueBytes else { return }
+        carrier[key] = value
+    }
+}
+
+/// Reads a tracer's context from a stored carrier.
+struct DictionaryExtractor: Extractor {
+    func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
+}

@@ -1,0 +1,52 @@
+import HTTPTypes
+import Hummingbird
+import Tracing
+
+/// The span of each API request (issue 33), made with the router's tracer: the caller's W3C `traceparent` (read by
+/// the tracer's propagation) is its parent, the route pattern its name (`/v1/sends`), and the request's context is
+/// `InstrumentationContext.current` in the handlers, so the enqueue's span is its child and the context stored with
+/// the send makes the worker's claim and attempts its children too. Attributes as Hummingbird's `TracingMiddleware`
+/// (method, path, route, status), without the query string or any header: an `Authorization` key never reaches a
+/// span. The span ends when the response is ready. Added only when the router traces.
+struct RequestTracingMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let tracer: any Tracer
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        var parent = InstrumentationContext.current ?? .topLevel
+        tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
+        let span = tracer.startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
+        defer { span.end() }
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["url.path"] = String(request.uri.path.prefix(256))
+        }
+        do {
+            let response = try await InstrumentationContext.$current.withValue(span.context) {
+                try await next(request, context)
+            }
+            if let route = context.endpointPath { span.operationName = route }
+            span.updateAttributes { attributes in
+                attributes["http.route"] = context.endpointPath
+                attributes["http.response.status_code"] = Int(response.status.code)
+            }
+            if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+            return response
+        } catch {
+            // Only errors the next middleware did not map (it maps every error to a response): a 500.
+            if let route = context.endpointPath { span.operationName = route }
+            span.attributes["http.response.status_code"] = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500
+            span.setStatus(SpanStatus(code: .error))
+            throw error
+        }
+    }
+}
+
+/// Reads a propagation header (W3C `traceparent`, `tracestate`) from a request's fields.
+struct HTTPFieldsExtractor: Extractor {
+    func extract(key name: String, from fields: HTTPFields) -> String? {
+        guard let field = HTTPField.Name(name) else { return nil }
+        return fields[field]
+    }
+}

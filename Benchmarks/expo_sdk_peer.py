@@ -44,6 +44,8 @@ def main(args):
         if not hasattr(local, "client"):
             session = requests.Session()
             session.verify = ca
+            # Else requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE from the environment override `verify`.
+            session.trust_env = False
             session.headers.update({"accept": "application/json", "accept-encoding": "gzip, deflate",
                                     "content-type": "application/json"})
             local.client = PushClient(host=host, session=session, timeout=30)

@@ -203,8 +203,9 @@ let package = Package(
             name: "NorqExpoTests",
             dependencies: [
                 "NorqExpo", "NorqCore", "NorqTesting", "NorqProviderTesting", "Norq", "NorqConfig", "NorqBuiltIns",
-                "NorqStore",
+                "NorqStore", "NorqHTTP2",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: strict

@@ -89,6 +89,11 @@ let package = Package(
                 "BenchServer",
                 .product(name: "NorqTesting", package: "norq-swift"),
                 .product(name: "NorqZlib", package: "norq-swift"),
+                // The HTTP/1.1 side for the Python exponent-server-sdk (HTTP1TicketServer).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // `norq serve` load generator (Benchmarks/serve.sh): raw HTTP/1.1 keep-alive clients on NIO only.

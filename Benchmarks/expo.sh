@@ -5,11 +5,15 @@
 # gzip bodies inflated), so a partial batch (the router's linger timer fired) is answered as it should be.
 # h2load sends one 100-recipient body (uncompressed); its notifications/s are its requests/s x 100. The router
 # runs plain (`--expo-gzip 0`, the same bytes as h2load) and with gzip (what it does by default).
-# The Python exponent-server-sdk peer is not run: it speaks HTTP/1.1 (requests), which the sink does not serve.
+# The Python exponent-server-sdk (PyPI, on `requests`: HTTP/1.1 only) runs against the same sink's HTTP/1.1 port (TLS,
+# the same answers), at the in-flight 600 label: a thread pool of 6 (Expo's advice), each thread its own PushClient
+# and Session, each task one publish_multiple of 100 messages (Benchmarks/expo_sdk_peer.py). It is installed with pip
+# in a venv under WORK; without PyPI it is skipped, and said so.
 #
 # Environment (defaults in brackets):
 #   COUNT [100000]  notifications per run     RUNS [3]   IN_FLIGHTS ["600 1000"]  router maxInFlight (targets)
 #   WARMUP [2000]   WORK [/tmp/norq-expo-bench]   NO_BUILD [0]  skip the release build of Benchmarks
+#   SDK [1]  run the Python SDK peer   SDK_COUNT [20000]  its notifications per run   SDK_THREADS [6]
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
@@ -17,6 +21,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 COUNT="${COUNT:-100000}"; RUNS="${RUNS:-3}"; IN_FLIGHTS="${IN_FLIGHTS:-600 1000}"; WARMUP="${WARMUP:-2000}"
 WORK="${WORK:-/tmp/norq-expo-bench}"; NO_BUILD="${NO_BUILD:-0}"
+SDK="${SDK:-1}"; SDK_COUNT="${SDK_COUNT:-20000}"; SDK_THREADS="${SDK_THREADS:-6}"
 TOOLS="$ROOT/Benchmarks/bench_tools.py"
 
 for tool in h2load:nghttp2-client python3:python3; do
@@ -29,13 +34,31 @@ BENCH="$BIN/norq-bench"
 mkdir -p "$WORK"
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
 
-"$BIN/norq-bench-expo-sink" --port "${SINK_PORT:-0}" --ca-out "$WORK/sink-ca.pem" > "$WORK/sink.log" 2>&1 &
+# The sink's HTTP/1.1 port (for the Python SDK) needs a certificate: a self-signed one for 127.0.0.1.
+[ -s "$WORK/h1.pem" ] || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+    -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/h1.key" -out "$WORK/h1.pem" 2>/dev/null
+"$BIN/norq-bench-expo-sink" --port "${SINK_PORT:-0}" --ca-out "$WORK/sink-ca.pem" \
+    --http1-port 0 --http1-cert "$WORK/h1.pem" --http1-key "$WORK/h1.key" > "$WORK/sink.log" 2>&1 &
 SERVER_PID=$!
 trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q listening "$WORK/sink.log" && break; sleep 0.1; done
 PORT="$(awk '/listening/ {print $2}' "$WORK/sink.log")"
-[ -n "$PORT" ] || { echo "the sink did not start: $(cat "$WORK/sink.log")" >&2; exit 1; }
+H1_PORT="$(awk '/^http1/ {print $2}' "$WORK/sink.log")"
+[ -n "$PORT" ] && [ -n "$H1_PORT" ] || { echo "the sink did not start: $(cat "$WORK/sink.log")" >&2; exit 1; }
 wait_port 127.0.0.1 "$PORT"
+
+# The Python exponent-server-sdk, in a venv of its own (skipped, and said so, when PyPI cannot be reached).
+SDK_PY=""
+if [ "$SDK" = 1 ]; then
+    if [ -x "$WORK/sdk-venv/bin/python" ] && "$WORK/sdk-venv/bin/python" -c 'import exponent_server_sdk' 2>/dev/null; then
+        SDK_PY="$WORK/sdk-venv/bin/python"
+    elif python3 -m venv "$WORK/sdk-venv" >&2 && "$WORK/sdk-venv/bin/pip" install -q exponent_server_sdk >&2; then
+        SDK_PY="$WORK/sdk-venv/bin/python"
+    else
+        echo "the Python exponent-server-sdk could not be installed (pip install exponent_server_sdk: PyPI unreachable?): its line is skipped" >&2
+    fi
+    [ -z "$SDK_PY" ] || echo "# exponent-server-sdk $("$SDK_PY" -m pip show exponent_server_sdk 2>/dev/null | awk '/^Version/ {print $2}'), requests $("$SDK_PY" -m pip show requests 2>/dev/null | awk '/^Version/ {print $2}')" >&2
+fi
 
 ARGS=(--endpoint "https://127.0.0.1:$PORT" --ca "$WORK/sink-ca.pem")
 "$BENCH" --mode expo-prepare --out "$WORK/request" "${ARGS[@]}" >&2
@@ -52,6 +75,12 @@ for in_flight in $IN_FLIGHTS; do
                 "${ARGS[@]}" --count "$COUNT" --in-flight "$in_flight" --warmup "$WARMUP" --expo-gzip "$gzip" \
                 | tee -a "$RESULTS"
         done
+        # The Python SDK at the in-flight of its 6 threads (600 targets = 6 requests of 100), over HTTP/1.1.
+        if [ -n "$SDK_PY" ] && [ "$streams" = "$SDK_THREADS" ]; then
+            PYTHONPATH="$ROOT/Benchmarks" "$SDK_PY" "$ROOT/Benchmarks/expo_sdk_peer.py" --server-pid "$SERVER_PID" \
+                --host "https://127.0.0.1:$H1_PORT" --ca "$WORK/h1.pem" --body "$WORK/request/body.json" \
+                --count "$SDK_COUNT" --threads "$SDK_THREADS" --warmup 1000 --label "expo $in_flight" | tee -a "$RESULTS"
+        fi
         # h2load: COUNT/100 requests of 100 recipients on `streams` concurrent streams; notifications = requests x 100.
         # Twice: the issue's body (100 messages) and the router's (one message, 100 tokens in `to`: the same bytes).
         for shape in body:h2load body-batched:h2load-router-body; do
@@ -92,4 +121,10 @@ for label in sorted({k[0] for k in groups}):
         ratio = f"{rate / h2:.2f}" if h2 else "-"
         ratio_same = f"{rate / same:.2f}" if same else "-"
         print(f"{label:<12} {client:<24} {rate:>10.0f} {cpu:>10.4f} {p99:>8.1f} {ratio:>9} {ratio_same:>13}")
+    sdk = ceiling("python-exponent-server-sdk")
+    if sdk:
+        for client in ("norq-router-expo", "norq-router-expo-gzip"):
+            norq = ceiling(client)
+            if norq:
+                print(f"{label:<12} {client} / python-exponent-server-sdk: {norq / sdk:.1f} x")
 PY

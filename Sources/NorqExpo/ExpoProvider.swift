@@ -2,6 +2,7 @@ public import NorqCore
 public import Logging
 import Synchronization
 import NorqZlib
+import NorqHTTP2
 import NIOCore
 import NIOPosix
 
@@ -195,8 +196,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             case .failure(let error):
                 completion(Array(repeating: .failure(error), count: requests.count))
             case .success(let answer):
-                switch ExpoResponseTable.sendAnswer(status: answer.status, headers: answer.headers, body: answer.body,
-                                                    recipients: requests.count) {
+                switch ExpoResponseTable.sendAnswer(answer, recipients: requests.count) {
                 case .tickets(let tickets):
                     completion(tickets.map { .success($0) })
                 case .requestFailed(let response, _):
@@ -216,7 +216,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     /// request's booking in the rate limiter (`bookedUnder`) is given back first: each group books its own, under
     /// its own project, so the notifications are counted once.
     private func split(_ requests: [PreparedRequest], bookedUnder booked: String, groups: [String: [String]],
-                       answer: ExpoWireResponse, deadline: ContinuousClock.Instant, splitAllowed: Bool,
+                       answer: HTTP2Response, deadline: ContinuousClock.Instant, splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var projectOf: [String: String] = [:]
         for (project, tokens) in groups { for token in tokens { projectOf[token] = project } }
@@ -225,7 +225,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         }
         knowsProjects.store(true, ordering: .releasing)
         guard splitAllowed else {
-            var response = DeliveryResponse(status: answer.status, body: Array(answer.body.prefix(2048)),
+            var response = DeliveryResponse(status: answer.status, body: Array(answer.bodyBytes.prefix(2048)),
                                             reason: "PUSH_TOO_MANY_EXPERIENCE_IDS", classification: .permanent)
             response.code = .expoTooManyExperienceIDs
             return completion(Array(repeating: .success(response), count: requests.count))
@@ -322,12 +322,12 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
                 sent = gzipped
                 headers.append(HTTPHeader("content-encoding", "gzip"))
             }
-            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ExpoWireResponse, NorqError>, Never>) in
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, NorqError>, Never>) in
                 transport.start(path: ExpoConfiguration.receiptsPath, headers: headers, body: sent,
                                 deadline: deadline) { continuation.resume(returning: $0) }
             }
             let answer = try result.get()
-            let part = try ExpoResponseTable.receipts(status: answer.status, body: answer.body, ids: Array(chunk))
+            let part = try ExpoResponseTable.receipts(status: answer.status, body: answer.bodyBytes, ids: Array(chunk))
             states.merge(part) { _, new in new }
         }
         return states

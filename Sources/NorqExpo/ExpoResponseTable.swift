@@ -1,4 +1,5 @@
 public import NorqCore
+import NorqHTTP2
 
 /// Everything Expo answers, classified: the per-message error codes of tickets and receipts (`details.error`), the
 /// request-level codes (`errors[].code`), and the shape checks (ticket count). Pure; the provider and the tests read
@@ -90,16 +91,35 @@ public enum ExpoResponseTable {
         case ambiguous(NorqError)
     }
 
+    /// Reads the answer to a send request of `recipients` recipients as NorqHTTP2's bridge returned it: the body is
+    /// scanned where it lies (an all-ok answer, the common case, needs no copy of it and no header array); any other
+    /// answer is read by ``sendAnswer(status:headers:body:recipients:)``.
+    static func sendAnswer(_ response: HTTP2Response, recipients: Int) -> SendAnswer {
+        if response.status == 200,
+           let tickets = response.body.withUnsafeReadableBytes({ raw in
+               ExpoTicketScanner.okTickets(bytes: raw.bindMemory(to: UInt8.self), expected: recipients)
+           }) {
+            return okTickets(tickets, recipients: recipients)
+        }
+        return sendAnswer(status: response.status, headers: response.headers(HTTPHeader.init), body: response.bodyBytes,
+                          recipients: recipients)
+    }
+
+    /// The tickets of an all-ok answer, or a count mismatch.
+    private static func okTickets(_ tickets: [String], recipients: Int) -> SendAnswer {
+        guard tickets.count == recipients else {
+            return .ambiguous(NorqError(.expoTicketCountMismatch,
+                                        "Expo answered \(tickets.count) tickets for \(recipients) recipients",
+                                        possiblyProcessed: true))
+        }
+        return .tickets(tickets.map { DeliveryResponse(status: 200, messageID: $0, classification: .accepted) })
+    }
+
     /// Reads the answer to a send request of `recipients` recipients.
     public static func sendAnswer(status: Int, headers: [HTTPHeader] = [], body: [UInt8],
                                   recipients: Int) -> SendAnswer {
         if status == 200, let tickets = ExpoTicketScanner.okTickets(body) {
-            guard tickets.count == recipients else {
-                return .ambiguous(NorqError(.expoTicketCountMismatch,
-                                            "Expo answered \(tickets.count) tickets for \(recipients) recipients",
-                                            possiblyProcessed: true))
-            }
-            return .tickets(tickets.map { DeliveryResponse(status: 200, messageID: $0, classification: .accepted) })
+            return okTickets(tickets, recipients: recipients)
         }
         let json = try? JSONValue(parsing: body)
         if status == 200, let json {

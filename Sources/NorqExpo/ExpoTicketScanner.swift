@@ -6,32 +6,37 @@ enum ExpoTicketScanner {
     /// The ids of the tickets, in order, when every ticket is `ok` with a string id and the body has that simple
     /// shape; nil otherwise.
     static func okTickets(_ body: [UInt8]) -> [String]? {
-        body.withUnsafeBufferPointer { bytes -> [String]? in
-            var reader = Reader(bytes: bytes)
-            guard reader.take(UInt8(ascii: "{")), let key = reader.string(), reader.equals(key, "data"),
-                  reader.take(UInt8(ascii: ":")), reader.take(UInt8(ascii: "[")) else { return nil }
-            var ids: [String] = []
-            if reader.take(UInt8(ascii: "]")) { return reader.take(UInt8(ascii: "}")) && reader.atEnd ? ids : nil }
+        body.withUnsafeBufferPointer { okTickets(bytes: $0) }
+    }
+
+    /// ``okTickets(_:)`` on bytes in place (an answer's buffer, not copied out first); `expected`: the tickets
+    /// expected (the array's capacity).
+    static func okTickets(bytes: UnsafeBufferPointer<UInt8>, expected: Int = 0) -> [String]? {
+        var reader = Reader(bytes: bytes)
+        guard reader.take(UInt8(ascii: "{")), let key = reader.string(), reader.equals(key, "data"),
+              reader.take(UInt8(ascii: ":")), reader.take(UInt8(ascii: "[")) else { return nil }
+        var ids: [String] = []
+        if reader.take(UInt8(ascii: "]")) { return reader.take(UInt8(ascii: "}")) && reader.atEnd ? ids : nil }
+        ids.reserveCapacity(expected)
+        repeat {
+            guard reader.take(UInt8(ascii: "{")) else { return nil }
+            var ok = false
+            var id: String?
             repeat {
-                guard reader.take(UInt8(ascii: "{")) else { return nil }
-                var ok = false
-                var id: String?
-                repeat {
-                    guard let key = reader.string(), reader.take(UInt8(ascii: ":")), let value = reader.string() else {
-                        return nil
-                    }
-                    if reader.equals(key, "status") {
-                        ok = reader.equals(value, "ok")
-                    } else if reader.equals(key, "id") {
-                        id = String(decoding: UnsafeBufferPointer(rebasing: bytes[value]), as: UTF8.self)
-                    }
-                } while reader.take(UInt8(ascii: ","))
-                guard reader.take(UInt8(ascii: "}")), ok, let id else { return nil }
-                ids.append(id)
+                guard let key = reader.string(), reader.take(UInt8(ascii: ":")), let value = reader.string() else {
+                    return nil
+                }
+                if reader.equals(key, "status") {
+                    ok = reader.equals(value, "ok")
+                } else if reader.equals(key, "id") {
+                    id = String(decoding: UnsafeBufferPointer(rebasing: bytes[value]), as: UTF8.self)
+                }
             } while reader.take(UInt8(ascii: ","))
-            guard reader.take(UInt8(ascii: "]")), reader.take(UInt8(ascii: "}")), reader.atEnd else { return nil }
-            return ids
-        }
+            guard reader.take(UInt8(ascii: "}")), ok, let id else { return nil }
+            ids.append(id)
+        } while reader.take(UInt8(ascii: ","))
+        guard reader.take(UInt8(ascii: "]")), reader.take(UInt8(ascii: "}")), reader.atEnd else { return nil }
+        return ids
     }
 
     private struct Reader {

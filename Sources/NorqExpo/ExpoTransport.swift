@@ -6,15 +6,10 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// One answer as received (body inflated when it came gzipped).
-struct ExpoWireResponse: Sendable {
-    var status: Int
-    var headers: [HTTPHeader]
-    var body: [UInt8]
-}
-
 /// The Expo transport on NorqHTTP2: one pool to the push service, at most `maxConcurrentRequests` streams in
-/// flight (Expo advises 6). `HTTP2ClientError` becomes `NorqError` keeping `possiblyProcessed`.
+/// flight (Expo advises 6). Answers are NorqHTTP2's one bridge response type, `HTTP2Response` (its body inflated when
+/// it came gzipped or deflated), read by the provider as APNs, FCM and Web Push read theirs; `HTTP2ClientError`
+/// becomes `NorqError` keeping `possiblyProcessed`.
 final class ExpoTransport: Sendable {
     let pool: HTTP2ConnectionPool
     let authority: String
@@ -46,7 +41,7 @@ final class ExpoTransport: Sendable {
     /// Sends `body` to `path` once, within `deadline` and the configured `timeout` (NorqHTTP2's bridge);
     /// `completion` runs exactly once, on any thread.
     func start(path: String, headers: [HTTPHeader], body: [UInt8], deadline: ContinuousClock.Instant,
-               completion: @escaping @Sendable (Result<ExpoWireResponse, NorqError>) -> Void) {
+               completion: @escaping @Sendable (Result<HTTP2Response, NorqError>) -> Void) {
         var fields: [HTTP2HeaderField] = []
         fields.reserveCapacity(headers.count)
         for header in headers {
@@ -56,18 +51,16 @@ final class ExpoTransport: Sendable {
         let head = HTTP2RequestHead(method: "POST", scheme: "https", authority: authority, path: path, fields: fields)
         pool.execute(HTTP2Request(head: head, body: .bytes(body), timeout: requestTimeout), deadline: deadline) { result in
             switch result {
-            case .success(let response):
-                var body = response.bodyBytes
-                let headers = response.headers(HTTPHeader.init)
+            case .success(var response):
                 if let encoding = response.header("content-encoding")?.lowercased(), encoding == "gzip" || encoding == "deflate" {
-                    guard let inflated = Gzip.decompress(body, limit: Self.maxResponseBytes) else {
+                    guard let inflated = Gzip.decompress(response.bodyBytes, limit: Self.maxResponseBytes) else {
                         completion(.failure(NorqError(.transportFailed, "Expo: the \(encoding) answer cannot be inflated",
                                                       possiblyProcessed: true)))
                         return
                     }
-                    body = inflated
+                    response.body = ByteBuffer(bytes: inflated)
                 }
-                completion(.success(ExpoWireResponse(status: response.status, headers: headers, body: body)))
+                completion(.success(response))
             case .failure(let error):
                 let code: NorqError.Code = switch error.kind {
                 case .deadlineExceeded: .deadlineExceeded

@@ -3,7 +3,7 @@ import Foundation
 import NorqAPNs
 package import NorqConfig
 package import NorqCore
-package import NorqExpo
+import NorqExpo
 package import NorqFCM
 package import NorqTesting
 

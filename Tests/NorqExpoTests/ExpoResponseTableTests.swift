@@ -1,4 +1,6 @@
 import NorqCore
+import NIOCore
+import NorqHTTP2
 @testable import NorqExpo
 import Testing
 
@@ -142,5 +144,53 @@ struct ExpoResponseTableTests {
         }
         #expect(tickets.map(\.messageID) == ["t-1", "t-2"])
         #expect(tickets.allSatisfy { $0.classification == .accepted && $0.status == 200 })
+    }
+}
+
+/// The provider reads its answers as NorqHTTP2's one bridge response type (`HTTP2Response`, issue 30), the all-ok
+/// answer scanned in the response's own buffer.
+@Suite("Expo answers through the HTTP/2 bridge")
+struct ExpoBridgeAnswerTests {
+    static func response(_ status: Int, _ body: String, headers: [(name: String, value: String)] = []) -> HTTP2Response {
+        // A buffer whose reader index is not 0: the scanner must read the readable bytes, not the storage.
+        var buffer = ByteBuffer(string: "junk" + body)
+        buffer.moveReaderIndex(forwardBy: 4)
+        return HTTP2Response(status: status, headers: headers, body: buffer)
+    }
+
+    @Test("an all-ok answer: one accepted ticket per recipient, ids in order, read from the response's buffer")
+    func okInPlace() {
+        let answer = ExpoResponseTable.sendAnswer(Self.response(200, #"{"data":[{"status":"ok","id":"a-1"},{"id":"b-2","status":"ok"}]}"#),
+                                                  recipients: 2)
+        guard case .tickets(let tickets) = answer else { Issue.record("\(answer)"); return }
+        #expect(tickets.map(\.messageID) == ["a-1", "b-2"])
+        #expect(tickets.allSatisfy { $0.classification == .accepted && $0.status == 200 })
+    }
+
+    @Test("a ticket count different from the recipients is ambiguous on this path too")
+    func countMismatch() {
+        let answer = ExpoResponseTable.sendAnswer(Self.response(200, #"{"data":[{"status":"ok","id":"a"}]}"#), recipients: 3)
+        guard case .ambiguous(let error) = answer else { Issue.record("\(answer)"); return }
+        #expect(error.code == .expoTicketCountMismatch)
+        #expect(error.possiblyProcessed)
+    }
+
+    @Test("an error ticket falls back to the parser; a 429 keeps the answer's headers (retry-after)")
+    func fallbacks() {
+        let mixed = ExpoResponseTable.sendAnswer(
+            Self.response(200, #"{"data":[{"status":"ok","id":"a"},{"status":"error","message":"m","details":{"error":"DeviceNotRegistered"}}]}"#),
+            recipients: 2)
+        guard case .tickets(let tickets) = mixed else { Issue.record("\(mixed)"); return }
+        #expect(tickets[0].messageID == "a")
+        #expect(tickets[1].code == .expoDeviceNotRegistered)
+        let limited = ExpoResponseTable.sendAnswer(
+            Self.response(429, #"{"errors":[{"code":"TOO_MANY_REQUESTS","message":"slow down"}]}"#,
+                          headers: [(name: "retry-after", value: "7")]),
+            recipients: 2)
+        guard case .requestFailed(let response, let code) = limited else { Issue.record("\(limited)"); return }
+        #expect(code == "TOO_MANY_REQUESTS")
+        #expect(response.code == .expoTooManyRequests)
+        #expect(response.retryAfter == .seconds(7))
+        #expect(response.header("retry-after") == "7")
     }
 }

@@ -1,6 +1,7 @@
 import BenchServer
 import Foundation
 import NorqTesting
+import NIOCore
 import NorqZlib
 
 // norq-bench-expo-sink: the Expo-shaped sink of Benchmarks/expo.sh, in a process of its own. It answers
@@ -9,7 +10,10 @@ import NorqZlib
 // so a partial batch (the router's linger timer fired) gets as many tickets as it carried. Anything else is 404;
 // more than 100 recipients is Expo's 400 PUSH_TOO_MANY_NOTIFICATIONS. No records, no receipts: it must stay cheap,
 // since it shares the machine with the client it measures (h2load is measured against it in the same run).
-// usage: norq-bench-expo-sink --port P --ca-out PEM [--max-streams N]
+// With --http1-port (and --http1-cert / --http1-key, PEM files), it also serves HTTP/1.1 over TLS on a second port
+// with the same answers (`HTTP1TicketServer`), for the Python exponent-server-sdk, which speaks only HTTP/1.1; it
+// prints `http1 PORT` before `listening PORT`.
+// usage: norq-bench-expo-sink --port P --ca-out PEM [--max-streams N] [--http1-port P --http1-cert PEM --http1-key PEM]
 
 struct SinkAnswer: EmulatorHTTP2Answer {
     var status: Int
@@ -33,21 +37,23 @@ struct ExpoTicketSink: EmulatorHTTP2Service {
     func payloadTooLarge() -> SinkAnswer { Self.error(413, code: "PAYLOAD_TOO_LARGE") }
 
     func handle(_ request: EmulatorHTTP2Request) -> EmulatorHTTP2Decision<SinkAnswer> {
-        guard request.method == "POST", request.path == Self.sendPath else {
-            return .answer(Self.error(404, code: "NOT_FOUND"), latency: .zero)
-        }
+        .answer(answer(method: request.method, path: request.path, contentEncoding: request.header("content-encoding"),
+                       body: request.body), latency: .zero)
+    }
+
+    /// The answer to one request, whichever HTTP version it came by: one ok ticket per recipient of a send.
+    func answer(method: String, path: String, contentEncoding: String?, body: ByteBuffer) -> SinkAnswer {
+        guard method == "POST", path == Self.sendPath else { return Self.error(404, code: "NOT_FOUND") }
         let count: Int?
-        if request.header("content-encoding") == "gzip" {
-            count = Gzip.decompress(request.bodyBytes, limit: 8 << 20)
+        if contentEncoding == "gzip" {
+            count = Gzip.decompress(Array(body.readableBytesView), limit: 8 << 20)
                 .flatMap { $0.withUnsafeBytes { Self.recipients(in: $0) } }
         } else {
-            count = request.body.withUnsafeReadableBytes { Self.recipients(in: $0) }
+            count = body.withUnsafeReadableBytes { Self.recipients(in: $0) }
         }
-        guard let count else { return .answer(Self.error(400, code: "API_ERROR"), latency: .zero) }
-        guard count <= Self.maxRecipients else {
-            return .answer(Self.error(400, code: "PUSH_TOO_MANY_NOTIFICATIONS"), latency: .zero)
-        }
-        return .answer(tickets[count], latency: .zero)
+        guard let count else { return Self.error(400, code: "API_ERROR") }
+        guard count <= Self.maxRecipients else { return Self.error(400, code: "PUSH_TOO_MANY_NOTIFICATIONS") }
+        return tickets[count]
     }
 
     static func error(_ status: Int, code: String) -> SinkAnswer {
@@ -102,15 +108,29 @@ struct ExpoTicketSink: EmulatorHTTP2Service {
     }
 }
 
-let options = BenchServerProcess.options(known: ["--port", "--ca-out", "--max-streams"])
+let options = BenchServerProcess.options(known: ["--port", "--ca-out", "--max-streams", "--http1-port", "--http1-cert",
+                                                "--http1-key"])
 // Self-checks of the scanner (a wrong count would make every run fail with expo/ticket-count-mismatch).
 precondition(Array(#"[{"to":"a","title":"to"},{"body":"x\"to\":","to":["b","c"]}]"#.utf8).withUnsafeBytes {
     ExpoTicketSink.recipients(in: $0) } == 3)
 precondition(Array(#"{"to" : "a","data":{"to":"nested"}}"#.utf8).withUnsafeBytes { ExpoTicketSink.recipients(in: $0) } == 1)
 await BenchServerProcess.run("norq-bench-expo-sink") {
-    let server = try EmulatorHTTP2Server(service: ExpoTicketSink(), port: Int(options["--port"] ?? "") ?? 0,
+    let sink = ExpoTicketSink()
+    if let http1 = options["--http1-port"] {
+        guard let cert = options["--http1-cert"], let key = options["--http1-key"] else {
+            throw BenchSinkError(message: "--http1-port needs --http1-cert and --http1-key")
+        }
+        let port = try await HTTP1TicketServer.start(sink: sink, port: Int(http1) ?? 0, certificatePath: cert, keyPath: key)
+        FileHandle.standardOutput.write(Data("http1 \(port)\n".utf8))
+    }
+    let server = try EmulatorHTTP2Server(service: sink, port: Int(options["--port"] ?? "") ?? 0,
                                          maxConcurrentStreams: Int(options["--max-streams"] ?? "") ?? 1000)
     try await server.start()
     try server.writeCACertificate(to: options["--ca-out"] ?? "/tmp/norq-expo-sink-ca.pem")
     return server.port
+}
+
+struct BenchSinkError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }

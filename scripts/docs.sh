@@ -12,8 +12,10 @@ if ! swift package --disable-sandbox generate-documentation --target Norq >"$log
     echo "scripts/docs.sh: generate-documentation failed" >&2
     exit 1
 fi
-if grep -q '^warning:' "$log"; then
-    grep -A6 '^warning:' "$log" >&2
+# SwiftPM's notes on a dependency's files it does not build (swift-distributed-tracing's CMakeLists.txt, since the
+# library links Tracing) are about that package, not this documentation: not counted.
+if grep '^warning:' "$log" | grep -qv "which are unhandled; explicitly declare them as resources or exclude"; then
+    grep -A6 '^warning:' "$log" | grep -v "which are unhandled" >&2
     echo "scripts/docs.sh: DocC warnings (above)" >&2
     exit 1
 fi

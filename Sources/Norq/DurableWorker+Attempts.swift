@@ -1,3 +1,4 @@
+import DequeModule
 import NorqCore
 import NorqStore
 import Synchronization
@@ -7,9 +8,10 @@ import Synchronization
 // store. The completion decides the row's completion (`RowCompletion`) and hands it to the batch's one consumer,
 // which records them at checkpoints. Only the rare waits (a re-queue's backoff) and the checkpoint timer run in
 // child tasks of the batch's task group. (A task and a continuation per target cost the worker about a fifth of
-// its CPU per push: `Benchmarks/README.md`, "stop 31".) At most `attemptWindow` attempts of a batch are in flight:
-// the lane starts the first ones, and each attempt that ends starts the next row from its completion
-// (`BatchFeeder`), on the thread that answered it (stop 32).
+// its CPU per push: `Benchmarks/README.md`, "stop 31".) At most `attemptWindow` attempts of a lane are in flight:
+// the lane's window starts the first ones, and each attempt that ends starts the next row from its completion
+// (`BatchFeeder`), on the thread that answered it (stop 32), from the next batch when this one has none left
+// (stop 33: the lane claims the next batch while this one's last rows are in flight).
 
 extension DurableWorker {
     /// What the attempts of a batch hand to its consumer, and the consumer takes in one go.
@@ -100,61 +102,104 @@ extension DurableWorker {
         }
     }
 
-    /// The rows of a batch not started yet, and how many more may start: the lane owes the first `window`, and each
-    /// attempt that ends owes one more, from its completion, on whatever thread answered it (for HTTP/2 providers the
-    /// connection's event loop, where the next request is written without a hop, as `DeliveryPump` does). One caller
-    /// at a time drains what is owed; a call made meanwhile (another loop, or an attempt that failed at once inside
-    /// the drain's own `start`) only adds to the debt, so starts never recurse, however many fail synchronously.
-    /// Bounded: `items` is the claimed batch (at most `claimBatchSize` rows plus one segment).
+    /// A lane's rows not started yet, of one or two claimed batches, and how many more may start: the lane's window
+    /// (`attemptWindow`) is owed at first, and each attempt that ends owes one more, from its completion, on whatever
+    /// thread answered it (for HTTP/2 providers the connection's event loop, where the next request is written
+    /// without a hop, as `DeliveryPump` does). A start owed while no row is queued waits for the next batch's rows,
+    /// so the window carries over from one batch to the next (stop 33). One caller at a time drains what is owed;
+    /// a call made meanwhile (another loop, or an attempt that failed at once inside the drain's own `start`) only
+    /// adds to the debt, so starts never recurse, however many fail synchronously. Bounded: at most two claimed
+    /// batches' rows (`claimBatchSize` plus one segment each) are queued.
     final class BatchFeeder: Sendable {
         struct Item: Sendable {
             let row: OutboxRow
             let lease: Lease
             let plan: SendPlan
+            let batch: AttemptBatch
+            let router: NotificationRouter
+            /// The provider's request grouper when it sends many targets per request (Expo).
+            let batcher: RequestBatcher?
         }
         private struct State {
-            var index = 0
+            var queue = Deque<Item>()
             /// Attempts that may start now.
-            var owed = 0
+            var owed: Int
             var draining = false
+            /// The lane waiting for the queue to run low (`waitUntilLow`).
+            var lane: CheckedContinuation<Void, Never>?
         }
-        private let items: [Item]
-        private let state = Mutex(State())
-        /// Per provider that sends many targets per request (``BatchPushProvider``): the grouper of this batch's
-        /// attempts into its requests, as the router's `DeliveryPump` has one per send.
-        let batchers: [String: RequestBatcher]
+        private let state: Mutex<State>
+        /// The queue is low (the lane claims its next batch) at this many rows or fewer.
+        let lowMark: Int
 
-        init(_ items: [Item], batchers: [String: RequestBatcher] = [:]) {
-            self.items = items
-            self.batchers = batchers
+        init(window: Int) {
+            state = Mutex(State(owed: max(1, window)))
+            lowMark = max(1, window) / 2
+        }
+
+        /// Queues a batch's rows. Returns the first row for the caller to start when it is to drain what is owed
+        /// (no one else is), nil otherwise.
+        func append(_ items: [Item]) -> Item? {
+            let (item, low) = state.withLock { state -> (Item?, CheckedContinuation<Void, Never>?) in
+                state.queue.append(contentsOf: items)
+                guard !state.draining else { return (nil, nil) }
+                state.draining = true
+                return take(&state)
+            }
+            low?.resume()
+            return item
         }
 
         /// Owes `count` more starts. Returns the first row for the caller to start when it is to drain them (no one
         /// else is), nil otherwise: the drainer takes this debt with the rest.
         func owe(_ count: Int) -> Item? {
-            state.withLock { state in
+            let (item, low) = state.withLock { state -> (Item?, CheckedContinuation<Void, Never>?) in
                 state.owed += count
-                guard !state.draining else { return nil }
+                guard !state.draining else { return (nil, nil) }
                 state.draining = true
                 return take(&state)
             }
+            low?.resume()
+            return item
         }
 
         /// The drainer's next row while a start is owed; nil ends the drain. Taking a row spends one owed start (a
         /// row that is not sent after all gives it back: ``refund()``): one lock per start on the hot path.
-        func next() -> Item? { state.withLock { take(&$0) } }
+        func next() -> Item? {
+            let (item, low) = state.withLock { take(&$0) }
+            low?.resume()
+            return item
+        }
 
         /// A row taken was not sent (it failed at once, or was given back): its start is owed again.
         func refund() { state.withLock { $0.owed += 1 } }
 
-        private func take(_ state: inout State) -> Item? {
-            guard state.owed > 0, state.index < items.count else {
+        /// Returns once at most ``lowMark`` rows are queued (at once when that is so already).
+        func waitUntilLow() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    guard state.queue.count > lowMark else { return true }
+                    state.lane = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
+
+        /// Takes the next row when a start is owed; also hands back the lane's continuation when the queue just ran
+        /// low (the caller resumes it outside the lock).
+        private func take(_ state: inout State) -> (Item?, CheckedContinuation<Void, Never>?) {
+            guard state.owed > 0, let item = state.queue.popFirst() else {
                 state.draining = false
-                return nil
+                return (nil, nil)
             }
             state.owed -= 1
-            defer { state.index += 1 }
-            return items[state.index]
+            var low: CheckedContinuation<Void, Never>?
+            if state.queue.count <= lowMark, let lane = state.lane {
+                state.lane = nil
+                low = lane
+            }
+            return (item, low)
         }
     }
 
@@ -183,43 +228,53 @@ extension DurableWorker {
         }
     }
 
-    /// Runs the batch's attempts and records their outcomes as they come: whenever `CheckpointRule` says so (enough
-    /// completions, or the oldest waited long enough), so a crash re-sends at most what was in flight or waiting
-    /// for the next checkpoint, not the whole batch; the rest when the last attempt has ended.
-    func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases) async {
+    /// Starts a claimed batch's attempts: reads its sends' plans, queues its rows in the lane's feeder (the rows
+    /// that cannot be sent get their completion at once; rows waiting for a receipt are polled, not sent), and
+    /// returns the batch for ``record(_:)``.
+    func startAttempts(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases,
+                       feeder: BatchFeeder) async -> StartedBatch {
         let plans = await plans(for: rows.map(\.sendID))
         let rule = CheckpointRule(batchSize: rows.count)
         let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }, minimum: rule.minimumCompletions)
+        var batchers: [String: RequestBatcher] = [:]
+        for (name, provider) in router.providers {
+            if let batcher = RequestBatcher(provider: provider, clock: router.clock) { batchers[name] = batcher }
+        }
+        var startable: [BatchFeeder.Item] = []
+        startable.reserveCapacity(rows.count)
+        var polls: [(row: OutboxRow, lease: Lease)] = []
+        for row in rows {
+            guard let lease = row.lease else { continue }
+            // A target the service accepted waits for its receipt: a poll, not a send (`pollReceipts`).
+            if row.last?.isAccepted == true {
+                polls.append((row, lease))
+                continue
+            }
+            switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
+            case .plan(let plan):
+                startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan, batch: batch, router: router,
+                                                  batcher: row.provider.flatMap { batchers[$0] }))
+            case .unreadable(let error):
+                batch.complete(fail(row, lease: lease, error, router: router))
+            case .unavailable:
+                batch.complete(.release(lease))
+            }
+        }
+        // Started as the lane's window allows: at once up to what is owed, then one per attempt that ends (`feed`).
+        drain(feeder, from: feeder.append(startable))
+        return StartedBatch(router: router, leases: leases, attempts: batch, polls: polls, rule: rule)
+    }
+
+    /// Records a started batch's outcomes as they come: whenever `CheckpointRule` says so (enough completions, or
+    /// the oldest waited long enough), so a crash re-sends at most what was in flight or waiting for the next
+    /// checkpoint, not the whole batch; the rest when the last attempt has ended.
+    func record(_ started: StartedBatch) async {
+        let batch = started.attempts, rule = started.rule, leases = started.leases, router = started.router
         await withTaskGroup(of: Void.self) { group in
-            var startable: [BatchFeeder.Item] = []
-            startable.reserveCapacity(rows.count)
-            var polls: [(row: OutboxRow, lease: Lease)] = []
-            for row in rows {
-                guard let lease = row.lease else { continue }
-                // A target the service accepted waits for its receipt: a poll, not a send (`pollReceipts`).
-                if row.last?.isAccepted == true {
-                    polls.append((row, lease))
-                    continue
-                }
-                switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
-                case .plan(let plan):
-                    startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan))
-                case .unreadable(let error):
-                    batch.complete(fail(row, lease: lease, error, router: router))
-                case .unavailable:
-                    batch.complete(.release(lease))
-                }
+            if !started.polls.isEmpty {
+                let polls = started.polls
+                group.addTask { await self.pollReceipts(polls, router: router, batch: batch) }
             }
-            if !polls.isEmpty {
-                group.addTask { [polls] in await self.pollReceipts(polls, router: router, batch: batch) }
-            }
-            // The first `window` attempts start here; each one that ends starts the next (`feed`).
-            var batchers: [String: RequestBatcher] = [:]
-            for (name, provider) in router.providers {
-                if let batcher = RequestBatcher(provider: provider, clock: router.clock) { batchers[name] = batcher }
-            }
-            let feeder = BatchFeeder(startable, batchers: batchers)
-            feed(feeder, count: attemptWindow(router), router: router, batch: batch)
             var waiting: [RowCompletion] = []
             var oldest: ContinuousClock.Instant?
             var ticking = false
@@ -262,17 +317,22 @@ extension DurableWorker {
         max(1, (router.providers.values.map(\.policy.maxInFlight).max() ?? 1_000) / lanes)
     }
 
-    /// Starts the batch's next row that can be sent: rows that cannot (an unreadable target, a crash loop) get their
-    /// completion and the next is tried; once the worker is stopping, every row not started is given back.
-    func feed(_ feeder: BatchFeeder, count: Int = 1, router: NotificationRouter, batch: AttemptBatch) {
-        var next = feeder.owe(count)
+    /// Starts the lane's next rows that can be sent, one per start owed (`count` more now): rows that cannot (an
+    /// unreadable target, a crash loop) get their completion and the next is tried; once the worker is stopping,
+    /// every row not started is given back.
+    func feed(_ feeder: BatchFeeder, count: Int = 1) {
+        drain(feeder, from: feeder.owe(count))
+    }
+
+    /// Drains what `feeder` owes, starting with `first` (the row it handed this caller, if any).
+    private func drain(_ feeder: BatchFeeder, from first: BatchFeeder.Item?) {
+        var next = first
         while let item = next {
             if isStopping {
                 // Claimed but not started: given back at once (its start is owed again: the next row is tried).
-                batch.complete(.release(item.lease))
+                item.batch.complete(.release(item.lease))
                 feeder.refund()
-            } else if !start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch,
-                             feeder: feeder) {
+            } else if !startAttempt(item, feeder: feeder) {
                 feeder.refund()
             }
             next = feeder.next()
@@ -282,12 +342,12 @@ extension DurableWorker {
     /// An attempt's last answer of this claim: its completion, then the batch's next row.
     private func ended(_ attempt: TargetAttempt, _ completion: RowCompletion) {
         attempt.batch.complete(completion)
-        feed(attempt.feeder, router: attempt.router, batch: attempt.batch)
+        feed(attempt.feeder)
     }
 
     /// Prepares a row's request and sends it (true); a row that cannot be sent gets its completion at once (false).
-    private func start(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter, batch: AttemptBatch,
-                       feeder: BatchFeeder) -> Bool {
+    private func startAttempt(_ item: BatchFeeder.Item, feeder: BatchFeeder) -> Bool {
+        let row = item.row, lease = item.lease, plan = item.plan, router = item.router, batch = item.batch
         func fail(_ error: NorqError) -> Bool {
             batch.complete(self.fail(row, lease: lease, error, router: router))
             return false
@@ -323,7 +383,7 @@ extension DurableWorker {
         let prepared = PreparedJob(job: consume job, request: consume request,
                                    deadline: started.advanced(by: plan.options.deadline))
         send(TargetAttempt(row: row, lease: lease, prepared: prepared, requestID: requestID, router: router,
-                           batch: batch, feeder: feeder, batcher: feeder.batchers[name]),
+                           batch: batch, feeder: feeder, batcher: item.batcher),
              started: started, requeues: 0, ambiguous: false)
         return true
     }

@@ -8,9 +8,9 @@ import Tracing
 // store. The completion decides the row's completion (`RowCompletion`) and hands it to the batch's one consumer,
 // which records them at checkpoints. Only the rare waits (a re-queue's backoff) and the checkpoint timer run in
 // child tasks of the batch's task group. (A task and a continuation per target cost the worker about a fifth of
-// its CPU per push: `Benchmarks/README.md`, "stop 31".) At most `attemptWindow` attempts of a batch are in flight:
-// the lane starts the first ones, and each attempt that ends starts the next row from its completion
-// (`BatchFeeder`), on the thread that answered it (stop 32).
+// its CPU per push: `Benchmarks/README.md`, "stop 31".) At most `attemptWindow` attempts of a lane are in flight:
+// the lane starts the first ones, and each attempt that ends starts the next row from its completion, on the thread
+// that answered it (stop 32), from the lane's next batch when this one has none left (`LaneFeeder`, stop 34).
 
 extension DurableWorker {
     /// What the attempts of a batch hand to its consumer, and the consumer takes in one go.
@@ -20,8 +20,10 @@ extension DurableWorker {
         var waits: [@Sendable () async -> Void] = []
         /// The checkpoint timer fired.
         var tick = false
+        /// The lane asks for the completions to be written now (`LaneFeeder.Signal`).
+        var flush = false
 
-        var isEmpty: Bool { completions.isEmpty && waits.isEmpty && !tick }
+        var isEmpty: Bool { completions.isEmpty && waits.isEmpty && !tick && !flush }
     }
 
     /// The meeting point of a batch's attempts (any thread) and its consumer (the lane's task). Bounded: at most one
@@ -70,6 +72,15 @@ extension DurableWorker {
             }
         }
 
+        /// Asks the consumer to write the completions it holds now (only when it holds some).
+        func flush() {
+            deliver { state in
+                guard state.window > 0 else { return false }
+                state.events.flush = true
+                return true
+            }
+        }
+
         /// The consumer recorded `count` completions.
         func checkpointed(_ count: Int) { state.withLock { $0.window -= count } }
 
@@ -101,66 +112,6 @@ extension DurableWorker {
         }
     }
 
-    /// The rows of a batch not started yet, and how many more may start: the lane owes the first `window`, and each
-    /// attempt that ends owes one more, from its completion, on whatever thread answered it (for HTTP/2 providers the
-    /// connection's event loop, where the next request is written without a hop, as `DeliveryPump` does). One caller
-    /// at a time drains what is owed; a call made meanwhile (another loop, or an attempt that failed at once inside
-    /// the drain's own `start`) only adds to the debt, so starts never recurse, however many fail synchronously.
-    /// Bounded: `items` is the claimed batch (at most `claimBatchSize` rows plus one segment).
-    final class BatchFeeder: Sendable {
-        struct Item: Sendable {
-            let row: OutboxRow
-            let lease: Lease
-            let plan: SendPlan
-            /// The `norq.claim` span's context of the row's send (nil when not traced): its attempts' parent.
-            var trace: InstrumentationContext? = nil
-        }
-        private struct State {
-            var index = 0
-            /// Attempts that may start now.
-            var owed = 0
-            var draining = false
-        }
-        private let items: [Item]
-        private let state = Mutex(State())
-        /// Per provider that sends many targets per request (``BatchPushProvider``): the grouper of this batch's
-        /// attempts into its requests, as the router's `DeliveryPump` has one per send.
-        let batchers: [String: RequestBatcher]
-
-        init(_ items: [Item], batchers: [String: RequestBatcher] = [:]) {
-            self.items = items
-            self.batchers = batchers
-        }
-
-        /// Owes `count` more starts. Returns the first row for the caller to start when it is to drain them (no one
-        /// else is), nil otherwise: the drainer takes this debt with the rest.
-        func owe(_ count: Int) -> Item? {
-            state.withLock { state in
-                state.owed += count
-                guard !state.draining else { return nil }
-                state.draining = true
-                return take(&state)
-            }
-        }
-
-        /// The drainer's next row while a start is owed; nil ends the drain. Taking a row spends one owed start (a
-        /// row that is not sent after all gives it back: ``refund()``): one lock per start on the hot path.
-        func next() -> Item? { state.withLock { take(&$0) } }
-
-        /// A row taken was not sent (it failed at once, or was given back): its start is owed again.
-        func refund() { state.withLock { $0.owed += 1 } }
-
-        private func take(_ state: inout State) -> Item? {
-            guard state.owed > 0, state.index < items.count else {
-                state.draining = false
-                return nil
-            }
-            state.owed -= 1
-            defer { state.index += 1 }
-            return items[state.index]
-        }
-    }
-
     /// One target's attempts: what each of them needs (one object per target).
     final class TargetAttempt: Sendable {
         let row: OutboxRow
@@ -169,14 +120,14 @@ extension DurableWorker {
         let requestID: String
         let router: NotificationRouter
         let batch: AttemptBatch
-        let feeder: BatchFeeder
+        let feeder: Feeder
         /// The provider's request grouper when it sends many targets per request (Expo), nil otherwise.
         let batcher: RequestBatcher?
         /// The parent of its attempts' spans (the claim's); nil when the router does not trace.
         let trace: InstrumentationContext?
 
         init(row: OutboxRow, lease: Lease, prepared: PreparedJob, requestID: String, router: NotificationRouter,
-             batch: AttemptBatch, feeder: BatchFeeder, batcher: RequestBatcher?, trace: InstrumentationContext?) {
+             batch: AttemptBatch, feeder: Feeder, batcher: RequestBatcher?, trace: InstrumentationContext?) {
             self.trace = trace
             self.row = row
             self.lease = lease
@@ -189,11 +140,20 @@ extension DurableWorker {
         }
     }
 
-    /// Runs the batch's attempts and records their outcomes as they come: whenever `CheckpointRule` says so (enough
-    /// completions, or the oldest waited long enough), so a crash re-sends at most what was in flight or waiting
-    /// for the next checkpoint, not the whole batch; the rest when the last attempt has ended.
-    func attemptAll(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases,
-                    claimed: DefaultTracerClock.Instant? = nil) async {
+    /// A claimed batch whose rows are in the lane's feeder: what ``record(_:feeder:)`` needs to write its outcomes.
+    struct StartedBatch: Sendable {
+        let router: NotificationRouter
+        let leases: HeldLeases
+        let attempts: AttemptBatch
+        let polls: [(row: OutboxRow, lease: Lease)]
+        let rule: CheckpointRule
+    }
+
+    /// Starts a claimed batch: reads its sends' plans, opens a `norq.claim` span per send when the router traces,
+    /// queues its rows in the lane's feeder (rows that cannot be sent get their completion at once; rows waiting for
+    /// a receipt are polled, not sent by the feeder) and starts what the lane's window allows.
+    func startBatch(_ rows: [OutboxRow], router: NotificationRouter, leases: HeldLeases, feeder: Feeder,
+                    claimed: DefaultTracerClock.Instant? = nil) async -> StartedBatch {
         let plans = await plans(for: rows.map(\.sendID))
         // One `norq.claim` span per send of the batch (from the claim's start to now: the store's claim and the
         // plans read), a child of the context stored with the send; its rows' attempts are the claim's children.
@@ -214,38 +174,52 @@ extension DurableWorker {
                 span.end()
             }
         }
+        let held = rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }
         let rule = CheckpointRule(batchSize: rows.count)
-        let batch = AttemptBatch(rows: rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }, minimum: rule.minimumCompletions)
+        let batch = AttemptBatch(rows: held, minimum: rule.minimumCompletions)
+        // Per provider that sends many targets per request (``BatchPushProvider``): the grouper of this batch's
+        // attempts into its requests, as the router's `DeliveryPump` has one per send.
+        var batchers: [String: RequestBatcher] = [:]
+        for (name, provider) in router.providers {
+            if let batcher = RequestBatcher(provider: provider, clock: router.clock) { batchers[name] = batcher }
+        }
+        var startable: [LaneRow] = []
+        startable.reserveCapacity(rows.count)
+        var polls: [(row: OutboxRow, lease: Lease)] = []
+        for row in rows {
+            guard let lease = row.lease else { continue }
+            // A target the service accepted waits for its receipt: a poll, not a send (`pollReceipts`).
+            if row.last?.isAccepted == true {
+                polls.append((row, lease))
+                continue
+            }
+            switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
+            case .plan(let plan):
+                startable.append(LaneRow(row: row, lease: lease, plan: plan, batch: batch, leases: leases, router: router,
+                                                 batcher: row.provider.flatMap { batchers[$0] },
+                                                 trace: claims[row.sendID]))
+            case .unreadable(let error):
+                batch.complete(fail(row, lease: lease, error, router: router))
+            case .unavailable:
+                batch.complete(.release(lease))
+            }
+        }
+        // Started as the lane's window allows: at once up to what is owed, then one per attempt that ends (`feed`).
+        drain(feeder, from: feeder.append(startable, held: held, batch: batch))
+        return StartedBatch(router: router, leases: leases, attempts: batch, polls: polls, rule: rule)
+    }
+
+    /// Records a started batch's outcomes as they come: whenever `CheckpointRule` says so (enough completions, or the
+    /// oldest waited long enough) or the lane asks (the batch's last queued row was taken, or a start waits for the
+    /// lane's unrecorded bound), so a crash re-sends at most what was in flight or waiting for the next checkpoint;
+    /// the rest when the last attempt has ended.
+    func record(_ started: StartedBatch, feeder: Feeder) async {
+        let batch = started.attempts, rule = started.rule, leases = started.leases, router = started.router
         await withTaskGroup(of: Void.self) { group in
-            var startable: [BatchFeeder.Item] = []
-            startable.reserveCapacity(rows.count)
-            var polls: [(row: OutboxRow, lease: Lease)] = []
-            for row in rows {
-                guard let lease = row.lease else { continue }
-                // A target the service accepted waits for its receipt: a poll, not a send (`pollReceipts`).
-                if row.last?.isAccepted == true {
-                    polls.append((row, lease))
-                    continue
-                }
-                switch plans[row.sendID] ?? .unreadable(NorqError(.storeFailed, "the send \(row.sendID) is missing")) {
-                case .plan(let plan):
-                    startable.append(BatchFeeder.Item(row: row, lease: lease, plan: plan, trace: claims[row.sendID]))
-                case .unreadable(let error):
-                    batch.complete(fail(row, lease: lease, error, router: router))
-                case .unavailable:
-                    batch.complete(.release(lease))
-                }
+            if !started.polls.isEmpty {
+                let polls = started.polls
+                group.addTask { await self.pollReceipts(polls, router: router, batch: batch) }
             }
-            if !polls.isEmpty {
-                group.addTask { [polls] in await self.pollReceipts(polls, router: router, batch: batch) }
-            }
-            // The first `window` attempts start here; each one that ends starts the next (`feed`).
-            var batchers: [String: RequestBatcher] = [:]
-            for (name, provider) in router.providers {
-                if let batcher = RequestBatcher(provider: provider, clock: router.clock) { batchers[name] = batcher }
-            }
-            let feeder = BatchFeeder(startable, batchers: batchers)
-            feed(feeder, count: attemptWindow(router), router: router, batch: batch)
             var waiting: [RowCompletion] = []
             var oldest: ContinuousClock.Instant?
             var ticking = false
@@ -258,6 +232,8 @@ extension DurableWorker {
                 leases.held.withLock { held in
                     for completion in written { held.removeValue(forKey: completion.lease.rowID) }
                 }
+                // Starts that waited for the lane's unrecorded bound may go now.
+                drain(feeder, from: feeder.recorded(written.count))
             }
             while let events = await batch.next() {
                 for wait in events.waits { group.addTask { await wait() } }
@@ -266,7 +242,8 @@ extension DurableWorker {
                     waiting += events.completions
                     if oldest == nil { oldest = .now }
                 }
-                if let since = oldest, rule.isDue(waiting: waiting.count, oldestWaited: since.duration(to: .now)) {
+                if let since = oldest,
+                   events.flush || rule.isDue(waiting: waiting.count, oldestWaited: since.duration(to: .now)) {
                     await checkpoint()
                 } else if oldest != nil, !ticking {
                     ticking = true
@@ -280,40 +257,57 @@ extension DurableWorker {
             group.cancelAll()  // only a pending tick can be left
             if !waiting.isEmpty { await checkpoint() }
         }
+        feeder.ended(batch)
     }
 
-    /// Attempts of one batch in flight at once: the router's largest `maxInFlight` shared by the lanes (a claim of
+    /// Attempts of a lane in flight at once: the router's largest `maxInFlight` shared by the lanes (a claim of
     /// 500 on each of 4 lanes no longer puts 2,000 requests in the providers' queues at once).
     func attemptWindow(_ router: NotificationRouter) -> Int {
         max(1, (router.providers.values.map(\.policy.maxInFlight).max() ?? 1_000) / lanes)
     }
 
-    /// Starts the batch's next row that can be sent: rows that cannot (an unreadable target, a crash loop) get their
-    /// completion and the next is tried; once the worker is stopping, every row not started is given back.
-    func feed(_ feeder: BatchFeeder, count: Int = 1, router: NotificationRouter, batch: AttemptBatch) {
-        var next = feeder.owe(count)
+    /// Starts the lane's next rows that can be sent, one per start owed (`count` more now): rows that cannot (an
+    /// unreadable target, a crash loop) get their completion and the next is tried; once the worker is stopping,
+    /// every row not started is given back.
+    func feed(_ feeder: Feeder, count: Int = 1) {
+        drain(feeder, from: feeder.owe(count))
+    }
+
+    /// Drains what `feeder` owes, starting with `first` (the row it handed this caller, if any), and passes on what
+    /// each take signals (a batch to write its completions now).
+    func drain(_ feeder: Feeder, from first: (LaneRow?, LaneSignal)) {
+        var (next, signal) = first
+        signal.send()
+        // A row is started only while its lease holds for a third of the lease duration more (the heartbeat renews
+        // at every third: less left means the heartbeat is late, the process was paused or the database is away).
+        let margin = (settings.leaseDuration / 3).wholeMilliseconds
         while let item = next {
             if isStopping {
                 // Claimed but not started: given back at once (its start is owed again: the next row is tried).
-                batch.complete(.release(item.lease))
+                item.batch.complete(.release(item.lease))
                 feeder.refund()
-            } else if !start(item.row, lease: item.lease, plan: item.plan, router: router, batch: batch,
-                             feeder: feeder, trace: item.trace) {
+            } else if !item.leases.allowsStart(of: item.lease, now: delivery.clock.nowMillis(), margin: margin) {
+                // Its lease expired or was taken over while it waited in the lane's queue: not sent here (the
+                // worker holding it now sends it); given back in case it is still ours.
+                item.batch.complete(.release(item.lease))
+                feeder.refund()
+            } else if !start(item, feeder: feeder) {
                 feeder.refund()
             }
-            next = feeder.next()
+            (next, signal) = feeder.next()
+            signal.send()
         }
     }
 
-    /// An attempt's last answer of this claim: its completion, then the batch's next row.
+    /// An attempt's last answer of this claim: its completion, then the lane's next row.
     private func ended(_ attempt: TargetAttempt, _ completion: RowCompletion) {
         attempt.batch.complete(completion)
-        feed(attempt.feeder, router: attempt.router, batch: attempt.batch)
+        feed(attempt.feeder)
     }
 
     /// Prepares a row's request and sends it (true); a row that cannot be sent gets its completion at once (false).
-    private func start(_ row: OutboxRow, lease: Lease, plan: SendPlan, router: NotificationRouter, batch: AttemptBatch,
-                       feeder: BatchFeeder, trace: InstrumentationContext?) -> Bool {
+    private func start(_ item: LaneRow, feeder: Feeder) -> Bool {
+        let row = item.row, lease = item.lease, plan = item.plan, router = item.router, batch = item.batch
         func fail(_ error: NorqError) -> Bool {
             batch.complete(self.fail(row, lease: lease, error, router: router))
             return false
@@ -349,7 +343,7 @@ extension DurableWorker {
         let prepared = PreparedJob(job: consume job, request: consume request,
                                    deadline: started.advanced(by: plan.options.deadline))
         send(TargetAttempt(row: row, lease: lease, prepared: prepared, requestID: requestID, router: router,
-                           batch: batch, feeder: feeder, batcher: feeder.batchers[name], trace: trace),
+                           batch: batch, feeder: feeder, batcher: item.batcher, trace: item.trace),
              started: started, requeues: 0, ambiguous: false)
         return true
     }

@@ -8,7 +8,7 @@
 # Environment (defaults in brackets):
 #   COUNT [100000]  pushes per phase             STORES ["sqlite postgres"]   SERVERS ["nghttpd emulator"]
 #   RUNS [1]  runs per (store, server)           PHASES ["enqueue,deliver,store,latency"]
-#   LANES [4]  CLAIM_BATCH [500, the worker's default]  IN_FLIGHT [1000]  CONNECTIONS [1]  LEASE [10] seconds
+#   LANES [4]  CLAIM_BATCH [1000, the worker's default]  IN_FLIGHT [1000]  CONNECTIONS [1]  LEASE [10] seconds
 #   RATE_SQLITE [7500] RATE_POSTGRES [6000]  pushes/s of the latency phase (half the targets)
 #   LATENCY_COUNT [30000]  SEND_SIZE [10]  RECOVERY [1] run the crash-recovery measurement (nghttpd)
 #   POOL_SIZE [4]  PostgreSQL connections per instance (the LISTEN connection is one of them)
@@ -24,7 +24,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 COUNT="${COUNT:-100000}"; STORES="${STORES:-sqlite postgres}"; SERVERS="${SERVERS:-nghttpd emulator}"
 RUNS="${RUNS:-1}"; PHASES="${PHASES:-enqueue,deliver,store,latency}"
-LANES="${LANES:-4}"; CLAIM_BATCH="${CLAIM_BATCH:-500}"; IN_FLIGHT="${IN_FLIGHT:-1000}"; CONNECTIONS="${CONNECTIONS:-1}"
+LANES="${LANES:-4}"; CLAIM_BATCH="${CLAIM_BATCH:-1000}"; IN_FLIGHT="${IN_FLIGHT:-1000}"; CONNECTIONS="${CONNECTIONS:-1}"
 LEASE="${LEASE:-10}"; RATE_SQLITE="${RATE_SQLITE:-7500}"; RATE_POSTGRES="${RATE_POSTGRES:-6000}"
 LATENCY_COUNT="${LATENCY_COUNT:-30000}"; SEND_SIZE="${SEND_SIZE:-10}"; RECOVERY="${RECOVERY:-1}"
 KILL_AFTER="${KILL_AFTER:-}"; POOL_SIZE="${POOL_SIZE:-4}"

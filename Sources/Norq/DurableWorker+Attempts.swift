@@ -54,7 +54,7 @@ extension DurableWorker {
                 state.events.completions.append(completion)
                 state.remaining -= 1
                 state.window += 1
-                return state.window == 1 || state.window >= minimum || state.remaining <= 0
+                return state.window == 1 || state.window >= minimum || state.remaining <= 0 || state.events.flush
             }
         }
 
@@ -72,12 +72,11 @@ extension DurableWorker {
             }
         }
 
-        /// Asks the consumer to write the completions it holds now (only when it holds some).
+        /// Asks the consumer to write the completions it holds now; when it holds none yet, with the next one.
         func flush() {
             deliver { state in
-                guard state.window > 0 else { return false }
                 state.events.flush = true
-                return true
+                return state.window > 0
             }
         }
 

@@ -34,10 +34,8 @@ extension DurableWorker {
     enum LaneSignal: Sendable {
         /// Nothing.
         case none
-        /// This batch has no queued row left: it writes its completions now.
-        case flush(AttemptBatch)
-        /// A start waits for the unrecorded bound: every batch of the lane writes its completions now.
-        case flushAll([AttemptBatch])
+        /// The lane nears its unrecorded bound: its batches write their completions now.
+        case flush([AttemptBatch])
     }
 
     /// A lane's rows not started yet, from one or more claimed batches, and how many more may start (stop 34).
@@ -53,9 +51,10 @@ extension DurableWorker {
     /// - **The unrecorded bound** (`claimBatchSize`): at most that many of the lane's rows are taken (started, or
     ///   ended at once) without their completion written to the store. A crash re-sends only such rows, so it
     ///   re-sends at most `claimBatchSize` rows per lane, as when a lane held one batch at a time. A start that would
-    ///   pass the bound waits for a checkpoint (``recorded(_:)``) and asks the lane's batches to write theirs now
-    ///   (``Signal/flushAll``); a batch whose last queued row was taken is asked to write what it has at once
-    ///   (``Signal/flush(_:)``), so the next batch's rows are not held up by its completions.
+    ///   pass the bound waits for a checkpoint (``recorded(_:)``). So that starts rarely wait, the lane's batches are
+    ///   asked to write their completions (``LaneSignal/flush(_:)``, once per checkpoint) as soon as the rows taken
+    ///   and not recorded reach ``flushAt`` (the bound less a window: the write has a window's answers of time
+    ///   before a start would wait), so a lane writes about once per `claimBatchSize - window` answers.
     ///
     /// One caller at a time drains what is owed; a call made meanwhile (another loop, or an attempt that failed at
     /// once inside the drain's own `start`) only adds to the debt, so starts never recurse, however many fail
@@ -69,8 +68,8 @@ extension DurableWorker {
             var draining = false
             /// Rows claimed by the lane whose completion is not written yet (queued ones included).
             var held = 0
-            /// `flushAll` was signalled since the last checkpoint (it is not repeated until one is written).
-            var flushAllSent = false
+            /// `flush` was signalled since the last checkpoint (it is not repeated until one is written).
+            var flushSent = false
             /// The lane's batches whose completions are not all written.
             var batches: [ObjectIdentifier: AttemptBatch] = [:]
             /// The lane waiting for the queue to run low (`waitUntilLow`).
@@ -85,12 +84,17 @@ extension DurableWorker {
         let lowMark: Int
         /// At most this many rows are taken and not recorded (`claimBatchSize`).
         let unrecordedLimit: Int
+        /// The lane's batches are asked to write their completions when this many rows are taken and not recorded.
+        let flushAt: Int
 
+        /// `window` is at most `unrecordedLimit` (no more can be in flight).
         init(window: Int, unrecordedLimit: Int) {
-            let window = max(1, window)
+            let limit = max(1, unrecordedLimit)
+            let window = min(max(1, window), limit)
             state = Mutex(State(owed: window))
             lowMark = window / 2
-            self.unrecordedLimit = max(1, unrecordedLimit)
+            self.unrecordedLimit = limit
+            flushAt = max(limit - window, limit / 2, 1)
         }
 
         /// Rows held by the lane whose completion is not written yet.
@@ -130,7 +134,7 @@ extension DurableWorker {
         func recorded(_ count: Int) -> (Item?, Signal) {
             let (item, signal, low) = state.withLock { state -> (Item?, Signal, CheckedContinuation<Void, Never>?) in
                 state.held -= count
-                state.flushAllSent = false
+                state.flushSent = false
                 return startDrain(&state)
             }
             low?.resume()
@@ -169,25 +173,31 @@ extension DurableWorker {
         /// Takes the next row when a start is owed and the unrecorded bound allows it; also hands back the lane's
         /// continuation when the queue just ran low (the caller resumes it outside the lock).
         private func take(_ state: inout State) -> (Item?, Signal, CheckedContinuation<Void, Never>?) {
-            guard state.owed > 0, let first = state.queue.first else {
+            guard state.owed > 0, !state.queue.isEmpty else {
                 state.draining = false
                 return (nil, .none, nil)
             }
             guard state.unrecorded < unrecordedLimit else {
                 state.draining = false
-                guard !state.flushAllSent else { return (nil, .none, nil) }
-                state.flushAllSent = true
-                return (nil, .flushAll(Array(state.batches.values)), nil)
+                return (nil, flushSignal(&state), nil)
             }
-            state.queue.removeFirst()
+            // Moved out of the queue (reading `first` and then removing it copied the row: a retain and a release of
+            // each of its references).
+            let first = state.queue.removeFirst()
             state.owed -= 1
             var low: CheckedContinuation<Void, Never>?
             if state.queue.count <= lowMark, let lane = state.lane {
                 state.lane = nil
                 low = lane
             }
-            let last = state.queue.first.map { $0.batch !== first.batch } ?? true
-            return (first, last ? .flush(first.batch) : .none, low)
+            return (first, state.unrecorded >= flushAt ? flushSignal(&state) : .none, low)
+        }
+
+        /// Asks the lane's batches to write their completions, once per checkpoint.
+        private func flushSignal(_ state: inout State) -> Signal {
+            guard !state.flushSent else { return .none }
+            state.flushSent = true
+            return .flush(Array(state.batches.values))
         }
     }
 }
@@ -195,10 +205,7 @@ extension DurableWorker {
 extension DurableWorker.LaneSignal {
     /// Asks the batches concerned to write their completions now.
     func send() {
-        switch self {
-        case .none: break
-        case .flush(let batch): batch.flush()
-        case .flushAll(let batches): for batch in batches { batch.flush() }
-        }
+        guard case .flush(let batches) = self else { return }
+        for batch in batches { batch.flush() }
     }
 }

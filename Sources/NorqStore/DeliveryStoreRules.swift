@@ -17,13 +17,16 @@ public struct DeliveryStoreSettings: Sendable, Hashable {
     public var retention: Duration
     /// The deadline of every database call.
     public var callTimeout: Duration
-    /// Rows a worker lane claims at once (at most: a claim takes what is due). 500 by default: about a third of a
+    /// Rows a worker lane claims at once (at most: a claim takes what is due), and the most rows a lane has taken
+    /// (sent, or ended) without their outcome recorded. 1,000 by default (500 until stop 34): about a third of a
     /// store's CPU per row is per call (a statement to prepare, a commit, thread hand-overs), so claims and
-    /// completions of 500 rows cost less per row than of 256 (SQLite's store phase: 0.0875 against 0.0983 CPU s per
-    /// 10,000, medians, `Benchmarks/README.md`, "SQLite store CPU, stop 26"); the SQLite store completes up to 500
-    /// rows in one statement. The price, under a backlog: a lane holds up to this many rows under its leases (and
-    /// up to as many requests in flight), which a crash leaves to be claimed again once the leases expire, each
-    /// flagged may-have-been-delivered (only those in flight may have been sent).
+    /// completions of more rows cost less per row (SQLite's store phase: 0.0875 against 0.0983 CPU s per 10,000 at
+    /// 500 against 256, `Benchmarks/README.md`, "SQLite store CPU, stop 26"), and a lane whose window
+    /// (`maxInFlight / lanes`) is a quarter of it writes its outcomes about once per 750 answers instead of once per
+    /// 250 (stop 34: a lane starts its next batch's rows while the last answers of the current one arrive, within
+    /// this bound). The price: a lane holds up to this many rows under its leases (plus the next claim's), and a
+    /// crash re-sends up to this many per lane once the leases expire (those sent and not recorded), each flagged
+    /// may-have-been-delivered.
     public var claimBatchSize: Int
     /// How often an idle worker looks for due rows (also the backstop of PostgreSQL's LISTEN/NOTIFY hint).
     public var pollInterval: Duration
@@ -40,7 +43,7 @@ public struct DeliveryStoreSettings: Sendable, Hashable {
 
     public init(leaseDuration: Duration = .seconds(10), idempotencyWindow: Duration = .seconds(24 * 3600),
                 retention: Duration = .seconds(7 * 24 * 3600), callTimeout: Duration = .seconds(10),
-                claimBatchSize: Int = 500, pollInterval: Duration = .milliseconds(250), poolSize: Int = 4,
+                claimBatchSize: Int = 1_000, pollInterval: Duration = .milliseconds(250), poolSize: Int = 4,
                 segmentSize: Int = 1_000) {
         self.segmentSize = segmentSize
         self.leaseDuration = leaseDuration

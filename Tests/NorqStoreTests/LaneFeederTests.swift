@@ -31,8 +31,8 @@ import Testing
         return (ids, signals)
     }
 
-    static func flushed(_ signals: [DurableWorker.LaneSignal]) -> [ObjectIdentifier] {
-        signals.compactMap { if case .flush(let batch) = $0 { ObjectIdentifier(batch) } else { nil } }
+    static func flushed(_ signals: [DurableWorker.LaneSignal]) -> [[ObjectIdentifier]] {
+        signals.compactMap { if case .flush(let batches) = $0 { batches.map(ObjectIdentifier.init) } else { nil } }
     }
 
     @Test func theWindowCarriesOverToTheNextBatch() {
@@ -40,37 +40,44 @@ import Testing
         let (a, rowsA) = Self.batch(0..<3)
         let (first, signalsA) = Self.drain(feeder, feeder.append(rowsA, held: 3, batch: a))
         #expect(first == [0, 1, 2])
-        #expect(Self.flushed(signalsA) == [ObjectIdentifier(a)], "A's last queued row was taken: A writes what it has")
+        #expect(Self.flushed(signalsA).isEmpty, "far from the bound: no early write")
         // One start is still owed: the next batch's first row takes it at once.
         let (b, rowsB) = Self.batch(3..<8)
-        let (second, _) = Self.drain(feeder, feeder.append(rowsB, held: 5, batch: b))
-        #expect(second == [3])
+        #expect(Self.drain(feeder, feeder.append(rowsB, held: 5, batch: b)).0 == [3])
         // Each attempt that ends starts one more.
         #expect(Self.drain(feeder, feeder.owe(1)).0 == [4])
         #expect(Self.drain(feeder, feeder.owe(2)).0 == [5, 6])
-        let (last, signalsB) = Self.drain(feeder, feeder.owe(5))
-        #expect(last == [7])
-        #expect(Self.flushed(signalsB) == [ObjectIdentifier(b)])
+        #expect(Self.drain(feeder, feeder.owe(5)).0 == [7])
         #expect(Self.drain(feeder, feeder.owe(1)).0.isEmpty, "nothing queued")
     }
 
     @Test func atMostTheLimitIsTakenWithoutBeingRecorded() {
-        let feeder = Feeder(window: 10, unrecordedLimit: 6)
-        let (a, rows) = Self.batch(0..<10)
-        let (taken, signals) = Self.drain(feeder, feeder.append(rows, held: 10, batch: a))
-        #expect(taken == [0, 1, 2, 3, 4, 5])
-        guard case .flushAll(let batches)? = signals.last else {
-            Issue.record("a start waiting for the bound asks the lane's batches to write: \(signals)")
-            return
-        }
-        #expect(batches.map(ObjectIdentifier.init) == [ObjectIdentifier(a)])
-        // Attempts that end owe starts, but nothing was recorded: still nothing, and the flush is not asked again.
-        let (none, again) = Self.drain(feeder, feeder.owe(4))
-        #expect(none.isEmpty)
-        #expect(again.allSatisfy { if case .none = $0 { true } else { false } })
-        // Four completions written: four more rows.
-        #expect(Self.drain(feeder, feeder.recorded(4)).0 == [6, 7, 8, 9])
-        #expect(feeder.held == 6)
+        let feeder = Feeder(window: 4, unrecordedLimit: 10)  // the batches write from 6 unrecorded on
+        #expect(feeder.flushAt == 6)
+        let (a, rows) = Self.batch(0..<14)
+        let (started, quiet) = Self.drain(feeder, feeder.append(rows, held: 14, batch: a))
+        #expect(started == [0, 1, 2, 3])
+        #expect(Self.flushed(quiet).isEmpty)
+        // Two answers: two more rows, the sixth unrecorded asks the lane's batches to write.
+        let (more, signals) = Self.drain(feeder, feeder.owe(2))
+        #expect(more == [4, 5])
+        #expect(Self.flushed(signals) == [[ObjectIdentifier(a)]])
+        // Four more answers, nothing written yet: up to the bound, then the starts wait (the write is not asked again).
+        let (upTo, again) = Self.drain(feeder, feeder.owe(4))
+        #expect(upTo == [6, 7, 8, 9])
+        #expect(Self.flushed(again).isEmpty)
+        #expect(Self.drain(feeder, feeder.owe(4)).0.isEmpty, "10 taken and not recorded: nothing starts")
+        // Four completions written: four more rows (the fourth owed start of each answer is still owed).
+        let (after, next) = Self.drain(feeder, feeder.recorded(4))
+        #expect(after == [10, 11, 12, 13])
+        #expect(Self.flushed(next) == [[ObjectIdentifier(a)]], "asked again after a checkpoint")
+        #expect(feeder.held == 10)
+    }
+
+    @Test func theWindowIsAtMostTheBound() {
+        let feeder = Feeder(window: 500, unrecordedLimit: 16)
+        let (a, rows) = Self.batch(0..<40)
+        #expect(Self.drain(feeder, feeder.append(rows, held: 40, batch: a)).0 == Array(0..<16))
     }
 
     @Test func theLaneIsWokenWhenTheQueueRunsLow() async {

@@ -22,8 +22,8 @@ public struct DeliveryStoreSettings: Sendable, Hashable {
     /// store's CPU per row is per call (a statement to prepare, a commit, thread hand-overs), so claims and
     /// completions of more rows cost less per row (SQLite's store phase: 0.0875 against 0.0983 CPU s per 10,000 at
     /// 500 against 256, `Benchmarks/README.md`, "SQLite store CPU, stop 26"), and a lane whose window
-    /// (`maxInFlight / lanes`) is a quarter of it writes its outcomes about once per 750 answers instead of once per
-    /// 250 (stop 34: a lane starts its next batch's rows while the last answers of the current one arrive, within
+    /// (`maxInFlight / lanes`) is a quarter of it writes its outcomes about once per 600-700 answers instead of
+    /// about once per 250 (stop 34: a lane starts its next batch's rows while the last answers of the current one arrive, within
     /// this bound). The price: a lane holds up to this many rows under its leases (plus the next claim's), and a
     /// crash re-sends up to this many per lane once the leases expire (those sent and not recorded), each flagged
     /// may-have-been-delivered.

@@ -301,9 +301,10 @@ public final class InMemoryDeliveryStore: DeliveryStore {
         try checkOpen()
         return state.withLock { state in
             var depth = QueueDepth()
-            for record in state.segments.values where record.open > 0 {
+            for (id, record) in state.segments where record.open > 0 {
                 depth.count(state: record.state, nextAttemptAt: record.nextAttemptAt,
-                            leaseExpiresAt: record.leaseExpiresAt, now: now, rows: record.open)
+                            leaseExpiresAt: record.leaseExpiresAt, now: now, rows: record.open,
+                            awaitsReceipt: state.receiptSegments.contains(id))
             }
             return depth
         }

@@ -4,7 +4,7 @@ import Testing
 
 extension StoreConformance {
     /// `queueDepth(now:)` counts the hot outbox only, each row in exactly one group at `now`: due, scheduled (a
-    /// retry's backoff), leased (a live lease), lease-expired; finished rows (history) never.
+    /// retry's backoff), leased (a live lease), lease-expired, awaiting a receipt; finished rows (history) never.
     static func queueDepth(_ store: any DeliveryStore) async throws {
         #expect(try await store.queueDepth(now: 0) == QueueDepth())
         // History: a send finished at enqueue (routing decided it) and one delivered and finished.
@@ -36,5 +36,19 @@ extension StoreConformance {
         #expect(try await store.claim(owner: "w2", limit: 10, now: 9_000, leaseUntil: 20_000).count
                 == depth.due + depth.leaseExpired)
         #expect(try await store.queueDepth(now: 9_000) == QueueDepth(leased: 4))
+
+        // A target the service accepted (an Expo ticket) waits for its receipt in a receipt segment: counted as
+        // awaiting its receipt, neither scheduled nor (once its poll is due) due.
+        _ = try await store.enqueue(send(tokens: ["e"]), now: 9_000, idempotencyWindow: window)
+        let ticketed = try await store.claim(owner: "w3", limit: 10, now: 9_000, leaseUntil: 20_000)
+        #expect(ticketed.count == 1)
+        let accepted = StoredOutcome(state: .delivered, status: 200,
+                                     classification: StoredOutcome.acceptedClassification, messageID: "ticket-1")
+        _ = try await store.complete([.retry(ticketed[0].lease!, at: 15_000, last: accepted)], now: 9_100)
+        #expect(try await store.queueDepth(now: 9_100) == QueueDepth(leased: 4, awaitingReceipts: 1))
+        let polled = try await store.queueDepth(now: 15_000)
+        #expect(polled == QueueDepth(leased: 4, awaitingReceipts: 1), "a due poll is not a push waiting to be sent")
+        #expect(polled.total == 5)
+        #expect(polled.byLabel.map(\.label) == ["due", "scheduled", "leased", "lease-expired", "awaiting-receipt"])
     }
 }

@@ -138,7 +138,7 @@ enum APIDocuments {
               registeredAt: record.registeredAt.map { Int($0) })
     }
 
-    /// A token the registry has no entry for.
+    /// A token the registry has no entry for: its shortened form and `invalid: false` only (`nullProperties`).
     static func unknownToken(_ token: String) -> Components.Schemas.Tokens.TokensPayloadPayload {
         .init(token: PushToken.redact(token), invalid: false)
     }
@@ -166,7 +166,15 @@ enum APIDocuments {
         ("Channel", ObjectIdentifier(Components.Schemas.Channel.self), ["messageStoragePolicy", "pushType", "requestId"]),
     ]
 
-    /// `nullable` by type, for the encoder.
+    /// `nullable` by type.
     static let nullableByType: [ObjectIdentifier: Set<String>] = Dictionary(
         nullable.map { ($0.type, $0.properties) }, uniquingKeysWith: { $0.union($1) })
+
+    /// The properties of `value` the encoder writes as `null` when nil (`SpecJSONEncoder`): its type's `nullable`
+    /// ones, but none for the entry of a token the registry does not know (`unknownToken`: no `reason`, which every
+    /// registry entry has), which is `{"token", "invalid": false}` alone, as it has always been.
+    static func nullProperties(of value: any Encodable) -> Set<String> {
+        if let entry = value as? Components.Schemas.Tokens.TokensPayloadPayload, entry.reason == nil { return [] }
+        return nullableByType[ObjectIdentifier(type(of: value))] ?? []
+    }
 }

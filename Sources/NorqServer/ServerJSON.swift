@@ -48,7 +48,7 @@ enum ServerJSON {
 
     /// The JSON `body` is answered with (`serialized`, before its bytes).
     static func json(_ body: some Encodable) -> JSONValue? {
-        try? SpecJSONEncoder(nullable: APIDocuments.nullableByType).encode(body)
+        try? SpecJSONEncoder(nullable: APIDocuments.nullProperties(of:)).encode(body)
     }
 
     /// A durable send's summary as `GET /v1/sends/{id}` writes it (`APIDocuments.summary`).

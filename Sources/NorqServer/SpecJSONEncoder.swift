@@ -3,12 +3,14 @@ import OrderedCollections
 
 /// Encodes a value of a type generated from docs/openapi.yaml (NorqAPI) into a `JSONValue` with its object keys
 /// sorted. A nil optional property is written as `null` where the spec allows null for it (`nullable`: the
-/// property names by the generated type that holds them) and left out everywhere else: the generated types'
-/// synthesized `Codable` leaves out every nil, which would drop the `null`s the answers have always had
-/// (`page.next`, a row's `recipient`, a channel's `pushType` ...).
+/// property names of a value of a generated type, `APIDocuments.nullProperties`) and left out everywhere else: the
+/// generated types' synthesized `Codable` leaves out every nil, which would drop the `null`s the answers have always
+/// had (`page.next`, a row's `recipient`, a channel's `pushType` ...).
 struct SpecJSONEncoder {
-    /// The properties written as `null` when nil, by the generated type (`ObjectIdentifier` of its metatype).
-    let nullable: [ObjectIdentifier: Set<String>]
+    /// The properties of `value` written as `null` when nil.
+    typealias NullProperties = (_ value: any Encodable) -> Set<String>
+
+    let nullable: NullProperties
 
     func encode(_ value: some Encodable) throws -> JSONValue {
         let node = SpecNode()
@@ -41,12 +43,12 @@ private final class SpecNode {
 
     /// Encodes `value` into this node: a `JSONValue` in place, anything else through its `encode(to:)` with the
     /// nullable properties of its own type.
-    func store(_ value: some Encodable, nullable: [ObjectIdentifier: Set<String>], codingPath: [any CodingKey]) throws {
+    func store(_ value: some Encodable, nullable: @escaping SpecJSONEncoder.NullProperties, codingPath: [any CodingKey]) throws {
         if let json = value as? JSONValue {
             content = .value(json)
             return
         }
-        let encoder = SpecNodeEncoder(node: self, table: nullable, nullable: nullable[ObjectIdentifier(type(of: value))] ?? [],
+        let encoder = SpecNodeEncoder(node: self, table: nullable, nullable: nullable(value),
                                       codingPath: codingPath)
         try value.encode(to: encoder)
     }
@@ -88,7 +90,7 @@ private func integer(_ value: some BinaryInteger, _ codingPath: [any CodingKey])
 
 private struct SpecNodeEncoder: Encoder {
     let node: SpecNode
-    let table: [ObjectIdentifier: Set<String>]
+    let table: SpecJSONEncoder.NullProperties
     /// The nullable properties of the type encoding itself into `node`.
     let nullable: Set<String>
     var codingPath: [any CodingKey]
@@ -112,7 +114,7 @@ private struct SpecNodeEncoder: Encoder {
 
 private struct SpecKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: SpecNode
-    let table: [ObjectIdentifier: Set<String>]
+    let table: SpecJSONEncoder.NullProperties
     let nullable: Set<String>
     var codingPath: [any CodingKey]
 
@@ -189,7 +191,7 @@ private struct SpecKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 
 private struct SpecUnkeyedContainer: UnkeyedEncodingContainer {
     let node: SpecNode
-    let table: [ObjectIdentifier: Set<String>]
+    let table: SpecJSONEncoder.NullProperties
     var codingPath: [any CodingKey]
     var count: Int { node.count }
 
@@ -238,7 +240,7 @@ private struct SpecUnkeyedContainer: UnkeyedEncodingContainer {
 
 private struct SpecSingleContainer: SingleValueEncodingContainer {
     let node: SpecNode
-    let table: [ObjectIdentifier: Set<String>]
+    let table: SpecJSONEncoder.NullProperties
     var codingPath: [any CodingKey]
 
     mutating func encodeNil() throws { node.content = .value(.null) }

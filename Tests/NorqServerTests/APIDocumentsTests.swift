@@ -91,4 +91,19 @@ import Testing
         Self.same(APIDocuments.rendered(deliveries, template: "t"),
                   DryRunJSON.deliveriesJSON(deliveries, template: "t", redactTokens: true))
     }
+
+    /// A registry entry has every field (`null` for a provider or environment it was recorded without, and for
+    /// `registeredAt` until the token is registered again); a token the registry does not know has its shortened
+    /// form and `invalid: false` only.
+    @Test func tokenEntriesKeepTheirNullsAndUnknownTokensHaveNone() throws {
+        let token = String(repeating: "ef", count: 32)
+        let record = InvalidTokenRecord(token: token, provider: nil, reason: "Unregistered", invalidSince: 1_700_000_000_000,
+                                        recordedAt: 1_700_000_000_000)
+        let entry = try #require(ServerJSON.json(APIDocuments.token(record)))
+        #expect(entry == ["environment": .null, "invalid": .bool(record.isInvalid), "invalidSince": 1_700_000_000_000,
+                          "provider": .null, "reason": "Unregistered", "registeredAt": .null,
+                          "token": .string(PushToken.redact(token))])
+        let unknown = try #require(ServerJSON.json(Components.Schemas.Tokens(tokens: [APIDocuments.unknownToken(token)])))
+        #expect(unknown == ["tokens": [["invalid": false, "token": .string(PushToken.redact(token))]]])
+    }
 }

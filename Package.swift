@@ -412,6 +412,8 @@ let package = Package(
             dependencies: ["NorqStore", 
                 "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
                 "NorqAPI",  // the documents it answers with, generated from docs/openapi.yaml (issue 33)
+                // The generated documents' free-form parts (OpenAPIObjectContainer, OpenAPIValueContainer).
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
@@ -433,6 +435,7 @@ let package = Package(
             name: "NorqServerTests",
             dependencies: [
                 "NorqServer", "NorqTracingTesting", "NorqStoreSQLite",
+                "NorqAPI",  // OpenAPISpecTieTests: the generated documents
                 .product(name: "Tracing", package: "swift-distributed-tracing"), "NorqCore", "NorqStore", "NorqConfig", "norq", "NorqTesting",
                 "NorqLocalEmulators", "NorqBuiltIns", "NorqAPNs", "NorqWebPush", "Norq",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -12,7 +12,7 @@ extension NorqServer {
             var context = context
             let key = try self.authorize(request, &context)
             let body = try await ServerJSON.readObject(request, limit: self.settings.limits.bodyBytes)
-            try ServerJSON.checkFields(body, allowed: ["provider", "environment", "storagePolicy"], in: "the body")
+            try ServerJSON.checkFields(body, allowed: RequestFields.channelCreate, in: "the body")
             let provider = try self.channelProvider(try ServerJSON.string(body, "provider", in: "the body"), key: key)
             let environment = try ServerJSON.string(body, "environment", in: "the body").map { name throws(NorqError) in
                 try PushEnvironment.parse(name)
@@ -25,7 +25,7 @@ extension NorqServer {
                 policy = APNsChannelStoragePolicy(rawValue: Int(value))
             }
             let info = try await provider.createChannel(storagePolicy: policy, environment: environment)
-            return ServerJSON.response(201, Self.channelJSON(info))
+            return ServerJSON.encoded(201, APIDocuments.channel(info))
         }
         router.get("/v1/channels") { request, context in
             var context = context
@@ -40,7 +40,7 @@ extension NorqServer {
             let key = try self.authorize(request, &context)
             let provider = try self.channelProvider(request.uri.queryParameters.get("provider"), key: key)
             let info = try await provider.readChannel(try Self.channelID(context), environment: try Self.environment(request))
-            return ServerJSON.response(200, Self.channelJSON(info))
+            return ServerJSON.encoded(200, APIDocuments.channel(info))
         }
         router.delete("/v1/channels/:id") { request, context in
             var context = context
@@ -88,11 +88,5 @@ extension NorqServer {
         let id = raw.removingPercentEncoding ?? raw
         guard !id.isEmpty, id.utf8.count <= 256 else { throw NorqError(.serverInvalidRequest, "a channel id is 1 to 256 bytes") }
         return id
-    }
-
-    static func channelJSON(_ info: APNsChannelInfo) -> JSONValue {
-        ["channel": .string(info.id), "environment": .string(info.environment.rawValue),
-         "messageStoragePolicy": info.storagePolicy.map { .int(Int64($0.rawValue)) } ?? .null,
-         "pushType": .optional(info.pushType), "requestId": .optional(info.requestID)]
     }
 }

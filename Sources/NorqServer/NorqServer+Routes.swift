@@ -186,19 +186,17 @@ extension NorqServer {
         if !receipt.created { headers[Self.replayedHeader] = "true" }
         let statusURL = "/v1/sends/\(receipt.sendID)"
         headers[.location] = statusURL
-        var answer: [String: JSONValue] = [
-            "id": .string(receipt.sendID), "targets": .int(Int64(receipt.targetCount)),
-            "statusUrl": .string(statusURL), "status": "accepted",
-        ]
-        guard wantsWait(request) else { return ServerJSON.response(202, Self.sorted(answer), headers: headers) }
+        var answer = Components.Schemas.Accepted(id: receipt.sendID, status: .accepted, statusUrl: statusURL,
+                                                 targets: receipt.targetCount)
+        guard wantsWait(request) else { return ServerJSON.encoded(202, answer, headers: headers) }
         guard let report = try await waitForOutcomes(receipt.sendID, timeout: waitTimeout(request)) else {
-            answer["status"] = "pending"
-            return ServerJSON.response(202, Self.sorted(answer), headers: headers)
+            answer.status = .pending
+            return ServerJSON.encoded(202, answer, headers: headers)
         }
-        answer["status"] = "finished"
-        answer["summary"] = ServerJSON.summary(report)
-        answer["outcomes"] = .array(report.outcomes.map(ServerJSON.outcomeEntry))
-        return ServerJSON.response(200, Self.sorted(answer), headers: headers)
+        let finished = Components.Schemas.Finished(id: receipt.sendID, status: .finished, statusUrl: statusURL,
+                                                   targets: receipt.targetCount, summary: APIDocuments.summary(report),
+                                                   outcomes: report.outcomes.map(APIDocuments.outcome))
+        return ServerJSON.encoded(200, finished, headers: headers)
     }
 
     /// The send's report, or nil when it did not finish within `timeout`.
@@ -224,10 +222,6 @@ extension NorqServer {
         return min(maximum, .milliseconds(Int64(min(seconds, 86_400) * 1000)))
     }
 
-    static func sorted(_ object: [String: JSONValue]) -> JSONValue {
-        .object(.init(uniqueKeysWithValues: object.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
-    }
-
     // MARK: GET /v1/sends/{id}
 
     func status(id: String, request: Request, key: APIKeyTable.Entry?) async throws -> Response {
@@ -245,19 +239,16 @@ extension NorqServer {
         let limit = min(1000, max(1, Int(request.uri.queryParameters.get("limit") ?? "") ?? 100))
         // The counts and one page of rows: never every row of a large send.
         let progress = try await dependencies.delivery.progress(of: id)
-        var states: [String: JSONValue] = [:]
-        for (state, count) in progress.states { states[state.rawValue] = .int(Int64(count)) }
+        var states: [String: Int] = [:]
+        for (state, count) in progress.states { states[state.rawValue] = count }
         let page = offset < progress.targetCount
             ? try await dependencies.delivery.rows(of: id, positions: offset..<(offset + min(limit, progress.targetCount - offset)))
             : []
-        let next = offset + page.count < progress.targetCount && !page.isEmpty
-            ? JSONValue.int(Int64(offset + page.count)) : .null
-        return ServerJSON.response(200, Self.sorted([
-            "id": .string(id), "targets": .int(Int64(progress.targetCount)), "finished": .bool(progress.isFinished),
-            "states": Self.sorted(states), "summary": ServerJSON.summary(progress),
-            "rows": .array(page.map(ServerJSON.row)),
-            "page": ["offset": .int(Int64(offset)), "limit": .int(Int64(limit)), "next": next],
-        ]))
+        let next = offset + page.count < progress.targetCount && !page.isEmpty ? offset + page.count : nil
+        return ServerJSON.encoded(200, Components.Schemas.SendStatus(
+            id: id, targets: progress.targetCount, finished: progress.isFinished,
+            states: .init(additionalProperties: states), summary: APIDocuments.summary(progress),
+            rows: page.map(APIDocuments.row), page: .init(offset: offset, limit: limit, next: next)))
     }
 
     // MARK: POST /v1/render
@@ -275,11 +266,11 @@ extension NorqServer {
             }
             let compiled = try library.template(named: parsed.template)
             let content = try compiled.render(data: parsed.data, options: RenderOptions(strict: parsed.options.strict))
-            return ServerJSON.response(200, ["content": DryRunJSON.contentJSON(content, template: parsed.template)])
+            return ServerJSON.encoded(200, APIDocuments.rendered(content, template: parsed.template))
         }
         let deliveries = try router.prepare(template: parsed.template, data: parsed.data, to: parsed.recipients,
                                             options: parsed.options)
-        return ServerJSON.response(200, DryRunJSON.deliveriesJSON(deliveries, template: parsed.template, redactTokens: true))
+        return ServerJSON.encoded(200, APIDocuments.rendered(deliveries, template: parsed.template))
     }
 
     // MARK: POST /v1/validate
@@ -288,7 +279,7 @@ extension NorqServer {
     /// `{}` compiles every template and reports the configuration's providers.
     func validate(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
-        try ServerJSON.checkFields(body, allowed: ["template", "data"], in: "the body")
+        try ServerJSON.checkFields(body, allowed: RequestFields.validate, in: "the body")
         // `data` is an object (null: absent), as in a send.
         var data: JSONValue?
         switch body["data"] {
@@ -299,18 +290,18 @@ extension NorqServer {
         guard let library = dependencies.templates?.library else {
             throw NorqError(.noTemplates, "this server has no templates directory")
         }
-        func check(_ name: String) -> JSONValue {
+        typealias Result = Components.Schemas.Validation.TemplatesPayloadPayload
+        func problem(_ error: NorqError) -> Components.Schemas.Problem {
+            .init(code: error.code.rawValue, message: error.message)
+        }
+        func check(_ name: String) -> Result {
             do {
                 let compiled = try library.template(named: name)
-                var problems: [JSONValue] = []
-                if let data {
-                    problems = compiled.schemaErrors(data).map { ["code": .string($0.code.rawValue), "message": .string($0.message)] }
-                }
-                return ["template": .string(name), "valid": .bool(problems.isEmpty), "errors": .array(problems),
-                        "warnings": .array(compiled.warnings.map { ["code": .string($0.code.rawValue), "message": .string($0.message)] })]
+                let problems = data.map { compiled.schemaErrors($0).map(problem) } ?? []
+                return Result(template: name, valid: problems.isEmpty, errors: problems,
+                              warnings: compiled.warnings.map(problem))
             } catch {
-                return ["template": .string(name), "valid": false,
-                        "errors": [["code": .string(error.code.rawValue), "message": .string(error.message)]], "warnings": []]
+                return Result(template: name, valid: false, errors: [problem(error)], warnings: [])
             }
         }
         if let name = try ServerJSON.string(body, "template", in: "the body") {
@@ -318,17 +309,16 @@ extension NorqServer {
             try SendRequest.checkExists(name, in: library, allowed: key?.templates)
             _ = try library.template(named: name)  // an unknown template is an error, not a result
             let result = check(name)
-            return ServerJSON.response(200, ["valid": result["valid"] ?? false, "templates": [result]])
+            return ServerJSON.encoded(200, Components.Schemas.Validation(valid: result.valid, templates: [result]))
         }
         let names = library.templateNames.filter { key?.templates?.contains($0) ?? true }
         let results = names.map(check)
-        let valid = results.allSatisfy { $0["valid"] == .bool(true) }
         // A provider-scoped key sees its providers only.
-        let providers: [JSONValue] = configuration.providers.filter { key?.providers?.contains($0.name) ?? true }.map {
-            ["name": .string($0.name), "type": .string($0.typeName)]
+        let providers = configuration.providers.filter { key?.providers?.contains($0.name) ?? true }.map {
+            Components.Schemas.Validation.ProvidersPayloadPayload(name: $0.name, _type: $0.typeName)
         }
-        return ServerJSON.response(200, ["valid": .bool(valid), "templates": .array(results),
-                                         "providers": .array(providers)])
+        return ServerJSON.encoded(200, Components.Schemas.Validation(valid: results.allSatisfy(\.valid), templates: results,
+                                                                     providers: providers))
     }
 
     // MARK: POST /v1/tokens/invalid
@@ -339,8 +329,7 @@ extension NorqServer {
     /// one (default: every one).
     func tokens(_ request: Request, key: APIKeyTable.Entry?) async throws -> Response {
         let body = try await ServerJSON.readObject(request, limit: settings.limits.bodyBytes)
-        try ServerJSON.checkFields(body, allowed: ["tokens", "register", "limit", "provider", "environment"],
-                                   in: "the body")
+        try ServerJSON.checkFields(body, allowed: RequestFields.tokens, in: "the body")
         let provider = try ServerJSON.string(body, "provider", in: "the body")
         // A provider-scoped key reads and registers in its providers only.
         let allowedProviders = key?.providers
@@ -384,7 +373,7 @@ extension NorqServer {
             for name in providers {
                 try await dependencies.delivery.registerTokens(register, provider: name, environment: environment)
             }
-            return ServerJSON.response(200, ["registered": .int(Int64(register.count))])
+            return ServerJSON.encoded(200, Components.Schemas.Tokens(registered: register.count))
         }
         if let wanted = wantedTokens {
             let records = try await store.invalidTokens(limit: 100_000)
@@ -397,23 +386,13 @@ extension NorqServer {
                 if let found = byToken[record.token], found.isInvalid || !record.isInvalid { continue }
                 byToken[record.token] = record
             }
-            let results: [JSONValue] = wanted.map { token in
-                guard let record = byToken[token] else {
-                    return ["token": .string(PushToken.redact(token)), "invalid": false]
-                }
-                return Self.tokenJSON(record)
+            let results = wanted.map { token in
+                byToken[token].map(APIDocuments.token) ?? APIDocuments.unknownToken(token)
             }
-            return ServerJSON.response(200, ["tokens": .array(results)])
+            return ServerJSON.encoded(200, Components.Schemas.Tokens(tokens: results))
         }
         let records = try await store.invalidTokens(limit: limit)
-        return ServerJSON.response(200, ["tokens": .array(records.filter(inScope).map(Self.tokenJSON))])
-    }
-
-    static func tokenJSON(_ record: InvalidTokenRecord) -> JSONValue {
-        ["token": .string(PushToken.redact(record.token)), "invalid": .bool(record.isInvalid),
-         "provider": .optional(record.provider), "environment": .optional(record.environment),
-         "reason": .string(record.reason),
-         "invalidSince": .int(record.invalidSince), "registeredAt": record.registeredAt.map(JSONValue.int) ?? .null]
+        return ServerJSON.encoded(200, Components.Schemas.Tokens(tokens: records.filter(inScope).map(APIDocuments.token)))
     }
 
     // MARK: health, readiness, metrics

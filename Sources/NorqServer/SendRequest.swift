@@ -42,9 +42,10 @@ struct SendRequest: Sendable {
                   "the send has \(count) targets; this server takes at most \(maximum) per request (server.limits.recipients)")
     }
 
-    static let fields: Set<String> = ["template", "data", "sample", "to", "options"]
-    static let optionFields: Set<String> = ["environment", "topic", "priority", "collapseId", "collapse", "strict",
-                                            "sendTime", "deadlineSeconds"]
+    /// The body's fields (`RequestFields.send`: docs/openapi.yaml's `SendRequest` and `RenderRequest`).
+    static var fields: Set<String> { RequestFields.send }
+    /// The fields of `options` (`RequestFields.sendOptions`: docs/openapi.yaml's `SendOptions`).
+    static var optionFields: Set<String> { RequestFields.sendOptions }
 
     /// - Parameter allowedTemplates: the templates the caller's key may use (nil: all); another one is
     ///   `server/forbidden` before anything is looked up, so the answer names nothing outside the key's scope.

@@ -11,15 +11,6 @@ import OrderedCollections
 enum ServerJSON {
     static let contentType = "application/json"
 
-    /// A JSON response with `status`.
-    static func response(_ status: Int, _ body: JSONValue, headers: HTTPFields = [:]) -> Response {
-        var headers = headers
-        headers[.contentType] = contentType
-        let bytes = body.serialized()
-        return Response(status: HTTPResponse.Status(code: status), headers: headers,
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-
     /// `{"error": {"code", "message", "hint"?}}` (docs/openapi.yaml's `Error`, its generated type) with the error's
     /// status. Messages never hold a key or a whole token.
     static func error(_ error: NorqError, headers: HTTPFields = [:]) -> Response {
@@ -29,18 +20,40 @@ enum ServerJSON {
     }
 
     /// A JSON response with `status` whose body is a value of a type generated from docs/openapi.yaml (NorqAPI): the
-    /// document has the spec's shape by construction.
+    /// document has the spec's shape by construction. Keys are sorted; a nil property the spec allows to be null is
+    /// written `null` (`APIDocuments.nullable`), any other nil is left out.
     static func encoded(_ status: Int, _ body: some Encodable, headers: HTTPFields = [:]) -> Response {
         var headers = headers
         headers[.contentType] = contentType
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(body) else {
-            // Only a non-finite number fails to encode, and these documents hold none.
-            return response(500, ["error": ["code": "server/internal", "message": "the answer could not be encoded"]])
+        var status = status
+        let bytes: [UInt8]
+        if let encoded = serialized(body) {
+            bytes = encoded
+        } else {
+            // Only an integer past 64 bits fails to encode, and these documents hold none.
+            status = 500
+            bytes = serialized(Components.Schemas._Error(error: .init(code: "server/internal",
+                                                                      message: "the answer could not be encoded"))) ?? []
         }
         return Response(status: HTTPResponse.Status(code: status), headers: headers,
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// The compact JSON of `body` (`SpecJSONEncoder` with the spec's nullable properties), nil when it cannot be
+    /// encoded.
+    static func serialized(_ body: some Encodable) -> [UInt8]? {
+        // (A non-finite number, which JSON lacks, is written as null by `JSONValue.serialized`.)
+        json(body)?.serialized()
+    }
+
+    /// The JSON `body` is answered with (`serialized`, before its bytes).
+    static func json(_ body: some Encodable) -> JSONValue? {
+        try? SpecJSONEncoder(nullable: APIDocuments.nullProperties(of:)).encode(body)
+    }
+
+    /// A durable send's summary as `GET /v1/sends/{id}` writes it (`APIDocuments.summary`).
+    static func summary(_ progress: DurableDelivery.Progress) -> JSONValue {
+        json(APIDocuments.summary(progress)) ?? .null
     }
 
     /// Reads the body (at most `limit` bytes) and parses it as a JSON object; with `elements`, the arrays it names
@@ -115,42 +128,5 @@ enum ServerJSON {
         }
         return flag
     }
-
-    // MARK: documents
-
-    static func target(_ target: DeliveryTarget) -> JSONValue { DryRunJSON.targetJSON(target, redactTokens: true) }
-
-    static func outcome(_ result: PushOutcome.Result) -> JSONValue { DryRunJSON.outcomeJSON(result) }
-
-    static func outcomeEntry(_ outcome: PushOutcome) -> JSONValue { DryRunJSON.outcomeEntryJSON(outcome, redactTokens: true) }
-
-    static func row(_ row: OutboxRow) -> JSONValue { DryRunJSON.rowJSON(row) }
-
-    /// The same summary from a durable send's counts by state (a final state other than delivered, accepted,
-    /// rejected or skipped is a failure, as `DurableCodec` reads it; durable outcomes are never duplicates).
-    /// `accepted`: tickets whose receipts the worker has still to fetch (they count as delivered for
-    /// `allDelivered`, as in a direct send's report).
-    static func summary(_ progress: DurableDelivery.Progress) -> JSONValue {
-        let delivered = progress.states[.delivered] ?? 0, rejected = progress.states[.rejected] ?? 0
-        let skipped = progress.states[.skipped] ?? 0, accepted = progress.awaitingReceipts
-        let failed = progress.finished - delivered - accepted - rejected - skipped
-        return [
-            "delivered": .int(Int64(delivered)), "accepted": .int(Int64(accepted)), "rejected": .int(Int64(rejected)),
-            "failed": .int(Int64(failed)), "skipped": .int(Int64(skipped)), "duplicates": 0,
-            "allDelivered": .bool(delivered + accepted == progress.finished),
-        ]
-    }
-
-    static func summary(_ report: SendReport) -> JSONValue {
-        [
-            "delivered": .int(Int64(report.delivered)), "accepted": .int(Int64(report.accepted)),
-            "rejected": .int(Int64(report.rejected)),
-            "failed": .int(Int64(report.failed)), "skipped": .int(Int64(report.skipped)),
-            "duplicates": .int(Int64(report.duplicates)), "allDelivered": .bool(report.allDelivered),
-        ]
-    }
 }
 
-extension JSONValue {
-    static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-}

@@ -773,23 +773,69 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Outcome/requeues`.
             public var requeues: Swift.Int?
+            /// The kind's own fields. delivered and accepted: `status` (integer), `messageId` (string or null: APNs' apns-id, FCM's message name, Web Push's Location, Expo's ticket id), `uniqueId` (APNs, when sent). rejected: `status`, `code`, `class`, `reason` (string or null), `messageId` (string or null), `invalidSince` (ms since the epoch, or null) and `invalidSinceISO` (or null). failed and skipped: `code` and `message`. duplicate: `of`, the first outcome's result.
+            ///
             /// - Remark: Generated from `#/components/schemas/Outcome/result`.
             public struct ResultPayload: Codable, Hashable, Sendable {
                 /// `delivered`, `accepted` (the service took it and answers later with a receipt: Expo's ok ticket, the ticket id as `messageId`), `rejected`, `failed`, `skipped` or `duplicate`
                 ///
                 /// - Remark: Generated from `#/components/schemas/Outcome/result/kind`.
                 public var kind: Swift.String
+                /// the device may have got the notification (on every kind)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Outcome/result/mayHaveBeenDelivered`.
+                public var mayHaveBeenDelivered: Swift.Bool
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
                 /// Creates a new `ResultPayload`.
                 ///
                 /// - Parameters:
                 ///   - kind: `delivered`, `accepted` (the service took it and answers later with a receipt: Expo's ok ticket, the ticket id as `messageId`), `rejected`, `failed`, `skipped` or `duplicate`
-                public init(kind: Swift.String) {
+                ///   - mayHaveBeenDelivered: the device may have got the notification (on every kind)
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(
+                    kind: Swift.String,
+                    mayHaveBeenDelivered: Swift.Bool,
+                    additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()
+                ) {
                     self.kind = kind
+                    self.mayHaveBeenDelivered = mayHaveBeenDelivered
+                    self.additionalProperties = additionalProperties
                 }
                 public enum CodingKeys: String, CodingKey {
                     case kind
+                    case mayHaveBeenDelivered
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.kind = try container.decode(
+                        Swift.String.self,
+                        forKey: .kind
+                    )
+                    self.mayHaveBeenDelivered = try container.decode(
+                        Swift.Bool.self,
+                        forKey: .mayHaveBeenDelivered
+                    )
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [
+                        "kind",
+                        "mayHaveBeenDelivered"
+                    ])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    var container = encoder.container(keyedBy: CodingKeys.self)
+                    try container.encode(
+                        self.kind,
+                        forKey: .kind
+                    )
+                    try container.encode(
+                        self.mayHaveBeenDelivered,
+                        forKey: .mayHaveBeenDelivered
+                    )
+                    try encoder.encodeAdditionalProperties(additionalProperties)
                 }
             }
+            /// The kind's own fields. delivered and accepted: `status` (integer), `messageId` (string or null: APNs' apns-id, FCM's message name, Web Push's Location, Expo's ticket id), `uniqueId` (APNs, when sent). rejected: `status`, `code`, `class`, `reason` (string or null), `messageId` (string or null), `invalidSince` (ms since the epoch, or null) and `invalidSinceISO` (or null). failed and skipped: `code` and `message`. duplicate: `of`, the first outcome's result.
+            ///
             /// - Remark: Generated from `#/components/schemas/Outcome/result`.
             public var result: Components.Schemas.Outcome.ResultPayload
             /// Creates a new `Outcome`.
@@ -800,7 +846,7 @@ extension Components {
             ///   - provider:
             ///   - attempts:
             ///   - requeues: attempts of `attempts` the server provably did not process (re-sent without spending the retry budget)
-            ///   - result:
+            ///   - result: The kind's own fields. delivered and accepted: `status` (integer), `messageId` (string or null: APNs' apns-id, FCM's message name, Web Push's Location, Expo's ticket id), `uniqueId` (APNs, when sent). rejected: `status`, `code`, `class`, `reason` (string or null), `messageId` (string or null), `invalidSince` (ms since the epoch, or null) and `invalidSinceISO` (or null). failed and skipped: `code` and `message`. duplicate: `of`, the first outcome's result.
             public init(
                 target: OpenAPIRuntime.OpenAPIObjectContainer,
                 recipient: Swift.String? = nil,
@@ -1016,6 +1062,8 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/Rendered`.
         public struct Rendered: Codable, Hashable, Sendable {
+            /// without `to`: the rendered content
+            ///
             /// - Remark: Generated from `#/components/schemas/Rendered/content`.
             public struct ContentPayload: Codable, Hashable, Sendable {
                 /// - Remark: Generated from `#/components/schemas/Rendered/content/template`.
@@ -1024,31 +1072,85 @@ extension Components {
                 public var title: Swift.String
                 /// - Remark: Generated from `#/components/schemas/Rendered/content/body`.
                 public var body: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/image`.
+                public var image: Swift.String?
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/actionUrl`.
+                public var actionUrl: Swift.String?
+                /// the APNs headers the template sets (apns-priority, apns-push-type, apns-collapse-id, apns-expiration, apns-topic)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/headers`.
+                public var headers: OpenAPIRuntime.OpenAPIObjectContainer
+                /// the template's iOS fields (sound, badge, subtitle, category, thread-id ...)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/ios`.
+                public var ios: OpenAPIRuntime.OpenAPIObjectContainer
+                /// the custom data sent with the notification
+                ///
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/data`.
+                public var data: OpenAPIRuntime.OpenAPIObjectContainer
+                /// the template's native payload, sent as written (only when it has one)
+                ///
+                /// - Remark: Generated from `#/components/schemas/Rendered/content/nativePayload`.
+                public var nativePayload: OpenAPIRuntime.OpenAPIValueContainer?
                 /// Creates a new `ContentPayload`.
                 ///
                 /// - Parameters:
                 ///   - template:
                 ///   - title:
                 ///   - body:
+                ///   - image:
+                ///   - actionUrl:
+                ///   - headers: the APNs headers the template sets (apns-priority, apns-push-type, apns-collapse-id, apns-expiration, apns-topic)
+                ///   - ios: the template's iOS fields (sound, badge, subtitle, category, thread-id ...)
+                ///   - data: the custom data sent with the notification
+                ///   - nativePayload: the template's native payload, sent as written (only when it has one)
                 public init(
                     template: Swift.String,
                     title: Swift.String,
-                    body: Swift.String
+                    body: Swift.String,
+                    image: Swift.String? = nil,
+                    actionUrl: Swift.String? = nil,
+                    headers: OpenAPIRuntime.OpenAPIObjectContainer,
+                    ios: OpenAPIRuntime.OpenAPIObjectContainer,
+                    data: OpenAPIRuntime.OpenAPIObjectContainer,
+                    nativePayload: OpenAPIRuntime.OpenAPIValueContainer? = nil
                 ) {
                     self.template = template
                     self.title = title
                     self.body = body
+                    self.image = image
+                    self.actionUrl = actionUrl
+                    self.headers = headers
+                    self.ios = ios
+                    self.data = data
+                    self.nativePayload = nativePayload
                 }
                 public enum CodingKeys: String, CodingKey {
                     case template
                     case title
                     case body
+                    case image
+                    case actionUrl
+                    case headers
+                    case ios
+                    case data
+                    case nativePayload
                 }
             }
+            /// without `to`: the rendered content
+            ///
             /// - Remark: Generated from `#/components/schemas/Rendered/content`.
             public var content: Components.Schemas.Rendered.ContentPayload?
             /// - Remark: Generated from `#/components/schemas/Rendered/template`.
             public var template: Swift.String?
+            /// with `to`: how many deliveries have a request
+            ///
+            /// - Remark: Generated from `#/components/schemas/Rendered/requests`.
+            public var requests: Swift.Int?
+            /// with `to`: how many deliveries get no request (their `outcome` says why)
+            ///
+            /// - Remark: Generated from `#/components/schemas/Rendered/withoutRequest`.
+            public var withoutRequest: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload`.
             public struct DeliveriesPayloadPayload: Codable, Hashable, Sendable {
                 /// - Remark: Generated from `#/components/schemas/Rendered/DeliveriesPayload/recipient`.
@@ -1203,21 +1305,29 @@ extension Components {
             /// Creates a new `Rendered`.
             ///
             /// - Parameters:
-            ///   - content:
+            ///   - content: without `to`: the rendered content
             ///   - template:
+            ///   - requests: with `to`: how many deliveries have a request
+            ///   - withoutRequest: with `to`: how many deliveries get no request (their `outcome` says why)
             ///   - deliveries:
             public init(
                 content: Components.Schemas.Rendered.ContentPayload? = nil,
                 template: Swift.String? = nil,
+                requests: Swift.Int? = nil,
+                withoutRequest: Swift.Int? = nil,
                 deliveries: Components.Schemas.Rendered.DeliveriesPayload? = nil
             ) {
                 self.content = content
                 self.template = template
+                self.requests = requests
+                self.withoutRequest = withoutRequest
                 self.deliveries = deliveries
             }
             public enum CodingKeys: String, CodingKey {
                 case content
                 case template
+                case requests
+                case withoutRequest
                 case deliveries
             }
         }

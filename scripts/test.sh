@@ -2,10 +2,13 @@
 # The README's test command. Starts a throwaway PostgreSQL server (installing the Debian package `postgresql` when
 # missing) as a non-root user on a free port in a temporary directory, exports its URL for the PostgreSQL tests
 # (NORQ_TEST_POSTGRES_URL), runs `swift test --no-parallel` (extra arguments are passed on), and stops the server
-# on exit; then schemathesis against a live server (scripts/schemathesis.sh, installed from PyPI when missing).
+# on exit; then schemathesis against a live server (scripts/schemathesis.sh, installed from PyPI when missing), and
+# the OTLP export end to end (scripts/otlp-export.sh, with a norq built with the OTLP trait).
 #
 #   NORQ_SKIP_SCHEMATHESIS=1               skip schemathesis (also skipped on a --filter/--skip run)
 #   NORQ_SKIP_DOCS=1                       skip the DocC build (scripts/docs.sh; also skipped on a filtered run)
+#   NORQ_SKIP_OTLP=1                       skip the OTLP export check (scripts/otlp-export.sh: builds norq with the
+#                                          OTLP trait; also skipped on a filtered run)
 #   NORQ_TEST_POSTGRES_URL=postgres://...  use that server instead (it must allow CREATE DATABASE)
 #   NORQ_SKIP_POSTGRES=1                   skip the PostgreSQL tests explicitly (they fail when neither is set)
 #
@@ -48,7 +51,13 @@ run_tests() {
         echo "scripts/test.sh: NORQ_SKIP_SCHEMATHESIS=1, schemathesis not run" >&2
         return 0
     fi
-    scripts/schemathesis.sh
+    scripts/schemathesis.sh || return 1
+    # The OTLP export end to end, with a norq built with the OTLP trait (the tests above run without it).
+    if [ "${NORQ_SKIP_OTLP:-}" = "1" ]; then
+        echo "scripts/test.sh: NORQ_SKIP_OTLP=1, the OTLP export not checked" >&2
+        return 0
+    fi
+    scripts/otlp-export.sh
 }
 
 if [ "${NORQ_SKIP_POSTGRES:-}" = "1" ] || [ -n "${NORQ_TEST_POSTGRES_URL:-}" ]; then

@@ -16,6 +16,7 @@
 #   TRACING [off]  otlp: norq serve traces every request, enqueue, claim and attempt (sampled 100%) and exports the
 #                  spans over OTLP/HTTP to a local sink (otlp_sink.py, which answers every export with 200 and counts
 #                  them); needs a norq built with `--traits OTLP` (NORQ_BIN, or the build below adds the trait)
+#   SAMPLE_RATIO [1.0]  with TRACING=otlp: the share of new traces recorded (telemetry.sampleRatio)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
@@ -74,7 +75,7 @@ if [ "$TRACING" = otlp ]; then
     SINK_PID=$!
     PIDS+=($SINK_PID)
     wait_port 127.0.0.1 "$SINK_PORT"
-    TELEMETRY_YAML="telemetry: { traces: otlp, endpoint: \"http://127.0.0.1:$SINK_PORT\", sampleRatio: 1.0 }"
+    TELEMETRY_YAML="telemetry: { traces: otlp, endpoint: \"http://127.0.0.1:$SINK_PORT\", sampleRatio: ${SAMPLE_RATIO:-1.0} }"
 elif [ "$TRACING" != off ]; then
     echo "TRACING must be off or otlp" >&2; exit 1
 fi
@@ -166,6 +167,7 @@ YAML
 import json, os, sys
 r = json.load(open(sys.argv[1])); r["load_before"] = sys.argv[2]; r["load_after"] = sys.argv[3]; r["store"] = sys.argv[4]
 r["tracing"] = os.environ.get("TRACING", "off")
+if r["tracing"] != "off": r["sample_ratio"] = float(os.environ.get("SAMPLE_RATIO", "1.0"))
 r["emulator_cpu_s"] = float(sys.argv[5])
 print(json.dumps(r, sort_keys=True))
 PY

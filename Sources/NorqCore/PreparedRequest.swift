@@ -54,34 +54,105 @@ package enum RequestBody: Sendable {
 
 /// The exact request a provider will send: the dry run prints this, the transport sends it.
 /// Building it is pure and synchronous (`PushProvider.prepare`).
+///
+/// A value whose fields are in one shared, immutable box (a setter makes a new one): the router hands a request from
+/// `prepare` to its job, to a batch's array and to the transport, and each of those copies is one retain instead of
+/// one per field (a dozen strings, arrays and the target).
 public struct PreparedRequest: Sendable, Hashable {
-    public var method: String
+    /// Every field of a request, as the box holds them.
+    private struct Fields: Sendable {
+        var method: String
+        var scheme: String
+        var authority: String
+        var path: String
+        var headers: [HTTPHeader]
+        var requestBody: RequestBody
+        var provider: String
+        var target: DeliveryTarget
+        var environment: PushEnvironment?
+        var requestID: String?
+        var payloadLimit: Int?
+        var redactions: [String: String]
+    }
+
+    /// The shared box: immutable, so a setter puts its change in a new box.
+    private final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var storage: Storage
+
+    /// Sets one field: a new box with the others copied (setters are rare: a request is built whole by `prepare`).
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var fields = storage.fields
+        body(&fields)
+        storage = Storage(fields)
+    }
+
+    public var method: String {
+        get { storage.fields.method }
+        set { change { $0.method = newValue } }
+    }
     /// `https`.
-    public var scheme: String
+    public var scheme: String {
+        get { storage.fields.scheme }
+        set { change { $0.scheme = newValue } }
+    }
     /// `host` or `host:port`.
-    public var authority: String
+    public var authority: String {
+        get { storage.fields.authority }
+        set { change { $0.authority = newValue } }
+    }
     /// Path with query, e.g. `/3/device/<token>`.
-    public var path: String
+    public var path: String {
+        get { storage.fields.path }
+        set { change { $0.path = newValue } }
+    }
     /// Headers in send order, including `authorization` when the provider signs at prepare time.
-    public var headers: [HTTPHeader]
+    public var headers: [HTTPHeader] {
+        get { storage.fields.headers }
+        set { change { $0.headers = newValue } }
+    }
     /// The body's bytes (a spliced body is joined on each read: transports send `requestBody`).
     public var body: [UInt8] {
         get { requestBody.bytes }
         set { requestBody = .bytes(newValue) }
     }
     /// The body as the provider made it.
-    package var requestBody: RequestBody
+    package var requestBody: RequestBody {
+        get { storage.fields.requestBody }
+        set { change { $0.requestBody = newValue } }
+    }
     /// The provider instance that prepared it.
-    public var provider: String
-    public var target: DeliveryTarget
+    public var provider: String {
+        get { storage.fields.provider }
+        set { change { $0.provider = newValue } }
+    }
+    public var target: DeliveryTarget {
+        get { storage.fields.target }
+        set { change { $0.target = newValue } }
+    }
     /// The environment the request goes to, where the provider has environments.
-    public var environment: PushEnvironment?
+    public var environment: PushEnvironment? {
+        get { storage.fields.environment }
+        set { change { $0.environment = newValue } }
+    }
     /// The provider's per-request id (APNs `apns-id`), stable across retries.
-    public var requestID: String?
+    public var requestID: String? {
+        get { storage.fields.requestID }
+        set { change { $0.requestID = newValue } }
+    }
     /// The payload size limit that applied, for dry-run display.
-    public var payloadLimit: Int?
+    public var payloadLimit: Int? {
+        get { storage.fields.payloadLimit }
+        set { change { $0.payloadLimit = newValue } }
+    }
     /// Display values for secret headers (`authorization` -> `bearer <redacted ES256 JWT kid=… iss=…>`).
-    public var redactions: [String: String]
+    public var redactions: [String: String] {
+        get { storage.fields.redactions }
+        set { change { $0.redactions = newValue } }
+    }
 
     public init(method: String, scheme: String = "https", authority: String, path: String,
                 headers: [HTTPHeader], body: [UInt8], provider: String, target: DeliveryTarget,
@@ -92,25 +163,15 @@ public struct PreparedRequest: Sendable, Hashable {
                   requestID: requestID, payloadLimit: payloadLimit, redactions: redactions)
     }
 
-    /// A request whose body is `requestBody` (spliced or not). The public init delegates here, not the other way
-    /// round: delegating to it and then replacing the body built the request in a temporary, copied it out and
-    /// destroyed it, per push (`Benchmarks/README.md`, "FCM at 0.8 x h2load, stop 28").
+    /// A request whose body is `requestBody` (spliced or not).
     package init(method: String, scheme: String = "https", authority: String, path: String,
                  headers: [HTTPHeader], requestBody: RequestBody, provider: String, target: DeliveryTarget,
                  environment: PushEnvironment? = nil, requestID: String? = nil, payloadLimit: Int? = nil,
                  redactions: [String: String] = [:]) {
-        self.method = method
-        self.scheme = scheme
-        self.authority = authority
-        self.path = path
-        self.headers = headers
-        self.requestBody = requestBody
-        self.provider = provider
-        self.target = target
-        self.environment = environment
-        self.requestID = requestID
-        self.payloadLimit = payloadLimit
-        self.redactions = redactions
+        storage = Storage(Fields(method: method, scheme: scheme, authority: authority, path: path, headers: headers,
+                                 requestBody: requestBody, provider: provider, target: target,
+                                 environment: environment, requestID: requestID, payloadLimit: payloadLimit,
+                                 redactions: redactions))
     }
 
     /// Equal when every field is, the body compared by its bytes (however it is held).

@@ -5,8 +5,6 @@ import NIOHPACK
 extension HTTP2ConnectionStateMachine {
     // MARK: frames
 
-    var isAwaitingSettings: Bool { if case .awaitingSettings = state { true } else { false } }
-
     func isIdle(_ streamID: Int32) -> Bool {
         streamID & 1 == 0 || streamID > highestStreamID
     }
@@ -215,7 +213,7 @@ extension HTTP2ConnectionStateMachine {
                                    streamID: 0, into: &outbound)
         sendBlockedData()
         if isAwaitingSettings {
-            state = .active(configuration.warmUp == nil ? .off : .pending)
+            becomeActive()
             actions.append(.ready)
         }
         startStreams(now: now)
@@ -225,27 +223,35 @@ extension HTTP2ConnectionStateMachine {
         let debug = debugData.getString(at: debugData.readerIndex, length: min(debugData.readableBytes, 256)) ?? ""
         let reason = "GOAWAY \(HTTP2Wire.ErrorCode.name(errorCode)), last stream \(lastStreamID)"
             + (debug.isEmpty ? "" : ": \(debug.filter { !$0.isNewline })")
-        let last: Int32
         switch state {
-        case .goingAway(let previous):
-            last = min(previous, lastStreamID)
-        case .closed:
-            return
-        case .awaitingSettings, .active:
-            last = lastStreamID
+        case .draining, .closed, .modifying, .awaitingSettings:
+            break  // (before SETTINGS a GOAWAY is a protocol error: `handle` never gets here)
+        case .active:
             actions.append(.goingAway(reason: reason))
         }
-        state = .goingAway(lastStreamID: last)
+        guard !isClosed else { return }
+        let queue = beginDraining(lastStreamID: lastStreamID)
         // Streams above the last id were not processed: they go back to the pool, as does the queue.
         let error = Self.notProcessed(.goAway, "the server went away (\(reason)) without processing the stream")
-        for (id, stream) in streams where id > last {
-            streams.removeValue(forKey: id)
-            flow.forget(streamID: id)
+        let last: Int32 = if case .draining(_, let last) = state { last } else { .max }
+        let refused = withOpenStreams { open -> [(Int32, Stream)] in
+            guard open.table.keys.contains(where: { $0 > last }) else { return [] }
+            var refused: [(Int32, Stream)] = []
+            open.table = open.table.filter { id, stream in
+                if id > last { refused.append((id, stream)) }
+                return id <= last
+            }
+            for (id, _) in refused { open.flow.forget(streamID: id) }
+            return refused
+        } ?? []
+        for (_, stream) in refused {
             stream.request.unassign()
             counts.requeued += 1
             actions.append(.requeue(stream.request, error, written: true))
         }
-        requeueQueue(Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
+        if let queue {
+            requeue(queue, Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
+        }
         closeIfDrained()
     }
 }

@@ -26,9 +26,10 @@ extension HTTP2ConnectionStateMachine {
 
     /// HEADERS (and CONTINUATION when the block exceeds the peer's frame size), then the body as DATA now or as
     /// soon as the windows allow. An empty body ends the stream with the HEADERS.
-    /// Returns the body bytes written at once (the others are written by `sendBlockedData`, which takes them
-    /// from the stream's window itself).
-    mutating func writeRequest(streamID: Int32, _ request: HTTP2RequestContext) -> Int {
+    /// `bodyAtOnce`: both windows hold the body and no body waits before it (``HTTP2FlowControl/sendsAtOnce(_:)``,
+    /// asked as the stream opened, which took the stream window); else it waits, and `sendBlockedData` takes the
+    /// windows as it sends it.
+    mutating func writeRequest(streamID: Int32, _ request: HTTP2RequestContext, bodyAtOnce: Bool) {
         typealias F = HTTP2Wire.Flags
         let bodyCount = request.body.count
         let endStream = bodyCount == 0
@@ -48,8 +49,8 @@ extension HTTP2ConnectionStateMachine {
                 first = false
             }
         }
-        guard !endStream else { return 0 }
-        if flow.sendsAtOnce(bodyCount) {
+        guard !endStream else { return }
+        if bodyAtOnce {
             switch request.body {
             case .buffer(var body):
                 writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
@@ -78,11 +79,10 @@ extension HTTP2ConnectionStateMachine {
                     writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
                 }
             }
-            return bodyCount
+            return
         }
         flow.block(streamID: streamID, body: request.body.buffer)
         sendBlockedData()
-        return 0
     }
 
     /// A whole body of bytes as DATA frames of at most the peer's frame size, the last ending the stream, taken

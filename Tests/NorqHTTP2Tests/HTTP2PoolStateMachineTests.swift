@@ -152,8 +152,9 @@ struct HTTP2PoolStateMachineTests {
     func shutdown() {
         var machine = Machine(connections: 1, retryLimit: 1)
         let outcomes = Outcomes()
-        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
-        #expect(machine.shutdown().count == 1)
+        let waiting = Self.request(outcomes, 0)
+        _ = machine.submit(waiting, pick: Self.first)
+        #expect(machine.shutdown() == Machine.Action(request: .fail([waiting], Self.shutDown), connection: .none))
         let late = Self.request(outcomes, 1)
         #expect(machine.submit(late, pick: Self.first) == Machine.Action(request: .fail([late], Self.shutDown), connection: .none))
         let connection: HTTP2ConnectionID = 1

@@ -121,51 +121,66 @@ extension HTTP2ConnectionStateMachine {
         }
     }
 
+    /// What a HEADERS frame did to its stream (decided in one access to the stream table).
+    enum HeadersVerdict {
+        /// Unknown (closed) stream, or an interim response: nothing more.
+        case none
+        case tooLarge(Int)
+        case noStatus
+        /// 101, or an interim response ending the stream.
+        case badInterim(Int)
+        case trailersWithoutEnd
+        /// The stream ended: taken out of the table.
+        case end(Stream)
+    }
+
     mutating func receiveHeaders(streamID id: Int32, _ block: HPACKResponseDecoder.Block, endStream: Bool,
                                          now: NIODeadline) {
-        guard let index = streams.index(forKey: id) else { return }
-        let listSize = block.listSize
-        guard listSize <= configuration.maxHeaderListSize else {
-            // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
-            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
-                        "response header list of \(listSize) bytes exceeds the \(configuration.maxHeaderListSize) announced",
-                        now: now)
-            return
-        }
-        if withStream(at: index, { $0.status == nil }) {
-            guard let status = block.status, (100...999).contains(status) else {
-                streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
-                            "HTTP/2 response without a valid :status", now: now)
-                return
-            }
-            if status < 200 {
-                // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
-                // interim response cannot end the stream.
-                if status == 101 || endStream {
-                    streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
-                                "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
+        let maxHeaderListSize = configuration.maxHeaderListSize
+        let verdict = withOpenStreams { open -> HeadersVerdict in
+            guard let index = open.table.index(forKey: id) else { return .none }
+            let listSize = block.listSize
+            // RFC 9113 10.5.1: an oversized response is discarded; the connection and its other streams go on.
+            guard listSize <= maxHeaderListSize else { return .tooLarge(listSize) }
+            if open.table.values[index].status == nil {
+                guard let status = block.status, (100...999).contains(status) else { return .noStatus }
+                if status < 200 {
+                    // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
+                    // interim response cannot end the stream.
+                    return status == 101 || endStream ? .badInterim(status) : .none
                 }
-                return
+                open.table.values[index].status = status
+                open.table.values[index].fields = block.fields  // kept as decoded: no copy
+                open.table.values[index].fieldsID = block.id
+            } else if !endStream {
+                return .trailersWithoutEnd
+            } else {
+                // Trailers: their regular fields join the response's.
+                open.table.values[index].fieldsID = 0
+                for header in block.fields where !header.name.hasPrefix(":") {
+                    open.table.values[index].fields.add(name: header.name, value: header.value)
+                }
             }
-            withStream(at: index) { stream in
-                stream.status = status
-                stream.fields = block.fields  // kept as decoded: no copy
-                stream.fieldsID = block.id
-            }
-        } else if !endStream {
+            return endStream ? .end(open.table.remove(at: index).value) : .none
+        } ?? .none
+        switch verdict {
+        case .none:
+            break
+        case .tooLarge(let listSize):
+            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
+                        "response header list of \(listSize) bytes exceeds the \(maxHeaderListSize) announced", now: now)
+        case .noStatus:
+            streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                        "HTTP/2 response without a valid :status", now: now)
+        case .badInterim(let status):
+            streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                        "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
+        case .trailersWithoutEnd:
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 trailers that do not end the stream", now: now)
-            return
-        } else {
-            // Trailers: their regular fields join the response's.
-            withStream(at: index) { stream in
-                stream.fieldsID = 0
-                for header in block.fields where !header.name.hasPrefix(":") {
-                    stream.fields.add(name: header.name, value: header.value)
-                }
-            }
+        case .end(let stream):
+            finish(stream, now: now)
         }
-        if endStream { finish(streams.remove(at: index).value, now: now) }
     }
 
     mutating func receiveReset(streamID id: Int32, errorCode: UInt32, now: NIODeadline) {

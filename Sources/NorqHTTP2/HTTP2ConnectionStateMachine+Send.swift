@@ -73,7 +73,6 @@ extension HTTP2ConnectionStateMachine {
                             return offset + tail.count
                         }
                     }
-                    flow.spend(bodyCount)
                 } else {
                     var body = request.body.buffer
                     writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
@@ -85,8 +84,8 @@ extension HTTP2ConnectionStateMachine {
         sendBlockedData()
     }
 
-    /// A whole body of bytes as DATA frames of at most the peer's frame size, the last ending the stream, taken
-    /// from the connection window (the caller checked both windows).
+    /// A whole body of bytes as DATA frames of at most the peer's frame size, the last ending the stream (the
+    /// caller checked and spent both windows).
     mutating func writeData(streamID: Int32, bytes: [UInt8]) {
         var start = 0
         repeat {
@@ -98,7 +97,6 @@ extension HTTP2ConnectionStateMachine {
             outbound.writeBytes(bytes[start..<end])
             start = end
         } while start < bytes.count
-        flow.spend(bytes.count)
     }
 
     mutating func writeReset(streamID: Int32, errorCode: UInt32) {
@@ -127,7 +125,7 @@ extension HTTP2ConnectionStateMachine {
         outbound.writeInteger(errorCode)
     }
 
-    /// `count` bytes of `body` as DATA frames of at most the peer's frame size, taken from the connection window.
+    /// `count` bytes of `body` as DATA frames of at most the peer's frame size (the caller spends the windows).
     mutating func writeData(streamID: Int32, body: inout ByteBuffer, count: Int, endStream: Bool) {
         var remaining = count
         repeat {
@@ -139,6 +137,5 @@ extension HTTP2ConnectionStateMachine {
             var chunk = body.readSlice(length: length)!
             outbound.writeBuffer(&chunk)
         } while remaining > 0
-        flow.spend(count)
     }
 }

@@ -249,48 +249,75 @@ package struct HTTP2ConnectionStateMachine {
 
     // MARK: streams
 
+    /// What ``takeNextRequest(limit:now:warmUpTime:)`` decided for the next queued request.
+    enum NextRequest {
+        /// Nothing to open: the queue is empty, the limit reached, or the connection not active.
+        case none
+        /// Its deadline passed before it was written: fail it, not processed.
+        case expired(HTTP2RequestContext)
+        /// Stream ids are exhausted (the request is back at the head of the queue): drain.
+        case idsExhausted
+        /// Completed meanwhile: skip it.
+        case skipped
+        /// Opened on stream `id`; `bodyAtOnce`: its body goes out with its HEADERS (its windows already spent).
+        case open(HTTP2RequestContext, id: Int32, bodyAtOnce: Bool)
+    }
+
     mutating func startStreams(now: NIODeadline) {
         guard case .active = state else { return }
-        var warmUp = self.warmUp
         let limit = warmUp == .off ? streamLimit : 1
-        while openStreams < limit, let request = queue.popFirst() {
-            if outbound.readableBytes >= writeChunkBytes {
-                queue.prepend(request)
+        let warmUpTime = configuration.warmUp
+        while true {
+            if outbound.readableBytes >= writeChunkBytes, !queue.isEmpty, openStreams < limit {
                 actions.append(.writeAndResume)
                 return
             }
-            if request.deadline <= now {
+            switch takeNextRequest(limit: limit, now: now, warmUpTime: warmUpTime) {
+            case .none:
+                return
+            case .expired(let request):
                 // Never written once its deadline has passed.
                 actions.append(.fail(request, Self.notProcessed(.deadlineExceeded, "the deadline passed before the request was written")))
-                continue
-            }
-            let id = nextStreamID
-            if id > Int32.max - 2 {
-                queue.prepend(request)
+            case .idsExhausted:
                 beginDrain(reason: "stream ids exhausted")
                 return
+            case .skipped:
+                continue
+            case .open(let request, let id, let bodyAtOnce):
+                writeRequest(streamID: id, request, bodyAtOnce: bodyAtOnce)
+                counts.opened += 1
+                keepAlive.streamActivity(now: now)
             }
-            guard request.assign(streamID: id) else { continue }  // completed meanwhile
-            if warmUp == .pending, let time = configuration.warmUp {
-                warmUp = .running(until: now + time)
-                self.warmUp = warmUp
-            }
-            // One access to the open streams: the id, the stream, and whether its body goes out with its HEADERS
-            // (then its window is spent here; a body that waits takes it as it is sent).
-            let bodyCount = request.body.count
-            let atOnce = withOpenStreams { open in
-                open.nextStreamID = id + 2
-                open.highestStreamID = id
-                let atOnce = open.flow.sendsAtOnce(bodyCount)
-                open.table[id] = Stream(request: request,
-                                        sendWindow: open.flow.peerInitialWindowSize - (atOnce ? bodyCount : 0),
-                                        receiveWindow: Self.localInitialWindowSize)
-                return atOnce
-            } ?? false
-            writeRequest(streamID: id, request, bodyAtOnce: atOnce)
-            counts.opened += 1
-            keepAlive.streamActivity(now: now)
         }
+    }
+
+    /// Takes the next queued request into a new stream, with one access to the active state (its queue, stream
+    /// table, ids, windows and warm-up changed in place together): per request, the state is taken out of its
+    /// enum case and put back once.
+    mutating func takeNextRequest(limit: Int, now: NIODeadline, warmUpTime: TimeAmount?) -> NextRequest {
+        guard case .active(var active) = state else { return .none }
+        state = .modifying
+        defer { state = .active(active) }
+        guard active.open.table.count < limit, let request = active.queue.popFirst() else { return .none }
+        if request.deadline <= now { return .expired(request) }
+        let id = active.open.nextStreamID
+        if id > Int32.max - 2 {
+            active.queue.prepend(request)
+            return .idsExhausted
+        }
+        guard request.assign(streamID: id) else { return .skipped }
+        if active.warmUp == .pending, let warmUpTime { active.warmUp = .running(until: now + warmUpTime) }
+        active.open.nextStreamID = id + 2
+        active.open.highestStreamID = id
+        // The body goes out with its HEADERS when both windows hold it: both are spent here. A body that waits
+        // takes them as it is sent (`sendBlockedData`).
+        let bodyCount = request.body.count
+        let atOnce = active.open.flow.sendsAtOnce(bodyCount)
+        if atOnce, bodyCount > 0 { active.open.flow.spend(bodyCount) }
+        active.open.table[id] = Stream(request: request,
+                                       sendWindow: active.open.flow.peerInitialWindowSize - (atOnce ? bodyCount : 0),
+                                       receiveWindow: Self.localInitialWindowSize)
+        return .open(request, id: id, bodyAtOnce: atOnce)
     }
 
     /// Completes a stream taken out of the table; `consuming`: its parts move into the response (a borrowed stream

@@ -62,47 +62,49 @@ extension HTTP2ConnectionStateMachine {
         }
     }
 
-    // The stream table is read and changed in place (``withStream(at:_:)``), and a stream leaves it (a move) only
-    // when it ends: a stream taken out into a local and put back, or read through `streams.values[index]` (a
-    // getter), was copied, each of its parts retained and released, per frame.
-
-    mutating func withStream<T>(at index: [Int32: Stream].Index, _ body: (inout Stream) -> T) -> T {
-        body(&streams.values[index])
-    }
+    // DATA and HEADERS change their stream in one access to the open streams (``withOpenStreams(_:)``: the state
+    // taken out of its case once, changed in place, put back), through `table.values[index]`, and a stream leaves
+    // the table (a move) only when it ends: each access copied the state's payload (its queue, table and blocked
+    // bodies retained and released), and a stream taken out into a local and put back was copied, per frame.
 
     enum DataVerdict {
-        case overrun, beforeHeaders, tooLarge, end, more
+        case none, overrun, beforeHeaders, tooLarge
+        /// The stream ended: taken out of the table.
+        case end(Stream)
         case giveBack(Int)
     }
 
+    /// DATA on a stream, decided in one access to the stream table.
     mutating func receiveData(streamID id: Int32, _ payload: ByteBuffer, endStream: Bool,
                                       flowControlledLength: Int, now: NIODeadline) {
-        guard let index = streams.index(forKey: id) else { return }  // closed (answered, reset, expired): ignored
         let maxBody = configuration.maxResponseBodyBytes
-        let verdict = withStream(at: index) { stream -> DataVerdict in
-            stream.receiveWindow -= flowControlledLength
-            guard stream.receiveWindow >= 0 else { return .overrun }
-            guard stream.status != nil else { return .beforeHeaders }
+        let verdict = withOpenStreams { open -> DataVerdict in
+            guard let index = open.table.index(forKey: id) else { return .none }  // closed (answered, reset, expired): ignored
+            open.table.values[index].receiveWindow -= flowControlledLength
+            guard open.table.values[index].receiveWindow >= 0 else { return .overrun }
+            guard open.table.values[index].status != nil else { return .beforeHeaders }
             if payload.readableBytes > 0 {
-                let held = stream.body?.readableBytes ?? 0
+                let held = open.table.values[index].body?.readableBytes ?? 0
                 guard held + payload.readableBytes <= maxBody else { return .tooLarge }
                 if held == 0 {
-                    stream.body = payload
+                    open.table.values[index].body = payload
                 } else {
                     var payload = payload
-                    stream.body!.writeBuffer(&payload)
+                    open.table.values[index].body!.writeBuffer(&payload)
                 }
             }
-            if endStream { return .end }
+            if endStream { return .end(open.table.remove(at: index).value) }
             // A long answer gets stream window back before it runs out.
-            stream.unacknowledgedBytes += flowControlledLength
-            guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .more }
-            let increment = stream.unacknowledgedBytes
-            stream.receiveWindow += increment
-            stream.unacknowledgedBytes = 0
-            return .giveBack(increment)
-        }
+            open.table.values[index].unacknowledgedBytes += flowControlledLength
+            let unacknowledged = open.table.values[index].unacknowledgedBytes
+            guard unacknowledged >= Self.localInitialWindowSize / 2 else { return .none }
+            open.table.values[index].receiveWindow += unacknowledged
+            open.table.values[index].unacknowledgedBytes = 0
+            return .giveBack(unacknowledged)
+        } ?? .none
         switch verdict {
+        case .none:
+            break
         case .overrun:
             streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
                         "the server overran the stream's receive window", now: now)
@@ -112,10 +114,8 @@ extension HTTP2ConnectionStateMachine {
         case .tooLarge:
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                         "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
-        case .end:
-            finish(streams.remove(at: index).value, now: now)
-        case .more:
-            break
+        case .end(let stream):
+            finish(stream, now: now)
         case .giveBack(let increment):
             writeWindowUpdate(streamID: id, increment: increment)
         }

@@ -214,9 +214,17 @@ package struct HTTP2ConnectionStateMachine {
         switch state {
         case .draining, .closed, .modifying:
             actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
-        case .awaitingSettings, .active:
-            queue.append(request)
-            if request.deadline < earliestDeadline { earliestDeadline = request.deadline }
+        case .awaitingSettings(var pending):
+            state = .modifying
+            pending.queue.append(request)
+            pending.earliestDeadline = min(pending.earliestDeadline, request.deadline)
+            state = .awaitingSettings(pending)
+        case .active(var active):
+            // One access: the queue and the deadline bound change in place.
+            state = .modifying
+            active.queue.append(request)
+            active.open.earliestDeadline = min(active.open.earliestDeadline, request.deadline)
+            state = .active(active)
             startStreams(now: now)
         }
     }
@@ -263,16 +271,22 @@ package struct HTTP2ConnectionStateMachine {
         case open(HTTP2RequestContext, id: Int32, bodyAtOnce: Bool)
     }
 
-    mutating func startStreams(now: NIODeadline) {
+    /// Opens streams for the queued requests while the limit allows. `answerCompleted`: a complete answer just
+    /// arrived, which ends the warm-up.
+    mutating func startStreams(now: NIODeadline, answerCompleted: Bool = false) {
         guard case .active = state else { return }
-        let limit = warmUp == .off ? streamLimit : 1
+        let limit = streamLimit
         let warmUpTime = configuration.warmUp
+        var endWarmUp = answerCompleted
         while true {
-            if outbound.readableBytes >= writeChunkBytes, !queue.isEmpty, openStreams < limit {
+            if outbound.readableBytes >= writeChunkBytes, !queue.isEmpty, openStreams < (isWarmingUp ? 1 : limit) {
+                if endWarmUp { warmUp = .off }
                 actions.append(.writeAndResume)
                 return
             }
-            switch takeNextRequest(limit: limit, now: now, warmUpTime: warmUpTime) {
+            let next = takeNextRequest(limit: limit, now: now, warmUpTime: warmUpTime, endWarmUp: endWarmUp)
+            endWarmUp = false
+            switch next {
             case .none:
                 return
             case .expired(let request):
@@ -294,10 +308,15 @@ package struct HTTP2ConnectionStateMachine {
     /// Takes the next queued request into a new stream, with one access to the active state (its queue, stream
     /// table, ids, windows and warm-up changed in place together): per request, the state is taken out of its
     /// enum case and put back once.
-    mutating func takeNextRequest(limit: Int, now: NIODeadline, warmUpTime: TimeAmount?) -> NextRequest {
+    /// `limit`: the stream limit once warmed up (one stream while warming up); `endWarmUp`: a complete answer
+    /// arrived (it ends the warm-up).
+    mutating func takeNextRequest(limit: Int, now: NIODeadline, warmUpTime: TimeAmount?,
+                                  endWarmUp: Bool) -> NextRequest {
         guard case .active(var active) = state else { return .none }
         state = .modifying
         defer { state = .active(active) }
+        if endWarmUp { active.warmUp = .off }
+        let limit = active.warmUp == .off ? limit : 1
         guard active.open.table.count < limit, let request = active.queue.popFirst() else { return .none }
         if request.deadline <= now { return .expired(request) }
         let id = active.open.nextStreamID
@@ -323,13 +342,12 @@ package struct HTTP2ConnectionStateMachine {
     /// Completes a stream taken out of the table; `consuming`: its parts move into the response (a borrowed stream
     /// was copied, each part retained, per answer).
     mutating func finish(_ stream: consuming Stream, now: NIODeadline) {
-        if warmUp != .off { warmUp = .off }  // any complete answer ends it
         counts.completed += 1
         keepAlive.streamActivity(now: now)
         var response = HTTP2Response(status: stream.status ?? 0, fields: stream.fields, body: stream.body ?? emptyBody)
         response.fieldsID = stream.fieldsID
         actions.append(.succeed(stream.request, response))
-        startStreams(now: now)
+        startStreams(now: now, answerCompleted: true)  // any complete answer ends the warm-up
         closeIfDrained()
     }
 

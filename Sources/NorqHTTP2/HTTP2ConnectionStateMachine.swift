@@ -209,6 +209,14 @@ package struct HTTP2ConnectionStateMachine {
 
     // MARK: inputs
 
+    mutating func queueInActive(_ request: HTTP2RequestContext) {
+        guard case .active(var active) = state else { return }
+        state = .modifying
+        active.queue.append(request)
+        active.open.earliestDeadline = min(active.open.earliestDeadline, request.deadline)
+        state = .active(active)
+    }
+
     /// Takes requests: they are written as the stream limit allows (none before the server's SETTINGS).
     package mutating func enqueue(_ request: HTTP2RequestContext, now: NIODeadline) {
         switch state {
@@ -219,12 +227,10 @@ package struct HTTP2ConnectionStateMachine {
             pending.queue.append(request)
             pending.earliestDeadline = min(pending.earliestDeadline, request.deadline)
             state = .awaitingSettings(pending)
-        case .active(var active):
-            // One access: the queue and the deadline bound change in place.
-            state = .modifying
-            active.queue.append(request)
-            active.open.earliestDeadline = min(active.open.earliestDeadline, request.deadline)
-            state = .active(active)
+        case .active:
+            // One access (the queue and the deadline bound change in place), ended before the streams open: a
+            // payload still bound in this scope kept the stream table shared, and opening a stream copied it.
+            queueInActive(request)
             startStreams(now: now)
         }
     }

@@ -67,6 +67,9 @@ extension HTTP2ConnectionStateMachine {
     // the table (a move) only when it ends: each access copied the state's payload (its queue, table and blocked
     // bodies retained and released), and a stream taken out into a local and put back was copied, per frame.
 
+    /// Runs `body` on a stream of the table in place (one inout access, no copy of the stream).
+    static func inPlace<T>(_ stream: inout Stream, _ body: (inout Stream) -> T) -> T { body(&stream) }
+
     enum DataVerdict {
         case none, overrun, beforeHeaders, tooLarge
         /// The stream ended: taken out of the table.
@@ -80,27 +83,32 @@ extension HTTP2ConnectionStateMachine {
         let maxBody = configuration.maxResponseBodyBytes
         let verdict = withOpenStreams { open -> DataVerdict in
             guard let index = open.table.index(forKey: id) else { return .none }  // closed (answered, reset, expired): ignored
-            open.table.values[index].receiveWindow -= flowControlledLength
-            guard open.table.values[index].receiveWindow >= 0 else { return .overrun }
-            guard open.table.values[index].status != nil else { return .beforeHeaders }
-            if payload.readableBytes > 0 {
-                let held = open.table.values[index].body?.readableBytes ?? 0
-                guard held + payload.readableBytes <= maxBody else { return .tooLarge }
-                if held == 0 {
-                    open.table.values[index].body = payload
-                } else {
-                    var payload = payload
-                    open.table.values[index].body!.writeBuffer(&payload)
+            // Read and changed through one inout access: a read of `values[index]` copied the stream.
+            let verdict = Self.inPlace(&open.table.values[index]) { stream -> DataVerdict in
+                stream.receiveWindow -= flowControlledLength
+                guard stream.receiveWindow >= 0 else { return .overrun }
+                guard stream.status != nil else { return .beforeHeaders }
+                if payload.readableBytes > 0 {
+                    let held = stream.body?.readableBytes ?? 0
+                    guard held + payload.readableBytes <= maxBody else { return .tooLarge }
+                    if held == 0 {
+                        stream.body = payload
+                    } else {
+                        var payload = payload
+                        stream.body!.writeBuffer(&payload)
+                    }
                 }
+                if endStream { return .none }
+                // A long answer gets stream window back before it runs out.
+                stream.unacknowledgedBytes += flowControlledLength
+                guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .none }
+                let increment = stream.unacknowledgedBytes
+                stream.receiveWindow += increment
+                stream.unacknowledgedBytes = 0
+                return .giveBack(increment)
             }
-            if endStream { return .end(open.table.remove(at: index).value) }
-            // A long answer gets stream window back before it runs out.
-            open.table.values[index].unacknowledgedBytes += flowControlledLength
-            let unacknowledged = open.table.values[index].unacknowledgedBytes
-            guard unacknowledged >= Self.localInitialWindowSize / 2 else { return .none }
-            open.table.values[index].receiveWindow += unacknowledged
-            open.table.values[index].unacknowledgedBytes = 0
-            return .giveBack(unacknowledged)
+            if case .none = verdict, endStream { return .end(open.table.remove(at: index).value) }
+            return verdict
         } ?? .none
         switch verdict {
         case .none:
@@ -123,8 +131,10 @@ extension HTTP2ConnectionStateMachine {
 
     /// What a HEADERS frame did to its stream (decided in one access to the stream table).
     enum HeadersVerdict {
-        /// Unknown (closed) stream, or an interim response: nothing more.
+        /// Unknown (closed) stream, or headers that do not end it: nothing more.
         case none
+        /// A 1xx response: the final one follows.
+        case interim
         case tooLarge(Int)
         case noStatus
         /// 101, or an interim response ending the stream.
@@ -142,29 +152,33 @@ extension HTTP2ConnectionStateMachine {
             let listSize = block.listSize
             // RFC 9113 10.5.1: an oversized response is discarded; the connection and its other streams go on.
             guard listSize <= maxHeaderListSize else { return .tooLarge(listSize) }
-            if open.table.values[index].status == nil {
-                guard let status = block.status, (100...999).contains(status) else { return .noStatus }
-                if status < 200 {
-                    // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
-                    // interim response cannot end the stream.
-                    return status == 101 || endStream ? .badInterim(status) : .none
+            let verdict = Self.inPlace(&open.table.values[index]) { stream -> HeadersVerdict in
+                if stream.status == nil {
+                    guard let status = block.status, (100...999).contains(status) else { return .noStatus }
+                    if status < 200 {
+                        // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and
+                        // an interim response cannot end the stream.
+                        return status == 101 || endStream ? .badInterim(status) : .interim
+                    }
+                    stream.status = status
+                    stream.fields = block.fields  // kept as decoded: no copy
+                    stream.fieldsID = block.id
+                } else if !endStream {
+                    return .trailersWithoutEnd
+                } else {
+                    // Trailers: their regular fields join the response's.
+                    stream.fieldsID = 0
+                    for header in block.fields where !header.name.hasPrefix(":") {
+                        stream.fields.add(name: header.name, value: header.value)
+                    }
                 }
-                open.table.values[index].status = status
-                open.table.values[index].fields = block.fields  // kept as decoded: no copy
-                open.table.values[index].fieldsID = block.id
-            } else if !endStream {
-                return .trailersWithoutEnd
-            } else {
-                // Trailers: their regular fields join the response's.
-                open.table.values[index].fieldsID = 0
-                for header in block.fields where !header.name.hasPrefix(":") {
-                    open.table.values[index].fields.add(name: header.name, value: header.value)
-                }
+                return .none
             }
+            guard case .none = verdict else { return verdict }
             return endStream ? .end(open.table.remove(at: index).value) : .none
         } ?? .none
         switch verdict {
-        case .none:
+        case .none, .interim:
             break
         case .tooLarge(let listSize):
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,

@@ -60,6 +60,19 @@ extension HTTP2ConnectionStateMachine {
 
     // MARK: in-place access to the state's data
 
+    /// Takes the state out of `state`, leaving ``State/modifying`` in its place: a move (the payload's storage is
+    /// neither retained nor released), after which the payload bound from it is referenced once and changes in
+    /// place. Binding a payload from `state` itself (`case .active(var a) = state`) copied it through its value
+    /// witness (`ActiveVwcp` in `perf`: the queue, the table and the blocked bodies retained, then released when
+    /// `modifying` replaced them), on every access. Every changing access below goes through this; the caller puts
+    /// a state back.
+    @inline(__always)
+    mutating func takeState() -> State {
+        var taken = State.modifying
+        swap(&taken, &state)
+        return taken
+    }
+
     /// The requests waiting for a stream (none while draining or closed: changes then are dropped).
     var queue: CircularBuffer<HTTP2RequestContext> {
         get {
@@ -70,16 +83,15 @@ extension HTTP2ConnectionStateMachine {
             }
         }
         _modify {
-            switch state {
+            switch takeState() {
             case .awaitingSettings(var pending):
-                state = .modifying
                 defer { state = .awaitingSettings(pending) }
                 yield &pending.queue
             case .active(var active):
-                state = .modifying
                 defer { state = .active(active) }
                 yield &active.queue
-            case .draining, .closed, .modifying:
+            case let other:
+                state = other
                 var none = CircularBuffer<HTTP2RequestContext>(initialCapacity: 1)
                 yield &none
             }
@@ -96,16 +108,15 @@ extension HTTP2ConnectionStateMachine {
             }
         }
         _modify {
-            switch state {
+            switch takeState() {
             case .active(var active):
-                state = .modifying
                 defer { state = .active(active) }
                 yield &active.open.table
             case .draining(var open, let last):
-                state = .modifying
                 defer { state = .draining(open, lastStreamID: last) }
                 yield &open.table
-            case .awaitingSettings, .closed, .modifying:
+            case let other:
+                state = other
                 var none: [Int32: Stream] = [:]
                 yield &none
             }
@@ -123,20 +134,18 @@ extension HTTP2ConnectionStateMachine {
             }
         }
         _modify {
-            switch state {
+            switch takeState() {
             case .awaitingSettings(var pending):
-                state = .modifying
                 defer { state = .awaitingSettings(pending) }
                 yield &pending.flow
             case .active(var active):
-                state = .modifying
                 defer { state = .active(active) }
                 yield &active.open.flow
             case .draining(var open, let last):
-                state = .modifying
                 defer { state = .draining(open, lastStreamID: last) }
                 yield &open.flow
-            case .closed, .modifying:
+            case let other:
+                state = other
                 var none = HTTP2FlowControl(localWindowSize: configuration.connectionWindowSize)
                 yield &none
             }
@@ -154,21 +163,18 @@ extension HTTP2ConnectionStateMachine {
             }
         }
         set {
-            switch state {
+            switch takeState() {
             case .awaitingSettings(var pending):
-                state = .modifying
                 pending.earliestDeadline = newValue
                 state = .awaitingSettings(pending)
             case .active(var active):
-                state = .modifying
                 active.open.earliestDeadline = newValue
                 state = .active(active)
             case .draining(var open, let last):
-                state = .modifying
                 open.earliestDeadline = newValue
                 state = .draining(open, lastStreamID: last)
-            case .closed, .modifying:
-                break
+            case let other:
+                state = other
             }
         }
     }
@@ -184,17 +190,31 @@ extension HTTP2ConnectionStateMachine {
 
     /// Runs `body` on the open streams of an active or draining connection, in place; nil in other states. `body`
     /// must not use the accessors above (the state is ``State/modifying`` meanwhile).
+    @inline(__always)
     mutating func withOpenStreams<T>(_ body: (inout OpenStreams) -> T) -> T? {
-        switch state {
+        switch takeState() {
         case .active(var active):
-            state = .modifying
             defer { state = .active(active) }
             return body(&active.open)
         case .draining(var open, let last):
-            state = .modifying
             defer { state = .draining(open, lastStreamID: last) }
             return body(&open)
-        case .awaitingSettings, .closed, .modifying:
+        case let other:
+            state = other
+            return nil
+        }
+    }
+
+    /// Runs `body` on an active connection's data, in place; nil in other states. `body` must not use the accessors
+    /// above (the state is ``State/modifying`` meanwhile).
+    @inline(__always)
+    mutating func withActive<T>(_ body: (inout Active) -> T) -> T? {
+        switch takeState() {
+        case .active(var active):
+            defer { state = .active(active) }
+            return body(&active)
+        case let other:
+            state = other
             return nil
         }
     }
@@ -203,10 +223,8 @@ extension HTTP2ConnectionStateMachine {
     var warmUp: WarmUp {
         get { if case .active(let active) = state { active.warmUp } else { .off } }
         set {
-            guard case .active(var active) = state, active.warmUp != newValue else { return }
-            state = .modifying
-            active.warmUp = newValue
-            state = .active(active)
+            guard warmUp != newValue else { return }
+            _ = withActive { $0.warmUp = newValue }
         }
     }
 
@@ -237,39 +255,40 @@ extension HTTP2ConnectionStateMachine {
 
     /// SETTINGS arrived: the pending queue and windows become an active connection's.
     mutating func becomeActive() {
-        guard case .awaitingSettings(let pending) = state else { return }
-        state = .modifying
-        state = .active(Active(open: OpenStreams(earliestDeadline: pending.earliestDeadline, flow: pending.flow),
-                               queue: pending.queue, warmUp: configuration.warmUp == nil ? .off : .pending))
+        switch takeState() {
+        case .awaitingSettings(let pending):
+            state = .active(Active(open: OpenStreams(earliestDeadline: pending.earliestDeadline, flow: pending.flow),
+                                   queue: pending.queue, warmUp: configuration.warmUp == nil ? .off : .pending))
+        case let other:
+            state = other
+        }
     }
 
     /// No new streams: an active connection keeps its streams up to `lastStreamID`; the queue is returned (to hand
     /// back). Draining already: the lower last id is kept. Before SETTINGS (nothing was written) or closed:
     /// nothing changes but the queue is returned.
     mutating func beginDraining(lastStreamID: Int32) -> CircularBuffer<HTTP2RequestContext>? {
-        switch state {
+        switch takeState() {
         case .active(let active):
-            state = .modifying
             state = .draining(active.open, lastStreamID: lastStreamID)
             return active.queue
         case .draining(let open, let previous):
-            state = .modifying
             state = .draining(open, lastStreamID: min(previous, lastStreamID))
             return nil
         case .awaitingSettings(var pending):
-            state = .modifying
             let queue = pending.queue
             pending.queue = CircularBuffer(initialCapacity: 1)
             state = .awaitingSettings(pending)
             return queue
-        case .closed, .modifying:
+        case let other:
+            state = other
             return nil
         }
     }
 
     /// Closed: everything the state held is returned (to fail and hand back); nothing is kept.
     mutating func becomeClosed() -> (streams: [Int32: Stream], queue: CircularBuffer<HTTP2RequestContext>?) {
-        let old = state
+        let old = takeState()
         state = .closed
         switch old {
         case .awaitingSettings(let pending): return ([:], pending.queue)

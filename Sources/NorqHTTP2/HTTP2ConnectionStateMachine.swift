@@ -210,11 +210,10 @@ package struct HTTP2ConnectionStateMachine {
     // MARK: inputs
 
     mutating func queueInActive(_ request: HTTP2RequestContext) {
-        guard case .active(var active) = state else { return }
-        state = .modifying
-        active.queue.append(request)
-        active.open.earliestDeadline = min(active.open.earliestDeadline, request.deadline)
-        state = .active(active)
+        _ = withActive { active in
+            active.queue.append(request)
+            active.open.earliestDeadline = min(active.open.earliestDeadline, request.deadline)
+        }
     }
 
     /// Takes requests: they are written as the stream limit allows (none before the server's SETTINGS).
@@ -222,11 +221,9 @@ package struct HTTP2ConnectionStateMachine {
         switch state {
         case .draining, .closed, .modifying:
             actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
-        case .awaitingSettings(var pending):
-            state = .modifying
-            pending.queue.append(request)
-            pending.earliestDeadline = min(pending.earliestDeadline, request.deadline)
-            state = .awaitingSettings(pending)
+        case .awaitingSettings:
+            queue.append(request)
+            earliestDeadline = min(earliestDeadline, request.deadline)
         case .active:
             // One access (the queue and the deadline bound change in place), ended before the streams open: a
             // payload still bound in this scope kept the stream table shared, and opening a stream copied it.
@@ -318,31 +315,30 @@ package struct HTTP2ConnectionStateMachine {
     /// arrived (it ends the warm-up).
     mutating func takeNextRequest(limit: Int, now: NIODeadline, warmUpTime: TimeAmount?,
                                   endWarmUp: Bool) -> NextRequest {
-        guard case .active(var active) = state else { return .none }
-        state = .modifying
-        defer { state = .active(active) }
-        if endWarmUp { active.warmUp = .off }
-        let limit = active.warmUp == .off ? limit : 1
-        guard active.open.table.count < limit, let request = active.queue.popFirst() else { return .none }
-        if request.deadline <= now { return .expired(request) }
-        let id = active.open.nextStreamID
-        if id > Int32.max - 2 {
-            active.queue.prepend(request)
-            return .idsExhausted
-        }
-        guard request.assign(streamID: id) else { return .skipped }
-        if active.warmUp == .pending, let warmUpTime { active.warmUp = .running(until: now + warmUpTime) }
-        active.open.nextStreamID = id + 2
-        active.open.highestStreamID = id
-        // The body goes out with its HEADERS when both windows hold it: both are spent here. A body that waits
-        // takes them as it is sent (`sendBlockedData`).
-        let bodyCount = request.body.count
-        let atOnce = active.open.flow.sendsAtOnce(bodyCount)
-        if atOnce, bodyCount > 0 { active.open.flow.spend(bodyCount) }
-        active.open.table[id] = Stream(request: request,
-                                       sendWindow: active.open.flow.peerInitialWindowSize - (atOnce ? bodyCount : 0),
-                                       receiveWindow: Self.localInitialWindowSize)
-        return .open(request, id: id, bodyAtOnce: atOnce)
+        withActive { active in
+            if endWarmUp { active.warmUp = .off }
+            let limit = active.warmUp == .off ? limit : 1
+            guard active.open.table.count < limit, let request = active.queue.popFirst() else { return .none }
+            if request.deadline <= now { return .expired(request) }
+            let id = active.open.nextStreamID
+            if id > Int32.max - 2 {
+                active.queue.prepend(request)
+                return .idsExhausted
+            }
+            guard request.assign(streamID: id) else { return .skipped }
+            if active.warmUp == .pending, let warmUpTime { active.warmUp = .running(until: now + warmUpTime) }
+            active.open.nextStreamID = id + 2
+            active.open.highestStreamID = id
+            // The body goes out with its HEADERS when both windows hold it: both are spent here. A body that waits
+            // takes them as it is sent (`sendBlockedData`).
+            let bodyCount = request.body.count
+            let atOnce = active.open.flow.sendsAtOnce(bodyCount)
+            if atOnce, bodyCount > 0 { active.open.flow.spend(bodyCount) }
+            active.open.table[id] = Stream(request: request,
+                                           sendWindow: active.open.flow.peerInitialWindowSize - (atOnce ? bodyCount : 0),
+                                           receiveWindow: Self.localInitialWindowSize)
+            return .open(request, id: id, bodyAtOnce: atOnce)
+        } ?? .none
     }
 
     /// Completes a stream taken out of the table; `consuming`: its parts move into the response (a borrowed stream

@@ -62,10 +62,9 @@ extension HTTP2ConnectionStateMachine {
         }
     }
 
-    // DATA and HEADERS change their stream in one access to the open streams (``withOpenStreams(_:)``: the state
-    // taken out of its case once, changed in place, put back), through `table.values[index]`, and a stream leaves
-    // the table (a move) only when it ends: each access copied the state's payload (its queue, table and blocked
-    // bodies retained and released), and a stream taken out into a local and put back was copied, per frame.
+    // DATA and HEADERS change their stream in one access to the open streams (``withOpenStreams(_:)``), through
+    // `table.values[index]`, and a stream leaves the table (a move) only when it ends: a stream taken out into a
+    // local and put back was copied, per frame.
 
     /// Runs `body` on a stream of the table in place (one inout access, no copy of the stream).
     static func inPlace<T>(_ stream: inout Stream, _ body: (inout Stream) -> T) -> T { body(&stream) }
@@ -253,7 +252,7 @@ extension HTTP2ConnectionStateMachine {
         let reason = "GOAWAY \(HTTP2Wire.ErrorCode.name(errorCode)), last stream \(lastStreamID)"
             + (debug.isEmpty ? "" : ": \(debug.filter { !$0.isNewline })")
         switch state {
-        case .draining, .closed, .modifying, .awaitingSettings:
+        case .draining, .closed, .awaitingSettings:
             break  // (before SETTINGS a GOAWAY is a protocol error: `handle` never gets here)
         case .active:
             actions.append(.goingAway(reason: reason))
@@ -262,7 +261,7 @@ extension HTTP2ConnectionStateMachine {
         let queue = beginDraining(lastStreamID: lastStreamID)
         // Streams above the last id were not processed: they go back to the pool, as does the queue.
         let error = Self.notProcessed(.goAway, "the server went away (\(reason)) without processing the stream")
-        let last: Int32 = if case .draining(_, let last) = state { last } else { .max }
+        let last: Int32 = if case .draining(let last) = state { last } else { .max }
         let refused = withOpenStreams { open -> [(Int32, Stream)] in
             guard open.table.keys.contains(where: { $0 > last }) else { return [] }
             var refused: [(Int32, Stream)] = []

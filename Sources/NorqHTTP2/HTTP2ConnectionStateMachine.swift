@@ -9,8 +9,9 @@ import NIOHPACK
 ///
 /// By concern, one file each: this one (state, inputs, streams), `+Receive` (frames read), `+Send` (frames
 /// written), `+FlowControl` (both directions' windows and the bodies waiting for them: ``HTTP2FlowControl``) and
-/// `+Timers` (deadlines, PING, idle: ``HTTP2KeepAlive``), and `+States`: the states, each carrying its own data
-/// (the queue, the stream table, the windows and blocked bodies, the warm-up, the last stream id), changed in place.
+/// `+Timers` (deadlines, PING, idle: ``HTTP2KeepAlive``), and `+States`: the states with their small facts (the
+/// warm-up, the last stream id) and the sub-machines by concern stored beside them (the queue, the streams, the
+/// windows and blocked bodies), changed in place.
 ///
 /// A request body is sent right after its HEADERS when both send windows allow (the common path: two frames
 /// appended to one buffer), else as the windows open, oldest first.
@@ -121,8 +122,12 @@ package struct HTTP2ConnectionStateMachine {
     package var counts = Counts()
 
     let configuration: Configuration
-    /// The state and its data (`+States`).
-    var state: State
+    /// The state (`+States`): the small per-state facts.
+    var state = State.awaitingSettings
+    /// Sending: the requests waiting for a stream (`+States`; empty once draining or closed).
+    var queue = CircularBuffer<HTTP2RequestContext>()
+    /// The streams, their ids and both directions' flow control (`+States`).
+    var open: OpenStreams
     var decoder: HTTP2FrameDecoder
     var hpackDecoder: HPACKResponseDecoder
     var encoder = HPACKRequestEncoder()
@@ -167,31 +172,18 @@ package struct HTTP2ConnectionStateMachine {
         self.hpackDecoder = HPACKResponseDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
                                          maxHeaderListSize: configuration.maxHeaderBlockBytes)
         self.keepAlive = HTTP2KeepAlive(now: now)
-        self.state = .awaitingSettings(Pending(flow: HTTP2FlowControl(localWindowSize: configuration.connectionWindowSize)))
+        self.open = OpenStreams(flow: HTTP2FlowControl(localWindowSize: configuration.connectionWindowSize))
         writePreface()
     }
 
     /// Requests queued or in flight.
-    package var load: Int {
-        switch state {
-        case .awaitingSettings(let pending): pending.queue.count
-        case .active(let active): active.queue.count + active.open.table.count
-        case .draining(let open, _): open.table.count
-        case .closed, .modifying: 0
-        }
-    }
-    package var openStreams: Int {
-        switch state {
-        case .active(let active): active.open.table.count
-        case .draining(let open, _): open.table.count
-        case .awaitingSettings, .closed, .modifying: 0
-        }
-    }
+    package var load: Int { queue.count + open.table.count }
+    package var openStreams: Int { open.table.count }
     package var isReady: Bool { if case .active = state { true } else { false } }
     /// Going away or closed: no request will be written any more.
     package var takesNoNewStreams: Bool {
         switch state {
-        case .draining, .closed, .modifying: true
+        case .draining, .closed: true
         case .awaitingSettings, .active: false
         }
     }
@@ -201,7 +193,7 @@ package struct HTTP2ConnectionStateMachine {
         switch state {
         case .awaitingSettings: configuration.warmUp != nil
         case .active: warmUp != .off
-        case .draining, .closed, .modifying: false
+        case .draining, .closed: false
         }
     }
 
@@ -209,25 +201,17 @@ package struct HTTP2ConnectionStateMachine {
 
     // MARK: inputs
 
-    mutating func queueInActive(_ request: HTTP2RequestContext) {
-        _ = withActive { active in
-            active.queue.append(request)
-            active.open.earliestDeadline = min(active.open.earliestDeadline, request.deadline)
-        }
-    }
-
     /// Takes requests: they are written as the stream limit allows (none before the server's SETTINGS).
     package mutating func enqueue(_ request: HTTP2RequestContext, now: NIODeadline) {
         switch state {
-        case .draining, .closed, .modifying:
+        case .draining, .closed:
             actions.append(.requeue(request, Self.notProcessed(.connectionLost, "the connection was closing"), written: false))
         case .awaitingSettings:
             queue.append(request)
-            earliestDeadline = min(earliestDeadline, request.deadline)
+            open.earliestDeadline = min(open.earliestDeadline, request.deadline)
         case .active:
-            // One access (the queue and the deadline bound change in place), ended before the streams open: a
-            // payload still bound in this scope kept the stream table shared, and opening a stream copied it.
-            queueInActive(request)
+            queue.append(request)
+            open.earliestDeadline = min(open.earliestDeadline, request.deadline)
             startStreams(now: now)
         }
     }
@@ -308,37 +292,37 @@ package struct HTTP2ConnectionStateMachine {
         }
     }
 
-    /// Takes the next queued request into a new stream, with one access to the active state (its queue, stream
-    /// table, ids, windows and warm-up changed in place together): per request, the state is taken out of its
-    /// enum case and put back once.
+    /// Takes the next queued request into a new stream (its queue, stream table, ids, windows and warm-up changed
+    /// in place together).
     /// `limit`: the stream limit once warmed up (one stream while warming up); `endWarmUp`: a complete answer
     /// arrived (it ends the warm-up).
     mutating func takeNextRequest(limit: Int, now: NIODeadline, warmUpTime: TimeAmount?,
                                   endWarmUp: Bool) -> NextRequest {
-        withActive { active in
-            if endWarmUp { active.warmUp = .off }
-            let limit = active.warmUp == .off ? limit : 1
-            guard active.open.table.count < limit, let request = active.queue.popFirst() else { return .none }
-            if request.deadline <= now { return .expired(request) }
-            let id = active.open.nextStreamID
-            if id > Int32.max - 2 {
-                active.queue.prepend(request)
-                return .idsExhausted
-            }
-            guard request.assign(streamID: id) else { return .skipped }
-            if active.warmUp == .pending, let warmUpTime { active.warmUp = .running(until: now + warmUpTime) }
-            active.open.nextStreamID = id + 2
-            active.open.highestStreamID = id
-            // The body goes out with its HEADERS when both windows hold it: both are spent here. A body that waits
-            // takes them as it is sent (`sendBlockedData`).
-            let bodyCount = request.body.count
-            let atOnce = active.open.flow.sendsAtOnce(bodyCount)
-            if atOnce, bodyCount > 0 { active.open.flow.spend(bodyCount) }
-            active.open.table[id] = Stream(request: request,
-                                           sendWindow: active.open.flow.peerInitialWindowSize - (atOnce ? bodyCount : 0),
-                                           receiveWindow: Self.localInitialWindowSize)
-            return .open(request, id: id, bodyAtOnce: atOnce)
-        } ?? .none
+        guard case .active(var warmUp) = state else { return .none }
+        if endWarmUp, warmUp != .off {
+            warmUp = .off
+            state = .active(.off)
+        }
+        let limit = warmUp == .off ? limit : 1
+        guard open.table.count < limit, let request = queue.popFirst() else { return .none }
+        if request.deadline <= now { return .expired(request) }
+        let id = open.nextStreamID
+        if id > Int32.max - 2 {
+            queue.prepend(request)
+            return .idsExhausted
+        }
+        guard request.assign(streamID: id) else { return .skipped }
+        if warmUp == .pending, let warmUpTime { state = .active(.running(until: now + warmUpTime)) }
+        open.nextStreamID = id + 2
+        open.highestStreamID = id
+        // The body goes out with its HEADERS when both windows hold it: both are spent here. A body that waits
+        // takes them as it is sent (`sendBlockedData`).
+        let bodyCount = request.body.count
+        let atOnce = open.flow.sendsAtOnce(bodyCount)
+        if atOnce, bodyCount > 0 { open.flow.spend(bodyCount) }
+        open.table[id] = Stream(request: request, sendWindow: open.flow.peerInitialWindowSize - (atOnce ? bodyCount : 0),
+                                receiveWindow: Self.localInitialWindowSize)
+        return .open(request, id: id, bodyAtOnce: atOnce)
     }
 
     /// Completes a stream taken out of the table; `consuming`: its parts move into the response (a borrowed stream
@@ -409,7 +393,7 @@ package struct HTTP2ConnectionStateMachine {
 
     /// Draining with no stream left: closed.
     mutating func closeIfDrained() {
-        guard case .draining(let open, _) = state, open.table.isEmpty else { return }
+        guard case .draining = state, open.table.isEmpty else { return }
         state = .closed
         actions.append(.close)
     }

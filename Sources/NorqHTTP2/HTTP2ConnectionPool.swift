@@ -34,10 +34,8 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
     }
     private let state: Mutex<State>
     private let capacity: Int
-    /// Requests accepted and not yet complete.
-    private let outstanding = Atomic<Int>(0)
-    private let shuttingDown = Atomic<Bool>(false)
-    private let drained = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    /// Requests accepted and not yet complete: what each request holds of the pool (not the pool itself).
+    private let outstanding = HTTP2OutstandingRequests()
     private let orders: AsyncStream<HTTP2PoolStateMachine.ConnectOrder>
     private let ordersContinuation: AsyncStream<HTTP2PoolStateMachine.ConnectOrder>.Continuation
     private let runTask = Mutex<Task<Void, Never>?>(nil)
@@ -100,7 +98,7 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
     /// - Parameter now: a read of the clock the caller has just made, if it has one (saves a read per request).
     package func execute(_ request: HTTP2Request, deadline: ContinuousClock.Instant,
                          now: ContinuousClock.Instant = .now, completion: @escaping HTTP2Completion) {
-        guard !shuttingDown.load(ordering: .relaxed) else {
+        guard !outstanding.isShuttingDown else {
             completion(.failure(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down")))
             return
         }
@@ -108,9 +106,9 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
             completion(.failure(HTTP2ClientError(.invalidRequest, possiblyProcessed: false, problem)))
             return
         }
-        outstanding.add(1, ordering: .relaxed)
+        outstanding.started()
         let context = HTTP2RequestContext(head: request.head, body: request.body,
-                                          deadline: request.deadline(within: deadline, now: now), pool: self,
+                                          deadline: request.deadline(within: deadline, now: now), outstanding: outstanding,
                                           completion: completion)
         submit(context)
     }
@@ -147,11 +145,17 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
     /// failed with `error` (not processed).
     func connection(_ id: HTTP2ConnectionID, handsBack request: HTTP2RequestContext, error: HTTP2ClientError,
                     written: Bool) {
-        guard request.takeRequeue(written: written) else {
-            request.fail(error)
-            return
+        let currentLoop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0) }
+        let capacity = self.capacity
+        let (action, connection) = state.withLock { state in
+            let action = state.machine.handBack(request, error: error, written: written) { ready, turn in
+                HTTP2PoolStateMachine.pick(from: ready, turn: turn, capacity: capacity,
+                                           isLocal: { state.connections[$0]?.eventLoopID == currentLoop },
+                                           load: { state.connections[$0]?.load ?? .max })
+            }
+            return (action, state.connections[action.request.connectionID])
         }
-        submit(request)
+        perform(action, connection: connection)
     }
 
     /// The connection takes no new streams (GOAWAY or closed): forget it, open a replacement if requests wait.
@@ -171,19 +175,11 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
     /// The pool's connection health (see ``HTTP2PoolHealth``).
     package var health: HTTP2PoolHealth { state.withLock { $0.machine.health } }
 
-    /// Called by every request as it completes.
-    func requestFinished() {
-        let left = outstanding.subtract(1, ordering: .sequentiallyConsistent).newValue
-        if left == 0, shuttingDown.load(ordering: .sequentiallyConsistent) {
-            drained.withLock { $0.take() }?.resume()
-        }
-    }
-
     // MARK: connections
 
     private func order(_ order: HTTP2PoolStateMachine.ConnectOrder) {
         runTask.withLock { task in
-            if task == nil, !shuttingDown.load(ordering: .relaxed) {
+            if task == nil, !outstanding.isShuttingDown {
                 task = Task { await self.run() }
             }
         }
@@ -241,6 +237,8 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
         case .close(let id, let replacement):
             if let connection, connection.id == id { connection.close() }
             if let replacement { order(replacement) }
+        case .closeAll:
+            break  // only from closeAll(), carried out by shutdown(), which waits for each channel to close
         }
         switch action.request {
         case .none:
@@ -369,19 +367,12 @@ package final class HTTP2ConnectionPool: HTTP2ConnectionDelegate {
     /// Stops taking requests, waits for those in flight (each ends by its deadline at the latest), closes the
     /// connections and ends the connection attempts. Connections that finish opening later are closed at once.
     package func shutdown() async {
-        shuttingDown.store(true, ordering: .sequentiallyConsistent)
-        let waiting = state.withLock { $0.machine.shutdown() }
-        for request in waiting {
-            request.fail(HTTP2ClientError(.shutDown, possiblyProcessed: false, "the HTTP/2 client is shut down"))
-        }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            drained.withLock { $0 = continuation }
-            if outstanding.load(ordering: .sequentiallyConsistent) == 0 {
-                drained.withLock { $0.take() }?.resume()
-            }
-        }
-        let connections = state.withLock { state in
-            state.machine.takeConnections().compactMap { state.connections.remove($0) }
+        outstanding.beginShutdown()
+        perform(state.withLock { $0.machine.shutdown() }, connection: nil)
+        await outstanding.waitUntilDrained()
+        let connections = state.withLock { state -> [HTTP2Connection] in
+            guard case .closeAll(let ids) = state.machine.closeAll().connection else { return [] }
+            return ids.compactMap { state.connections.remove($0) }
         }
         for connection in connections { try? await connection.channel.close() }
         ordersContinuation.finish()

@@ -169,6 +169,7 @@ extension HTTP2ConnectionStateMachine {
             if count > 0 {
                 let endStream = count == body.readableBytes
                 writeData(streamID: id, body: &body, count: count, endStream: endStream)
+                flow.spend(count)
                 streams[id]!.sendWindow -= count
                 if endStream {
                     flow.blocked.remove(at: index)

@@ -5,8 +5,6 @@ import NIOHPACK
 extension HTTP2ConnectionStateMachine {
     // MARK: frames
 
-    var isAwaitingSettings: Bool { if case .awaitingSettings = state { true } else { false } }
-
     func isIdle(_ streamID: Int32) -> Bool {
         streamID & 1 == 0 || streamID > highestStreamID
     }
@@ -64,47 +62,56 @@ extension HTTP2ConnectionStateMachine {
         }
     }
 
-    // The stream table is read and changed in place (``withStream(at:_:)``), and a stream leaves it (a move) only
-    // when it ends: a stream taken out into a local and put back, or read through `streams.values[index]` (a
-    // getter), was copied, each of its parts retained and released, per frame.
+    // DATA and HEADERS change their stream in one access to the open streams (``withOpenStreams(_:)``), through
+    // `table.values[index]`, and a stream leaves the table (a move) only when it ends: a stream taken out into a
+    // local and put back was copied, per frame.
 
-    mutating func withStream<T>(at index: [Int32: Stream].Index, _ body: (inout Stream) -> T) -> T {
-        body(&streams.values[index])
-    }
+    /// Runs `body` on a stream of the table in place (one inout access, no copy of the stream).
+    static func inPlace<T>(_ stream: inout Stream, _ body: (inout Stream) -> T) -> T { body(&stream) }
 
     enum DataVerdict {
-        case overrun, beforeHeaders, tooLarge, end, more
+        case none, overrun, beforeHeaders, tooLarge
+        /// The stream ended: taken out of the table.
+        case end(Stream)
         case giveBack(Int)
     }
 
+    /// DATA on a stream, decided in one access to the stream table.
     mutating func receiveData(streamID id: Int32, _ payload: ByteBuffer, endStream: Bool,
                                       flowControlledLength: Int, now: NIODeadline) {
-        guard let index = streams.index(forKey: id) else { return }  // closed (answered, reset, expired): ignored
         let maxBody = configuration.maxResponseBodyBytes
-        let verdict = withStream(at: index) { stream -> DataVerdict in
-            stream.receiveWindow -= flowControlledLength
-            guard stream.receiveWindow >= 0 else { return .overrun }
-            guard stream.status != nil else { return .beforeHeaders }
-            if payload.readableBytes > 0 {
-                let held = stream.body?.readableBytes ?? 0
-                guard held + payload.readableBytes <= maxBody else { return .tooLarge }
-                if held == 0 {
-                    stream.body = payload
-                } else {
-                    var payload = payload
-                    stream.body!.writeBuffer(&payload)
+        let verdict = withOpenStreams { open -> DataVerdict in
+            guard let index = open.table.index(forKey: id) else { return .none }  // closed (answered, reset, expired): ignored
+            // Read and changed through one inout access: a read of `values[index]` copied the stream.
+            let verdict = Self.inPlace(&open.table.values[index]) { stream -> DataVerdict in
+                stream.receiveWindow -= flowControlledLength
+                guard stream.receiveWindow >= 0 else { return .overrun }
+                guard stream.status != nil else { return .beforeHeaders }
+                if payload.readableBytes > 0 {
+                    let held = stream.body?.readableBytes ?? 0
+                    guard held + payload.readableBytes <= maxBody else { return .tooLarge }
+                    if held == 0 {
+                        stream.body = payload
+                    } else {
+                        var payload = payload
+                        stream.body!.writeBuffer(&payload)
+                    }
                 }
+                if endStream { return .none }
+                // A long answer gets stream window back before it runs out.
+                stream.unacknowledgedBytes += flowControlledLength
+                guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .none }
+                let increment = stream.unacknowledgedBytes
+                stream.receiveWindow += increment
+                stream.unacknowledgedBytes = 0
+                return .giveBack(increment)
             }
-            if endStream { return .end }
-            // A long answer gets stream window back before it runs out.
-            stream.unacknowledgedBytes += flowControlledLength
-            guard stream.unacknowledgedBytes >= Self.localInitialWindowSize / 2 else { return .more }
-            let increment = stream.unacknowledgedBytes
-            stream.receiveWindow += increment
-            stream.unacknowledgedBytes = 0
-            return .giveBack(increment)
-        }
+            if case .none = verdict, endStream { return .end(open.table.remove(at: index).value) }
+            return verdict
+        } ?? .none
         switch verdict {
+        case .none:
+            break
         case .overrun:
             streamError(id, code: HTTP2Wire.ErrorCode.flowControlError, kind: .protocolError,
                         "the server overran the stream's receive window", now: now)
@@ -114,60 +121,79 @@ extension HTTP2ConnectionStateMachine {
         case .tooLarge:
             streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
                         "response body longer than \(configuration.maxResponseBodyBytes) bytes", now: now)
-        case .end:
-            finish(streams.remove(at: index).value, now: now)
-        case .more:
-            break
+        case .end(let stream):
+            finish(stream, now: now)
         case .giveBack(let increment):
             writeWindowUpdate(streamID: id, increment: increment)
         }
     }
 
+    /// What a HEADERS frame did to its stream (decided in one access to the stream table).
+    enum HeadersVerdict {
+        /// Unknown (closed) stream, or headers that do not end it: nothing more.
+        case none
+        /// A 1xx response: the final one follows.
+        case interim
+        case tooLarge(Int)
+        case noStatus
+        /// 101, or an interim response ending the stream.
+        case badInterim(Int)
+        case trailersWithoutEnd
+        /// The stream ended: taken out of the table.
+        case end(Stream)
+    }
+
     mutating func receiveHeaders(streamID id: Int32, _ block: HPACKResponseDecoder.Block, endStream: Bool,
                                          now: NIODeadline) {
-        guard let index = streams.index(forKey: id) else { return }
-        let listSize = block.listSize
-        guard listSize <= configuration.maxHeaderListSize else {
-            // RFC 9113 10.5.1: this response is discarded; the connection and its other streams go on.
-            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
-                        "response header list of \(listSize) bytes exceeds the \(configuration.maxHeaderListSize) announced",
-                        now: now)
-            return
-        }
-        if withStream(at: index, { $0.status == nil }) {
-            guard let status = block.status, (100...999).contains(status) else {
-                streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
-                            "HTTP/2 response without a valid :status", now: now)
-                return
-            }
-            if status < 200 {
-                // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and an
-                // interim response cannot end the stream.
-                if status == 101 || endStream {
-                    streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
-                                "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
+        let maxHeaderListSize = configuration.maxHeaderListSize
+        let verdict = withOpenStreams { open -> HeadersVerdict in
+            guard let index = open.table.index(forKey: id) else { return .none }
+            let listSize = block.listSize
+            // RFC 9113 10.5.1: an oversized response is discarded; the connection and its other streams go on.
+            guard listSize <= maxHeaderListSize else { return .tooLarge(listSize) }
+            let verdict = Self.inPlace(&open.table.values[index]) { stream -> HeadersVerdict in
+                if stream.status == nil {
+                    guard let status = block.status, (100...999).contains(status) else { return .noStatus }
+                    if status < 200 {
+                        // 1xx: interim (RFC 9113 8.1); the final response follows. 101 is not allowed in HTTP/2, and
+                        // an interim response cannot end the stream.
+                        return status == 101 || endStream ? .badInterim(status) : .interim
+                    }
+                    stream.status = status
+                    stream.fields = block.fields  // kept as decoded: no copy
+                    stream.fieldsID = block.id
+                } else if !endStream {
+                    return .trailersWithoutEnd
+                } else {
+                    // Trailers: their regular fields join the response's.
+                    stream.fieldsID = 0
+                    for header in block.fields where !header.name.hasPrefix(":") {
+                        stream.fields.add(name: header.name, value: header.value)
+                    }
                 }
-                return
+                return .none
             }
-            withStream(at: index) { stream in
-                stream.status = status
-                stream.fields = block.fields  // kept as decoded: no copy
-                stream.fieldsID = block.id
-            }
-        } else if !endStream {
+            guard case .none = verdict else { return verdict }
+            return endStream ? .end(open.table.remove(at: index).value) : .none
+        } ?? .none
+        switch verdict {
+        case .none, .interim:
+            break
+        case .tooLarge(let listSize):
+            streamError(id, code: HTTP2Wire.ErrorCode.cancel, kind: .responseTooLarge,
+                        "response header list of \(listSize) bytes exceeds the \(maxHeaderListSize) announced", now: now)
+        case .noStatus:
+            streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                        "HTTP/2 response without a valid :status", now: now)
+        case .badInterim(let status):
+            streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
+                        "HTTP/2 interim response \(status)\(endStream ? " ending the stream" : "")", now: now)
+        case .trailersWithoutEnd:
             streamError(id, code: HTTP2Wire.ErrorCode.protocolError, kind: .protocolError,
                         "HTTP/2 trailers that do not end the stream", now: now)
-            return
-        } else {
-            // Trailers: their regular fields join the response's.
-            withStream(at: index) { stream in
-                stream.fieldsID = 0
-                for header in block.fields where !header.name.hasPrefix(":") {
-                    stream.fields.add(name: header.name, value: header.value)
-                }
-            }
+        case .end(let stream):
+            finish(stream, now: now)
         }
-        if endStream { finish(streams.remove(at: index).value, now: now) }
     }
 
     mutating func receiveReset(streamID id: Int32, errorCode: UInt32, now: NIODeadline) {
@@ -215,7 +241,7 @@ extension HTTP2ConnectionStateMachine {
                                    streamID: 0, into: &outbound)
         sendBlockedData()
         if isAwaitingSettings {
-            state = .active(configuration.warmUp == nil ? .off : .pending)
+            becomeActive()
             actions.append(.ready)
         }
         startStreams(now: now)
@@ -225,27 +251,35 @@ extension HTTP2ConnectionStateMachine {
         let debug = debugData.getString(at: debugData.readerIndex, length: min(debugData.readableBytes, 256)) ?? ""
         let reason = "GOAWAY \(HTTP2Wire.ErrorCode.name(errorCode)), last stream \(lastStreamID)"
             + (debug.isEmpty ? "" : ": \(debug.filter { !$0.isNewline })")
-        let last: Int32
         switch state {
-        case .goingAway(let previous):
-            last = min(previous, lastStreamID)
-        case .closed:
-            return
-        case .awaitingSettings, .active:
-            last = lastStreamID
+        case .draining, .closed, .awaitingSettings:
+            break  // (before SETTINGS a GOAWAY is a protocol error: `handle` never gets here)
+        case .active:
             actions.append(.goingAway(reason: reason))
         }
-        state = .goingAway(lastStreamID: last)
+        guard !isClosed else { return }
+        let queue = beginDraining(lastStreamID: lastStreamID)
         // Streams above the last id were not processed: they go back to the pool, as does the queue.
         let error = Self.notProcessed(.goAway, "the server went away (\(reason)) without processing the stream")
-        for (id, stream) in streams where id > last {
-            streams.removeValue(forKey: id)
-            flow.forget(streamID: id)
+        let last: Int32 = if case .draining(let last) = state { last } else { .max }
+        let refused = withOpenStreams { open -> [(Int32, Stream)] in
+            guard open.table.keys.contains(where: { $0 > last }) else { return [] }
+            var refused: [(Int32, Stream)] = []
+            open.table = open.table.filter { id, stream in
+                if id > last { refused.append((id, stream)) }
+                return id <= last
+            }
+            for (id, _) in refused { open.flow.forget(streamID: id) }
+            return refused
+        } ?? []
+        for (_, stream) in refused {
             stream.request.unassign()
             counts.requeued += 1
             actions.append(.requeue(stream.request, error, written: true))
         }
-        requeueQueue(Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
+        if let queue {
+            requeue(queue, Self.notProcessed(.goAway, "the server went away (\(reason)) before the request was written"))
+        }
         closeIfDrained()
     }
 }

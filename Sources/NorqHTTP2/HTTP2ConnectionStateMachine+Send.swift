@@ -26,9 +26,10 @@ extension HTTP2ConnectionStateMachine {
 
     /// HEADERS (and CONTINUATION when the block exceeds the peer's frame size), then the body as DATA now or as
     /// soon as the windows allow. An empty body ends the stream with the HEADERS.
-    /// Returns the body bytes written at once (the others are written by `sendBlockedData`, which takes them
-    /// from the stream's window itself).
-    mutating func writeRequest(streamID: Int32, _ request: HTTP2RequestContext) -> Int {
+    /// `bodyAtOnce`: both windows hold the body and no body waits before it (``HTTP2FlowControl/sendsAtOnce(_:)``,
+    /// asked as the stream opened, which took the stream window); else it waits, and `sendBlockedData` takes the
+    /// windows as it sends it.
+    mutating func writeRequest(streamID: Int32, _ request: HTTP2RequestContext, bodyAtOnce: Bool) {
         typealias F = HTTP2Wire.Flags
         let bodyCount = request.body.count
         let endStream = bodyCount == 0
@@ -48,8 +49,8 @@ extension HTTP2ConnectionStateMachine {
                 first = false
             }
         }
-        guard !endStream else { return 0 }
-        if flow.sendsAtOnce(bodyCount) {
+        guard !endStream else { return }
+        if bodyAtOnce {
             switch request.body {
             case .buffer(var body):
                 writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
@@ -72,21 +73,19 @@ extension HTTP2ConnectionStateMachine {
                             return offset + tail.count
                         }
                     }
-                    flow.spend(bodyCount)
                 } else {
                     var body = request.body.buffer
                     writeData(streamID: streamID, body: &body, count: bodyCount, endStream: true)
                 }
             }
-            return bodyCount
+            return
         }
         flow.block(streamID: streamID, body: request.body.buffer)
         sendBlockedData()
-        return 0
     }
 
-    /// A whole body of bytes as DATA frames of at most the peer's frame size, the last ending the stream, taken
-    /// from the connection window (the caller checked both windows).
+    /// A whole body of bytes as DATA frames of at most the peer's frame size, the last ending the stream (the
+    /// caller checked and spent both windows).
     mutating func writeData(streamID: Int32, bytes: [UInt8]) {
         var start = 0
         repeat {
@@ -98,7 +97,6 @@ extension HTTP2ConnectionStateMachine {
             outbound.writeBytes(bytes[start..<end])
             start = end
         } while start < bytes.count
-        flow.spend(bytes.count)
     }
 
     mutating func writeReset(streamID: Int32, errorCode: UInt32) {
@@ -127,7 +125,7 @@ extension HTTP2ConnectionStateMachine {
         outbound.writeInteger(errorCode)
     }
 
-    /// `count` bytes of `body` as DATA frames of at most the peer's frame size, taken from the connection window.
+    /// `count` bytes of `body` as DATA frames of at most the peer's frame size (the caller spends the windows).
     mutating func writeData(streamID: Int32, body: inout ByteBuffer, count: Int, endStream: Bool) {
         var remaining = count
         repeat {
@@ -139,6 +137,5 @@ extension HTTP2ConnectionStateMachine {
             var chunk = body.readSlice(length: length)!
             outbound.writeBuffer(&chunk)
         } while remaining > 0
-        flow.spend(count)
     }
 }

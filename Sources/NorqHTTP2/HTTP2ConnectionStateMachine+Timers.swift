@@ -55,8 +55,8 @@ extension HTTP2ConnectionStateMachine {
     package mutating func tick(now: NIODeadline) {
         guard !isClosed else { return }
         expire(now: now)
-        if case .active(.running(let ends)) = state, ends <= now {
-            state = .active(.off)
+        if case .running(let ends) = warmUp, ends <= now {
+            warmUp = .off
             startStreams(now: now)
         }
         guard !isAwaitingSettings else { return }

@@ -81,6 +81,8 @@ package struct HTTP2PoolStateMachine {
         /// Close this connection (it finished opening after shutdown, or closed while opening: the pool never
         /// added it), and start the `replacement` attempt when requests still wait.
         case close(HTTP2ConnectionID, replacement: ConnectOrder?)
+        /// The end of a shutdown: close these connections (the pool forgot them) and wait for each to close.
+        case closeAll([HTTP2ConnectionID])
     }
 
     private let maxConnections: Int
@@ -198,19 +200,28 @@ package struct HTTP2PoolStateMachine {
         return Action(request: .none, connection: Self.connecting(connectIfRoom(delay: nil)))
     }
 
-    /// Refuses new requests; the waiting ones fail. Returns them.
-    package mutating func shutdown() -> [HTTP2RequestContext] {
-        isShutDown = true
-        let failed = waiting
-        waiting.removeAll()
-        return failed
+    /// A connection handed back a request the server did not process (``HTTP2ConnectionStateMachine/Action/requeue(_:_:written:)``):
+    /// submitted again while the request's bounds allow (``HTTP2RequestContext/takeRequeue(written:)``), else it
+    /// fails with `error` (not processed).
+    package mutating func handBack(_ request: HTTP2RequestContext, error: HTTP2ClientError, written: Bool,
+                                   pick: ([HTTP2ConnectionID], Int) -> HTTP2ConnectionID) -> Action {
+        guard request.takeRequeue(written: written) else {
+            return Action(request: .fail([request], error), connection: .none)
+        }
+        return submit(request, pick: pick)
     }
 
-    /// The ready connections, forgotten (to close at the end of a shutdown).
-    package mutating func takeConnections() -> [HTTP2ConnectionID] {
+    /// Refuses new requests from now on: the waiting ones fail (shut down, not processed).
+    package mutating func shutdown() -> Action {
+        isShutDown = true
+        return Action(request: failWaiting(Self.shutDownError), connection: .none)
+    }
+
+    /// The end of a shutdown, once the requests in flight completed: the ready connections, forgotten, to close.
+    package mutating func closeAll() -> Action {
         let all = ready
         ready.removeAll()
-        return all
+        return Action(request: .none, connection: all.isEmpty ? .none : .closeAll(all))
     }
 
     /// The connection for the next request: round robin among the connections on the calling event loop
@@ -272,6 +283,7 @@ extension HTTP2PoolStateMachine.ConnectionAction: Equatable {
         case (.none, .none): true
         case (.connect(let a), .connect(let b)): a == b
         case (.close(let a, let c), .close(let b, let d)): a == b && c == d
+        case (.closeAll(let a), .closeAll(let b)): a == b
         default: false
         }
     }

@@ -67,20 +67,26 @@ package final class HTTP2RequestContext: Sendable {
     /// sent again up to this many times in all.
     package static let maxHandBacks = 3
 
-    /// Told when the request completes (for shutdown's wait); nil in state-machine tests.
-    private let pool: HTTP2ConnectionPool?
+    /// Told when the request completes (for the pool's shutdown wait); nil in state-machine tests. Not the pool:
+    /// a request never references its pool.
+    private let outstanding: HTTP2OutstandingRequests?
 
     package convenience init(head: HTTP2RequestHead, body: ByteBuffer, deadline: NIODeadline,
-                             pool: HTTP2ConnectionPool? = nil, completion: @escaping HTTP2Completion) {
-        self.init(head: head, body: .buffer(body), deadline: deadline, pool: pool, completion: completion)
+                             completion: @escaping HTTP2Completion) {
+        self.init(head: head, body: .buffer(body), deadline: deadline, completion: completion)
     }
 
-    package init(head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
-                 pool: HTTP2ConnectionPool? = nil, completion: @escaping HTTP2Completion) {
+    package convenience init(head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
+                             completion: @escaping HTTP2Completion) {
+        self.init(head: head, body: body, deadline: deadline, outstanding: nil, completion: completion)
+    }
+
+    init(head: HTTP2RequestHead, body: HTTP2RequestBody, deadline: NIODeadline,
+         outstanding: HTTP2OutstandingRequests?, completion: @escaping HTTP2Completion) {
         self.head = head
         self.body = body
         self.deadline = deadline
-        self.pool = pool
+        self.outstanding = outstanding
         self.state = Mutex(State(completion: completion))
     }
 
@@ -148,7 +154,7 @@ package final class HTTP2RequestContext: Sendable {
         }
         guard let completion = taken else { return false }
         deadlineTask?.cancel()
-        pool?.requestFinished()
+        outstanding?.finished()
         completion(result)
         return true
     }

@@ -152,14 +152,56 @@ struct HTTP2PoolStateMachineTests {
     func shutdown() {
         var machine = Machine(connections: 1, retryLimit: 1)
         let outcomes = Outcomes()
-        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
-        #expect(machine.shutdown().count == 1)
+        let waiting = Self.request(outcomes, 0)
+        _ = machine.submit(waiting, pick: Self.first)
+        #expect(machine.shutdown() == Machine.Action(request: .fail([waiting], Self.shutDown), connection: .none))
         let late = Self.request(outcomes, 1)
         #expect(machine.submit(late, pick: Self.first) == Machine.Action(request: .fail([late], Self.shutDown), connection: .none))
         let connection: HTTP2ConnectionID = 1
         #expect(machine.connectSucceeded(id: 1)
             == Machine.Action(request: .none, connection: .close(connection, replacement: nil)))
         #expect(machine.ready.isEmpty)
+    }
+
+    @Test("a request handed back unprocessed is submitted again (to a ready connection, or to wait) within its bounds; past them it fails with the connection's error")
+    func handBack() {
+        var machine = Machine(connections: 1, retryLimit: 1)
+        let outcomes = Outcomes()
+        let request = Self.request(outcomes, 0)
+        _ = machine.submit(request, pick: Self.first)
+        _ = machine.connectSucceeded(id: 1)
+        let refused = HTTP2ClientError(.goAway, possiblyProcessed: false, "above the last stream id")
+        let connection: HTTP2ConnectionID = 1
+        // Refused once (written): sent again.
+        #expect(machine.handBack(request, error: refused, written: true, pick: Self.first)
+            == Machine.Action(request: .execute(request, on: connection), connection: .none))
+        // Refused twice: the pool does not send it again; the caller sees it not processed.
+        #expect(machine.handBack(request, error: refused, written: true, pick: Self.first)
+            == Machine.Action(request: .fail([request], refused), connection: .none))
+        // Never written: handed back up to maxHandBacks in all, waiting for a connection when none is ready.
+        let queued = Self.request(outcomes, 1)
+        let lost = HTTP2ClientError(.connectionLost, possiblyProcessed: false, "closed before it was written")
+        #expect(machine.connectionUnusable(id: 1) == .none)
+        #expect(machine.handBack(queued, error: lost, written: false, pick: Self.first)
+            == Machine.Action(request: .scheduleDeadline(queued), connection: .connect(.init(id: 2, delay: nil))))
+        for _ in 1..<HTTP2RequestContext.maxHandBacks {
+            #expect(machine.handBack(queued, error: lost, written: false, pick: Self.first).request == .scheduleDeadline(queued))
+        }
+        #expect(machine.handBack(queued, error: lost, written: false, pick: Self.first)
+            == Machine.Action(request: .fail([queued], lost), connection: .none))
+    }
+
+    @Test("shutdown: the waiting requests fail (shut down, not processed); at the end every ready connection is closed by id, once")
+    func shutdownClosesAll() {
+        var machine = Machine(connections: 2, retryLimit: 1)
+        let outcomes = Outcomes()
+        _ = machine.submit(Self.request(outcomes, 0), pick: Self.first)
+        _ = machine.submit(Self.request(outcomes, 1), pick: Self.first)
+        _ = machine.connectSucceeded(id: 1)
+        _ = machine.connectSucceeded(id: 2)
+        #expect(machine.shutdown() == Machine.Action.none, "nothing waits")
+        #expect(machine.closeAll() == Machine.Action(request: .none, connection: .closeAll([1, 2])))
+        #expect(machine.closeAll() == Machine.Action.none)
     }
 
     @Test("a failed attempt after shutdown fails what still waits with shut-down, and opens nothing")

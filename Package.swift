@@ -223,6 +223,33 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Norq's OTLP tracer (issue 33): spans of swift-distributed-tracing exported over OTLP/HTTP (protobuf) with
+        // a bounded buffer and no task hop per span; `telemetry.traces: otlp` of norq serve.
+        .target(
+            name: "NorqOTLP",
+            dependencies: [
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqOTLPTests",
+            dependencies: [
+                "NorqOTLP",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // Tests only (issue 33): a tracer that speaks W3C `traceparent` and keeps its finished spans in memory, to
         // check the parent-child chain of a send across the store.
         .target(
@@ -271,7 +298,7 @@ let package = Package(
                 "NorqStoreSQLite", "NorqStorePostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                "NorqServer", "NorqPreview",
+                "NorqServer", "NorqPreview", "NorqOTLP",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
             ],

@@ -15,7 +15,8 @@
 #   NORQ_BIN [the release norq]  another norq executable (a debug one for a smoke run of this script only)
 #   TRACING [off]  otlp: norq serve traces every request, enqueue, claim and attempt (sampled 100%) and exports the
 #                  spans over OTLP/HTTP to a local sink (otlp_sink.py, which answers every export with 200 and counts
-#                  them); needs a norq built with `--traits OTLP` (NORQ_BIN, or the build below adds the trait)
+#                  them) with Norq's exporter (NorqOTLP); swift-otel: the same through swift-otel, which needs a norq
+#                  built with `--traits OTLP` (NORQ_BIN, or the build below adds the trait)
 #   SAMPLE_RATIO [1.0]  with TRACING=otlp: the share of new traces recorded (telemetry.sampleRatio)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
@@ -38,7 +39,7 @@ if [ "$WRK" = 1 ] && ! command -v wrk >/dev/null; then echo "missing wrk: 'apt-g
 [ "$missing" = 0 ] || exit 1
 
 if [ "$NO_BUILD" != 1 ]; then
-    if [ "$TRACING" = otlp ]; then swift build -c release --traits OTLP --product norq >&2; else swift build -c release --product norq >&2; fi
+    if [ "$TRACING" = swift-otel ]; then swift build -c release --traits OTLP --product norq >&2; else swift build -c release --product norq >&2; fi
     swift build -c release --package-path Benchmarks --product norq-serve-load >&2
 fi
 NORQ="${NORQ_BIN:-$(swift build -c release --show-bin-path)/norq}"
@@ -69,15 +70,15 @@ wait_port 127.0.0.1 "$EMU_PORT"
 
 # TRACING=otlp: the local OTLP sink the server exports its spans to.
 TELEMETRY_YAML=""
-if [ "$TRACING" = otlp ]; then
+if [ "$TRACING" = otlp ] || [ "$TRACING" = swift-otel ]; then
     SINK_PORT="$(free_port)"
     python3 "$ROOT/Benchmarks/otlp_sink.py" "$SINK_PORT" "$WORK/otlp-sink.json" > "$WORK/otlp-sink.log" 2>&1 &
     SINK_PID=$!
     PIDS+=($SINK_PID)
     wait_port 127.0.0.1 "$SINK_PORT"
-    TELEMETRY_YAML="telemetry: { traces: otlp, endpoint: \"http://127.0.0.1:$SINK_PORT\", sampleRatio: ${SAMPLE_RATIO:-1.0} }"
+    TELEMETRY_YAML="telemetry: { traces: $TRACING, endpoint: \"http://127.0.0.1:$SINK_PORT\", sampleRatio: ${SAMPLE_RATIO:-1.0} }"
 elif [ "$TRACING" != off ]; then
-    echo "TRACING must be off or otlp" >&2; exit 1
+    echo "TRACING must be off, otlp or swift-otel" >&2; exit 1
 fi
 
 API_KEY="bench-$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
@@ -245,7 +246,7 @@ PY
 
 echo "machine: $(nproc) cores; load $(load_avg)" >&2
 for store in $STORES; do run_store "$store"; done
-if [ "$TRACING" = otlp ]; then
+if [ "$TRACING" != off ]; then
     # What reached the sink: the exports (batches of spans) and their bytes.
     kill -TERM "$SINK_PID"; wait "$SINK_PID" 2>/dev/null || true
     python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["mode"] = "otlp-sink"; print(json.dumps(r, sort_keys=True))' \

@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
-# The OTLP export end to end (issue 33): a `norq` built with the package's `OTLP` trait serves with
-# `telemetry: { traces: otlp }` and its in-process emulators; one `POST /v1/sends?wait=true` carrying a W3C
-# `traceparent` is delivered; at shutdown the spans are flushed to scripts/otlp_receiver.py (a local OTLP/HTTP
-# receiver that decodes them). Checks: the request span is the caller's child, `norq.enqueue` the request's,
-# `norq.claim` (the worker, through the store) the request's too, `norq.attempt` the claim's; every span in the
-# caller's trace; the device token in no exported byte. Run by scripts/test.sh after schemathesis (unfiltered runs).
+# The OTLP export end to end (issue 33): `norq serve` with `telemetry: { traces: $EXPORTER }` and its in-process
+# emulators; one `POST /v1/sends?wait=true` carrying a W3C `traceparent` is delivered; at shutdown the spans are
+# flushed to scripts/otlp_receiver.py (a local OTLP/HTTP receiver that decodes the protobuf itself). Checks: the
+# request span is the caller's child, `norq.enqueue` the request's, `norq.claim` (the worker, through the store) the
+# request's too, `norq.attempt` the claim's; every span in the caller's trace; the device token in no exported byte.
+# Run by scripts/test.sh after schemathesis (unfiltered runs), once per exporter.
 #
-#   NORQ_OTLP_BIN=PATH   a norq built with --traits OTLP (default: `swift build --traits OTLP --product norq`, debug, in
-#                        the package's .build: after `swift test` it compiles swift-otel and its dependencies and
-#                        recompiles the package's own targets with the trait, not the other dependencies)
+#   EXPORTER=otlp        Norq's own exporter (NorqOTLP, every build; the default): the package's debug `norq`
+#   EXPORTER=swift-otel  swift-otel's: a norq built with the OTLP trait (`swift build --traits OTLP --product norq`,
+#                        debug, in the package's .build: after `swift test` it compiles swift-otel and its
+#                        dependencies and recompiles the package's own targets with the trait)
+#   NORQ_OTLP_BIN=PATH   the norq to run instead of building one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
+EXPORTER="${EXPORTER:-otlp}"; export EXPORTER
 if [ -n "${NORQ_OTLP_BIN:-}" ]; then
     NORQ="$NORQ_OTLP_BIN"
-else
+elif [ "$EXPORTER" = swift-otel ]; then
     echo "scripts/otlp-export.sh: building norq with the OTLP trait" >&2
     swift build --traits OTLP --product norq >&2
     NORQ="$(swift build --traits OTLP --show-bin-path)/norq"
+else
+    swift build --product norq >&2
+    NORQ="$(swift build --show-bin-path)/norq"
 fi
 [ -x "$NORQ" ] || { echo "scripts/otlp-export.sh: no $NORQ" >&2; exit 1; }
 
@@ -63,7 +69,7 @@ server:
   port: $PORT
   apiKeys:
     - { name: otlp, key: "$KEY", scopes: [admin] }
-telemetry: { traces: otlp, endpoint: "http://127.0.0.1:$SINK_PORT", serviceName: norq-otlp-test, sampleRatio: 1.0 }
+telemetry: { traces: $EXPORTER, endpoint: "http://127.0.0.1:$SINK_PORT", serviceName: norq-otlp-test, sampleRatio: 1.0 }
 YAML
 "$NORQ" serve -c "$WORK/norq.yaml" --emulator > "$WORK/serve.log" 2>&1 &
 SERVER_PID=$!; PIDS+=("$SERVER_PID")
@@ -112,6 +118,6 @@ if claim["parent_span_id"] != request["span_id"]: fail("norq.claim (through the 
 if attempt["parent_span_id"] != claim["span_id"]: fail("norq.attempt is not norq.claim's child")
 raw = open(path + ".raw", "rb").read()
 if token.encode() in raw or bytes.fromhex(token) in raw: fail("the device token was exported")
-print(f"scripts/otlp-export.sh: OTLP export ok: {len(mine)} spans in the caller's trace "
+print(f"scripts/otlp-export.sh: OTLP export ({os.environ.get('EXPORTER', 'otlp')}) ok: {len(mine)} spans in the caller's trace "
       f"({request['name']} -> norq.enqueue, {request['name']} -> norq.claim -> norq.attempt), {len(spans)} received in all")
 PY

@@ -3,7 +3,7 @@
 # missing) as a non-root user on a free port in a temporary directory, exports its URL for the PostgreSQL tests
 # (NORQ_TEST_POSTGRES_URL), runs `swift test --no-parallel` (extra arguments are passed on), and stops the server
 # on exit; then schemathesis against a live server (scripts/schemathesis.sh, installed from PyPI when missing), and
-# the OTLP export end to end (scripts/otlp-export.sh, with a norq built with the OTLP trait).
+# the OTLP export end to end (scripts/otlp-export.sh: Norq's exporter, then swift-otel's with the OTLP trait).
 #
 #   NORQ_SKIP_SCHEMATHESIS=1               skip schemathesis (also skipped on a --filter/--skip run)
 #   NORQ_SKIP_DOCS=1                       skip the DocC build (scripts/docs.sh; also skipped on a filtered run)
@@ -52,12 +52,14 @@ run_tests() {
         return 0
     fi
     scripts/schemathesis.sh || return 1
-    # The OTLP export end to end, with a norq built with the OTLP trait (the tests above run without it).
+    # The OTLP export end to end: Norq's own exporter (the tests' build), then swift-otel's (a norq built with the OTLP
+    # trait; the tests above run without it).
     if [ "${NORQ_SKIP_OTLP:-}" = "1" ]; then
         echo "scripts/test.sh: NORQ_SKIP_OTLP=1, the OTLP export not checked" >&2
         return 0
     fi
-    scripts/otlp-export.sh
+    EXPORTER=otlp scripts/otlp-export.sh || return 1
+    EXPORTER=swift-otel scripts/otlp-export.sh
 }
 
 if [ "${NORQ_SKIP_POSTGRES:-}" = "1" ] || [ -n "${NORQ_TEST_POSTGRES_URL:-}" ]; then

@@ -1,6 +1,8 @@
+import Foundation
 import Logging
 import NorqConfig
 import NorqCore
+import NorqOTLP
 import ServiceLifecycle
 import Tracing
 #if OTLP
@@ -9,9 +11,10 @@ import OTel
 
 /// `telemetry:` of norq.yaml for `norq serve` (issue 33): the tracer its router, worker and API make spans with, and
 /// the service that exports them (run in the serve command's service group, so that spans still buffered are
-/// flushed at shutdown). `traces: otlp` needs a `norq` built with the package's `OTLP` trait.
+/// flushed at shutdown). `traces: otlp` is Norq's own OTLP/HTTP exporter (NorqOTLP, every build); `traces:
+/// swift-otel` exports through swift-otel and needs a `norq` built with the package's `OTLP` trait.
 enum ServeTelemetry {
-    /// Whether this `norq` can export spans over OTLP (built with `--traits OTLP`).
+    /// Whether this `norq` can export spans through swift-otel (built with `--traits OTLP`).
     static var otlpBuilt: Bool {
         #if OTLP
         true
@@ -22,11 +25,11 @@ enum ServeTelemetry {
 
     /// Refuses, at load, a configuration this build cannot honour (`config/otlp-not-built`).
     static func check(_ telemetry: TelemetryConfiguration) throws(NorqError) {
-        if telemetry.traces == .otlp, !otlpBuilt {
+        if telemetry.traces == .swiftOTel, !otlpBuilt {
             throw NorqError(.configOTLPNotBuilt,
-                            "telemetry.traces is otlp, but this norq was built without the OTLP exporter",
+                            "telemetry.traces is swift-otel, but this norq was built without swift-otel",
                             at: telemetry.location,
-                            hint: "build norq with `swift build -c release --traits OTLP`, or set telemetry.traces: off")
+                            hint: "build norq with `swift build -c release --traits OTLP`, or set telemetry.traces: otlp (Norq's own exporter)")
         }
     }
 
@@ -34,7 +37,16 @@ enum ServeTelemetry {
     static func make(_ telemetry: TelemetryConfiguration,
                      logger: Logger) throws(NorqError) -> (tracer: any Tracer, service: any Service)? {
         try check(telemetry)
-        guard telemetry.traces == .otlp else { return nil }
+        if telemetry.traces == .otlp {
+            var configuration = OTLPExporter.Configuration(
+                endpoint: telemetry.endpoint ?? ProcessInfo.processInfo.environment["OTEL_EXPORTER_OTLP_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://localhost:4318",
+                serviceName: telemetry.serviceName)
+            configuration.maxQueueSize = 16_384
+            configuration.maxExportBatchSize = 2_048
+            let exporter = OTLPExporter(configuration: configuration, logger: logger)
+            return (OTLPTracer(sampler: OTLPSampler(ratio: telemetry.sampleRatio), exporter: exporter), exporter)
+        }
+        guard telemetry.traces == .swiftOTel else { return nil }
         #if OTLP
         var configuration = OTel.Configuration.default
         configuration.serviceName = telemetry.serviceName

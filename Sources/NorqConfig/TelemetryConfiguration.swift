@@ -4,7 +4,7 @@ extension NorqError.Code {
     /// The `telemetry:` block of `norq.yaml` is invalid: an unknown `traces:` exporter, an endpoint that is not an
     /// `http(s)://` URL, a sample ratio outside 0...1, an empty service name.
     public static let configInvalidTelemetry: Self = "config/invalid-telemetry"
-    /// `telemetry.traces: otlp` in a `norq` built without the OTLP exporter (the package's `OTLP` trait is off:
+    /// `telemetry.traces: swift-otel` in a `norq` built without swift-otel (the package's `OTLP` trait is off:
     /// `swift build --traits OTLP` builds it).
     public static let configOTLPNotBuilt: Self = "config/otlp-not-built"
 }
@@ -14,6 +14,7 @@ extension NorqError.Code {
 /// ```yaml
 /// telemetry:
 ///   traces: otlp                       # off (the default) | otlp: OTLP/HTTP (protobuf) to `endpoint`
+///                                      # | swift-otel: the same through swift-otel (a norq built with the OTLP trait)
 ///   endpoint: http://127.0.0.1:4318    # the collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else this)
 ///   serviceName: norq                  # the spans' service.name
 ///   sampleRatio: 1.0                   # the share of new traces recorded (0...1); a caller's sampled flag wins
@@ -31,13 +32,17 @@ public struct TelemetryConfiguration: Sendable, Hashable {
         public init(rawValue: String) { self.rawValue = rawValue }
         /// No spans are made (the default).
         public static let off = TraceExporter(rawValue: "off")
-        /// OTLP/HTTP (protobuf) to ``TelemetryConfiguration/endpoint`` (needs a `norq` built with the `OTLP` trait).
+        /// OTLP/HTTP (protobuf) to ``TelemetryConfiguration/endpoint`` by Norq's own exporter (every build).
         public static let otlp = TraceExporter(rawValue: "otlp")
+        /// OTLP/HTTP (protobuf) to ``TelemetryConfiguration/endpoint`` through swift-otel (needs a `norq` built with
+        /// the package's `OTLP` trait).
+        public static let swiftOTel = TraceExporter(rawValue: "swift-otel")
         /// Every exporter `traces:` accepts.
-        public static let known: [TraceExporter] = [.off, .otlp]
+        public static let known: [TraceExporter] = [.off, .otlp, .swiftOTel]
     }
 
-    /// Where spans go (`traces:`): ``TraceExporter/off`` (the default) or ``TraceExporter/otlp``.
+    /// Where spans go (`traces:`): ``TraceExporter/off`` (the default), ``TraceExporter/otlp`` or
+    /// ``TraceExporter/swiftOTel``.
     public var traces: TraceExporter = .off
     /// The OTLP/HTTP endpoint (`http(s)://host:port`, the signal path added by the exporter); nil: the exporter's
     /// default (`OTEL_EXPORTER_OTLP_ENDPOINT`, else `http://localhost:4318`).

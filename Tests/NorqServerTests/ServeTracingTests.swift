@@ -259,14 +259,15 @@ import FoundationNetworking
     }
 
     /// `norq serve` built without the `OTLP` trait (the default build, which the tests run) refuses a configuration
-    /// that asks for OTLP export, at load, with its own code (and starts nothing).
+    /// that asks for swift-otel's export, at load, with its own code (and starts nothing). `traces: otlp`, Norq's
+    /// own exporter, is in every build (scripts/otlp-export.sh checks what it exports).
     @Test func serveRefusesOTLPExportInABuildWithoutIt() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("norq-otlp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         try """
             store: { sqlite: ./norq.db }
-            telemetry: { traces: otlp, endpoint: "http://127.0.0.1:4318" }
+            telemetry: { traces: swift-otel, endpoint: "http://127.0.0.1:4318" }
             """.write(to: directory.appendingPathComponent("norq.yaml"), atomically: true, encoding: .utf8)
         let (status, output) = try ServedNorq.runToExit(["-c", "norq.yaml", "--no-auth", "--port", "0"], in: directory)
         #expect(status != 0)

@@ -1,0 +1,162 @@
+import Tracing
+
+/// The protobuf wire format, the part OTLP needs: varints, fixed-width numbers, and length-delimited fields written
+/// in place (a nested message reserves one length byte and moves its body only when it is 128 bytes or longer).
+struct ProtobufWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    mutating func varint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: value) | 0x80); value >>= 7 }
+        bytes.append(UInt8(value))
+    }
+
+    mutating func tag(_ field: UInt32, _ wireType: UInt8) { varint(UInt64(field) << 3 | UInt64(wireType)) }
+
+    mutating func varintField(_ field: UInt32, _ value: UInt64) { tag(field, 0); varint(value) }
+
+    mutating func fixed64Field(_ field: UInt32, _ value: UInt64) {
+        tag(field, 1)
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func fixed32Field(_ field: UInt32, _ value: UInt32) {
+        tag(field, 5)
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func stringField(_ field: UInt32, _ value: String) {
+        tag(field, 2)
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// An id as bytes, big-endian (as OTLP's `trace_id`, `span_id`).
+    mutating func idField(_ field: UInt32, _ words: UInt64...) {
+        tag(field, 2)
+        varint(UInt64(words.count * 8))
+        for word in words { withUnsafeBytes(of: word.bigEndian) { bytes.append(contentsOf: $0) } }
+    }
+
+    mutating func message(_ field: UInt32, _ body: (inout ProtobufWriter) -> Void) {
+        tag(field, 2)
+        let lengthAt = bytes.count
+        bytes.append(0)
+        let start = bytes.count
+        body(&self)
+        let length = bytes.count - start
+        if length < 0x80 {
+            bytes[lengthAt] = UInt8(length)
+        } else {
+            var prefix = ProtobufWriter()
+            prefix.varint(UInt64(length))
+            bytes.replaceSubrange(lengthAt..<start, with: prefix.bytes)
+        }
+    }
+}
+
+/// Encodes finished spans as an OTLP `ExportTraceServiceRequest` (opentelemetry-proto `collector/trace/v1`): one
+/// resource (`service.name` and the SDK's name), one instrumentation scope (`norq`), the spans.
+enum OTLPTraceEncoder {
+    static func encode(_ spans: some Collection<OTLPFinishedSpan>, serviceName: String) -> [UInt8] {
+        var writer = ProtobufWriter(capacity: 64 + spans.count * 256)
+        writer.message(1) { resourceSpans in                       // ExportTraceServiceRequest.resource_spans
+            resourceSpans.message(1) { resource in                 // ResourceSpans.resource
+                keyValue(&resource, field: 1, key: "service.name", .string(serviceName))
+                keyValue(&resource, field: 1, key: "telemetry.sdk.name", .string("norq"))
+                keyValue(&resource, field: 1, key: "telemetry.sdk.language", .string("swift"))
+            }
+            resourceSpans.message(2) { scopeSpans in              // ResourceSpans.scope_spans
+                scopeSpans.message(1) { scope in scope.stringField(1, "norq") }  // InstrumentationScope.name
+                for span in spans { scopeSpans.message(2) { encode(span, into: &$0) } }
+            }
+        }
+        return writer.bytes
+    }
+
+    /// One `Span` message's fields.
+    static func encode(_ span: OTLPFinishedSpan, into writer: inout ProtobufWriter) {
+        writer.idField(1, span.context.traceIDHigh, span.context.traceIDLow)
+        writer.idField(2, span.context.spanID)
+        if let state = span.context.traceState { writer.stringField(3, state) }
+        if span.parentSpanID != 0 { writer.idField(4, span.parentSpanID) }
+        writer.stringField(5, span.name)
+        writer.varintField(6, kindNumber(span.kind))
+        writer.fixed64Field(7, span.startNanoseconds)
+        writer.fixed64Field(8, span.endNanoseconds)
+        span.attributes.forEach { key, value in keyValue(&writer, field: 9, key: key, value) }
+        for event in span.events {
+            writer.message(11) { event_ in
+                event_.fixed64Field(1, event.nanosecondsSinceEpoch)
+                event_.stringField(2, event.name)
+                event.attributes.forEach { key, value in keyValue(&event_, field: 3, key: key, value) }
+            }
+        }
+        if span.droppedEvents > 0 { writer.varintField(12, UInt64(span.droppedEvents)) }
+        for link in span.links {
+            writer.message(13) { link_ in
+                link_.idField(1, link.context.traceIDHigh, link.context.traceIDLow)
+                link_.idField(2, link.context.spanID)
+                if let state = link.context.traceState { link_.stringField(3, state) }
+                link.attributes.forEach { key, value in keyValue(&link_, field: 4, key: key, value) }
+            }
+        }
+        if span.droppedLinks > 0 { writer.varintField(14, UInt64(span.droppedLinks)) }
+        if let status = span.status {
+            writer.message(15) { status_ in
+                if let message = status.message { status_.stringField(2, message) }
+                status_.varintField(3, status.code == .ok ? 1 : 2)  // STATUS_CODE_OK, STATUS_CODE_ERROR
+            }
+        }
+        writer.fixed32Field(16, span.context.sampled ? 1 : 0)  // Span.flags: W3C trace flags
+    }
+
+    /// OTLP's `SpanKind` numbers.
+    static func kindNumber(_ kind: SpanKind) -> UInt64 {
+        switch kind {
+        case .internal: 1
+        case .server: 2
+        case .client: 3
+        case .producer: 4
+        case .consumer: 5
+        }
+    }
+
+    /// A `KeyValue` in field `field`; a value OTLP cannot carry is left out.
+    static func keyValue(_ writer: inout ProtobufWriter, field: UInt32, key: String, _ value: SpanAttribute) {
+        writer.message(field) { keyValue in
+            keyValue.stringField(1, key)
+            keyValue.message(2) { anyValue(&$0, value) }
+        }
+    }
+
+    /// An `AnyValue`'s one field.
+    static func anyValue(_ writer: inout ProtobufWriter, _ value: SpanAttribute) {
+        switch value {
+        case .string(let text): writer.stringField(1, text)
+        case .bool(let flag): writer.varintField(2, flag ? 1 : 0)
+        case .int32(let number): writer.varintField(3, UInt64(bitPattern: Int64(number)))
+        case .int64(let number): writer.varintField(3, UInt64(bitPattern: number))
+        case .double(let number): writer.fixed64Field(4, number.bitPattern)
+        case .stringConvertible(let convertible): writer.stringField(1, String(describing: convertible))
+        case .stringArray(let items): array(&writer, items.map(SpanAttribute.string))
+        case .boolArray(let items): array(&writer, items.map(SpanAttribute.bool))
+        case .int32Array(let items): array(&writer, items.map(SpanAttribute.int32))
+        case .int64Array(let items): array(&writer, items.map(SpanAttribute.int64))
+        case .doubleArray(let items): array(&writer, items.map(SpanAttribute.double))
+        case .stringConvertibleArray(let items): array(&writer, items.map { .string(String(describing: $0)) })
+        default: writer.stringField(1, "")
+        }
+    }
+
+    static func array(_ writer: inout ProtobufWriter, _ items: [SpanAttribute]) {
+        writer.message(5) { array in                               // AnyValue.array_value
+            for item in items { array.message(1) { anyValue(&$0, item) } }  // ArrayValue.values
+        }
+    }
+}

@@ -1,0 +1,122 @@
+public import Tracing
+import Synchronization
+
+/// A span that has ended, as the exporter encodes it.
+struct OTLPFinishedSpan: Sendable {
+    var context: OTLPSpanContext
+    /// The parent's span id (0: a root span).
+    var parentSpanID: UInt64
+    var name: String
+    var kind: SpanKind
+    var startNanoseconds: UInt64
+    var endNanoseconds: UInt64
+    var attributes: SpanAttributes
+    var events: [SpanEvent]
+    var links: [(context: OTLPSpanContext, attributes: SpanAttributes)]
+    var status: SpanStatus?
+    /// Events and links beyond the bounds (counted, not kept).
+    var droppedEvents: Int
+    var droppedLinks: Int
+}
+
+/// A span of ``OTLPTracer``. A recorded span (its trace sampled) keeps its name, attributes, status, events (at most
+/// ``maximumEvents``) and links (at most ``maximumLinks``) under a lock and hands them to the exporter once, when it
+/// ends; a span of an unsampled trace only carries its context (for propagation) and records nothing.
+public final class OTLPSpan: Span, Sendable {
+    /// Bounds on what one span keeps (beyond them, counted as dropped in the export).
+    public static let maximumEvents = 32
+    public static let maximumLinks = 32
+
+    private struct State {
+        var operationName: String
+        var attributes: SpanAttributes = [:]
+        var status: SpanStatus?
+        var events: [SpanEvent] = []
+        var links: [(context: OTLPSpanContext, attributes: SpanAttributes)] = []
+        var droppedEvents = 0
+        var droppedLinks = 0
+        var ended = false
+    }
+
+    public let context: InstrumentationContext
+    let spanContext: OTLPSpanContext
+    let parentSpanID: UInt64
+    let kind: SpanKind
+    let startNanoseconds: UInt64
+    /// Nil for a span that records nothing.
+    private let sink: OTLPSpanBuffer?
+    private let state: Mutex<State>
+
+    init(operationName: String, kind: SpanKind, context: InstrumentationContext, spanContext: OTLPSpanContext,
+         parentSpanID: UInt64, startNanoseconds: UInt64, sink: OTLPSpanBuffer?) {
+        self.context = context
+        self.spanContext = spanContext
+        self.parentSpanID = parentSpanID
+        self.kind = kind
+        self.startNanoseconds = startNanoseconds
+        self.sink = sink
+        self.state = Mutex(State(operationName: operationName, ended: sink == nil))
+    }
+
+    public var operationName: String {
+        get { state.withLock { $0.operationName } }
+        set { guard sink != nil else { return }; state.withLock { if !$0.ended { $0.operationName = newValue } } }
+    }
+
+    public var attributes: SpanAttributes {
+        get { state.withLock { $0.attributes } }
+        set { guard sink != nil else { return }; state.withLock { if !$0.ended { $0.attributes = newValue } } }
+    }
+
+    public var isRecording: Bool { sink != nil && state.withLock { !$0.ended } }
+
+    public func setStatus(_ status: SpanStatus) {
+        guard sink != nil else { return }
+        state.withLock { state in
+            // OpenTelemetry: `ok` is final; `error` does not replace it.
+            guard !state.ended, state.status?.code != .ok else { return }
+            state.status = status
+        }
+    }
+
+    public func addEvent(_ event: SpanEvent) {
+        guard sink != nil else { return }
+        state.withLock { state in
+            guard !state.ended else { return }
+            if state.events.count < Self.maximumEvents { state.events.append(event) } else { state.droppedEvents += 1 }
+        }
+    }
+
+    public func recordError<Instant: TracerInstant>(_ error: any Error, attributes: SpanAttributes,
+                                                    at instant: @autoclosure () -> Instant) {
+        guard sink != nil else { return }
+        var attributes = attributes
+        attributes["exception.type"] = String(describing: type(of: error))
+        attributes["exception.message"] = String(String(describing: error).prefix(1024))
+        addEvent(SpanEvent(name: "exception", at: instant(), attributes: attributes))
+    }
+
+    public func addLink(_ link: SpanLink) {
+        guard sink != nil, let other = link.context.otlpSpanContext else { return }
+        state.withLock { state in
+            guard !state.ended else { return }
+            if state.links.count < Self.maximumLinks { state.links.append((other, link.attributes)) }
+            else { state.droppedLinks += 1 }
+        }
+    }
+
+    public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
+        guard let sink else { return }
+        let end = instant().nanosecondsSinceEpoch
+        let finished: OTLPFinishedSpan? = state.withLock { state in
+            guard !state.ended else { return nil }
+            state.ended = true
+            return OTLPFinishedSpan(context: spanContext, parentSpanID: parentSpanID, name: state.operationName,
+                                    kind: kind, startNanoseconds: startNanoseconds,
+                                    endNanoseconds: max(end, startNanoseconds), attributes: state.attributes,
+                                    events: state.events, links: state.links, status: state.status,
+                                    droppedEvents: state.droppedEvents, droppedLinks: state.droppedLinks)
+        }
+        if let finished { sink.append(finished) }
+    }
+}

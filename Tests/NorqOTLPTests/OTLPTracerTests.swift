@@ -1,0 +1,172 @@
+import Logging
+@testable import NorqOTLP
+import Testing
+import Tracing
+
+@Suite("NorqOTLP: span contexts, sampling, encoding")
+struct OTLPTracerTests {
+    @Test("traceparent: written and read back; malformed values refused")
+    func traceparentRoundTrip() throws {
+        let context = OTLPSpanContext(traceIDHigh: 0x0af7_6519_16cd_43dd, traceIDLow: 0x8448_eb21_1c80_319c,
+                                      spanID: 0xb7ad_6b71_6920_3331, sampled: true)
+        #expect(context.traceparent == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        let read = try #require(OTLPSpanContext(traceparent: context.traceparent, traceState: "congo=t61rcWkgMzE"))
+        #expect(read.traceIDHigh == context.traceIDHigh && read.traceIDLow == context.traceIDLow)
+        #expect(read.spanID == context.spanID && read.sampled && read.traceState == "congo=t61rcWkgMzE")
+        #expect(OTLPSpanContext(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")?.sampled == false)
+        // A later version may carry more after a dash.
+        #expect(OTLPSpanContext(traceparent: "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra") != nil)
+        for bad in ["", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0",
+                    "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+                    "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+                    "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+                    "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra",
+                    "00_0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"] {
+            #expect(OTLPSpanContext(traceparent: bad) == nil, "\(bad)")
+        }
+        // A tracestate over the bound is not kept.
+        let long = String(repeating: "a", count: OTLPSpanContext.maximumTraceStateBytes + 1)
+        #expect(OTLPSpanContext(traceparent: context.traceparent, traceState: long)?.traceState == nil)
+    }
+
+    @Test("sampler: parent's flag wins; ratio 0 and 1; a ratio samples about its share")
+    func sampler() {
+        let parent = OTLPSpanContext(traceIDHigh: 1, traceIDLow: 1, spanID: 1, sampled: false)
+        #expect(!OTLPSampler(ratio: 1).isSampled(parent: parent, traceIDLow: 0))
+        #expect(OTLPSampler(ratio: 0).isSampled(parent: OTLPSpanContext(traceIDHigh: 1, traceIDLow: 1, spanID: 1, sampled: true), traceIDLow: 0xFFFF))
+        var ids = OTLPIDGenerator(seed: 42)
+        var counts = (none: 0, all: 0, quarter: 0)
+        for _ in 0..<20_000 {
+            let low = ids.next()
+            if OTLPSampler(ratio: 0).isSampled(parent: nil, traceIDLow: low) { counts.none += 1 }
+            if OTLPSampler(ratio: 1).isSampled(parent: nil, traceIDLow: low) { counts.all += 1 }
+            if OTLPSampler(ratio: 0.25).isSampled(parent: nil, traceIDLow: low) { counts.quarter += 1 }
+        }
+        #expect(counts.none == 0 && counts.all == 20_000)
+        #expect((4_500...5_500).contains(counts.quarter), "\(counts.quarter)")
+        #expect(OTLPSampler(ratio: .nan).ratio == 0 && OTLPSampler(ratio: 7).ratio == 1)
+    }
+
+    @Test("spans: children keep the trace and name their parent; inject and extract cross a carrier")
+    func parentChild() throws {
+        let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        let root = tracer.startSpan("root", context: .topLevel, ofKind: .server)
+        var carrier: [String: String] = [:]
+        tracer.inject(root.context, into: &carrier, using: DictionaryInjector())
+        var extracted = InstrumentationContext.topLevel
+        tracer.extract(carrier, into: &extracted, using: DictionaryExtractor())
+        let child = tracer.startSpan("child", context: extracted, ofKind: .client)
+        child.attributes["norq.attempt"] = 2
+        child.end()
+        root.end()
+        child.end()  // once only
+        let (spans, dropped) = exporter.buffer.takeAll()
+        #expect(dropped == 0 && spans.map(\.name) == ["child", "root"])
+        let rootContext = try #require(root.context.otlpSpanContext)
+        #expect(spans[0].context.traceIDLow == rootContext.traceIDLow && spans[0].parentSpanID == rootContext.spanID)
+        #expect(spans[1].parentSpanID == 0 && spans[0].context.spanID != rootContext.spanID)
+        #expect(spans[0].attributes["norq.attempt"]?.toSpanAttribute() == .int64(2))
+    }
+
+    @Test("an unsampled trace records nothing but still propagates")
+    func unsampled() {
+        let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 0), exporter: exporter)
+        let span = tracer.startSpan("dropped", context: .topLevel, ofKind: .server)
+        span.attributes["x"] = "y"
+        #expect(!span.isRecording && span.attributes.isEmpty)
+        var carrier: [String: String] = [:]
+        tracer.inject(span.context, into: &carrier, using: DictionaryInjector())
+        #expect(carrier["traceparent"]?.hasSuffix("-00") == true)
+        span.end()
+        #expect(exporter.buffer.count == 0)
+    }
+
+    @Test("the buffer holds at most maxQueueSize spans and counts the dropped")
+    func bounded() {
+        var configuration = OTLPExporter.Configuration()
+        configuration.maxQueueSize = 10
+        configuration.maxExportBatchSize = 4
+        let exporter = OTLPExporter(configuration: configuration, logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        for index in 0..<25 { tracer.startSpan("s\(index)", context: .topLevel).end() }
+        let (spans, dropped) = exporter.buffer.takeAll()
+        #expect(spans.count == 10 && dropped == 15 && spans.first?.name == "s0")
+    }
+
+    @Test("encoding: every field of a span as OTLP's protobuf")
+    func encoding() throws {
+        let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        var parentContext = InstrumentationContext.topLevel
+        parentContext.otlpSpanContext = OTLPSpanContext(traceIDHigh: 0x0102_0304_0506_0708, traceIDLow: 0x090A_0B0C_0D0E_0F10,
+                                                        spanID: 0x1112_1314_1516_1718, sampled: true, traceState: "k=v")
+        let span = tracer.startSpan("POST /v1/sends", context: parentContext, ofKind: .producer,
+                                    at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 1_000))
+        span.attributes["s"] = "text"
+        span.attributes["i"] = -5
+        span.attributes["b"] = true
+        span.attributes["d"] = 2.5
+        span.attributes["a"] = ["x", "y"]
+        span.attributes["long"] = String(repeating: "z", count: 300)
+        span.addEvent(SpanEvent(name: "evt", at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 1_500), attributes: ["n": 1]))
+        span.addLink(SpanLink(context: parentContext, attributes: ["l": "1"]))
+        span.setStatus(SpanStatus(code: .error, message: "bad"))
+        span.end(at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 2_000))
+        let (finished, _) = exporter.buffer.takeAll()
+        let bytes = OTLPTraceEncoder.encode(finished, serviceName: "svc")
+
+        let request = try #require(ProtobufMessage(bytes))
+        let resourceSpans = try #require(request.first(1)?.message)
+        let resource = try #require(resourceSpans.first(1)?.message)
+        #expect(resource.attributes(1)["service.name"]?.first(1)?.string == "svc")
+        let scopeSpans = try #require(resourceSpans.first(2)?.message)
+        #expect(scopeSpans.first(1)?.message?.first(1)?.string == "norq")
+        let spans = ProtobufMessage.spans(ofRequest: bytes)
+        #expect(spans.count == 1)
+        let encoded = try #require(spans.first)
+        #expect(hex(encoded.first(1)?.bytes ?? []) == "0102030405060708090a0b0c0d0e0f10")
+        #expect(encoded.first(2)?.bytes.count == 8 && encoded.first(2)?.bytes != encoded.first(4)?.bytes)
+        #expect(encoded.first(3)?.string == "k=v")
+        #expect(hex(encoded.first(4)?.bytes ?? []) == "1112131415161718")
+        #expect(encoded.first(5)?.string == "POST /v1/sends")
+        #expect(encoded.first(6)?.integer == 4)
+        #expect(encoded.first(7)?.integer == 1_000 && encoded.first(8)?.integer == 2_000)
+        let attributes = encoded.attributes(9)
+        #expect(attributes["s"]?.first(1)?.string == "text")
+        #expect(attributes["i"]?.first(3).map { Int64(bitPattern: $0.integer) } == -5)
+        #expect(attributes["b"]?.first(2)?.integer == 1)
+        #expect(attributes["d"]?.first(4).map { Double(bitPattern: $0.integer) } == 2.5)
+        #expect(attributes["a"]?.first(5)?.message?.all(1).compactMap { $0.message?.first(1)?.string } == ["x", "y"])
+        #expect(attributes["long"]?.first(1)?.string.count == 300)
+        let event = try #require(encoded.first(11)?.message)
+        #expect(event.first(1)?.integer == 1_500 && event.first(2)?.string == "evt")
+        #expect(event.attributes(3)["n"]?.first(3)?.integer == 1)
+        let link = try #require(encoded.first(13)?.message)
+        #expect(hex(link.first(2)?.bytes ?? []) == "1112131415161718" && link.attributes(4)["l"] != nil)
+        let status = try #require(encoded.first(15)?.message)
+        #expect(status.first(2)?.string == "bad" && status.first(3)?.integer == 2)
+        #expect(encoded.first(16)?.integer == 1)
+    }
+
+    @Test("export policy: success, retryable statuses and transport failures, the attempt and deadline bounds")
+    func policy() {
+        let policy = OTLPExportPolicy(maxAttempts: 3, initialBackoff: .milliseconds(500))
+        #expect(policy.decision(status: 200, attempt: 1, remaining: .seconds(10)) == .done)
+        #expect(policy.decision(status: 503, attempt: 1, remaining: .seconds(10)) == .retry(after: .milliseconds(500)))
+        #expect(policy.decision(status: nil, attempt: 2, remaining: .seconds(10)) == .retry(after: .seconds(1)))
+        #expect(policy.decision(status: 429, attempt: 3, remaining: .seconds(10)) == .drop)
+        #expect(policy.decision(status: 400, attempt: 1, remaining: .seconds(10)) == .drop)
+        #expect(policy.decision(status: 502, attempt: 1, remaining: .milliseconds(100)) == .drop)
+    }
+}
+
+struct DictionaryInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) { carrier[key] = value }
+}
+
+struct DictionaryExtractor: Extractor {
+    func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
+}

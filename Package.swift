@@ -32,8 +32,9 @@ let package = Package(
         .library(name: "NorqAPI", targets: ["NorqAPI"]),
         .library(name: "NorqClient", targets: ["NorqClient"]),
     ],
-    // `swift build --traits OTLP`: `norq serve` exports spans over OTLP/HTTP when norq.yaml asks for it
-    // (`telemetry: { traces: otlp }`); without the trait such a configuration fails at load (`config/otlp-not-built`).
+    // `swift build --traits OTLP`: `norq serve` can export spans through swift-otel (`telemetry: { traces: swift-otel }`);
+    // without the trait such a configuration fails at load (`config/otlp-not-built`). `traces: otlp` (NorqOTLP,
+    // Norq's own exporter) needs no trait.
     traits: [
         .trait(name: "OTLP", description: "norq serve exports spans with swift-otel (OTLP/HTTP)"),
     ],
@@ -72,7 +73,7 @@ let package = Package(
         // Tracing (issue 33): spans of the API request, the enqueue, the worker's claim and each provider attempt.
         // Hummingbird already builds it (its TracingMiddleware).
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
-        // The OTLP exporter of `telemetry: { traces: otlp }` (issue 33): only with the `OTLP` trait (it adds minutes
+        // The swift-otel exporter of `telemetry: { traces: swift-otel }` (issue 33): only with the `OTLP` trait (it adds minutes
         // to a fresh build, so the default build and CI do not compile it). Its OTLP/HTTP exporter only (no gRPC).
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Tests only: property-based round trips of the stored values (issue 29).

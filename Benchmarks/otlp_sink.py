@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A local OTLP/HTTP collector stand-in for Benchmarks/serve.sh (TRACING=otlp): accepts every POST (a
 `/v1/traces` export of protobuf spans), answers 200 with an empty ExportTraceServiceResponse, and counts the exports
-and their bytes (written to the stats file on SIGTERM). 127.0.0.1 only; nothing is kept."""
-import json, signal, sys
+and their bytes, and its own CPU seconds (written to the stats file on SIGTERM). 127.0.0.1 only; nothing is kept."""
+import json, resource, signal, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 port, stats_path = int(sys.argv[1]), sys.argv[2]
@@ -32,6 +32,8 @@ class Sink(BaseHTTPRequestHandler):
 
 
 def stop(*_):
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    stats["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)
     with open(stats_path, "w") as f:
         json.dump(stats, f)
     sys.exit(0)

@@ -340,7 +340,7 @@ final class DeliveryPump: Sendable {
     @inline(__always)
     private func answered(_ answer: Result<DeliveryResponse, NorqError>, attempt: PreparedJob, attempts: Int,
                           started: ContinuousClock.Instant, possiblyProcessed: Bool, requeues: Int,
-                          span: (any Tracing.Span)?) {
+                          span: DeliveryTracing.AttemptSpan?) {
         router.metrics.inFlightChanged(by: -1)
         let step = router.afterAttempt(answer, attempt: attempt, attempts: attempts, started: started,
                                        earlierPossiblyProcessed: possiblyProcessed, instruments: instruments,

@@ -122,19 +122,23 @@ public final class DurableDelivery: Sendable {
         let caller = InstrumentationContext.current
         let span = tracer.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
         defer { span.end() }
-        if let templateName { span.attributes["norq.template"] = templateName }
+        // The attributes are set once, at the end (each update of a span's attributes copies its dictionary).
+        var attributes = SpanAttributes()
+        if let templateName { attributes["norq.template"] = templateName }
         do {
             let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                             recipients: recipients, options: options, scope: sendScope, router: router,
                                             trace: (caller ?? span.context, tracer))
-            span.updateAttributes { attributes in
+            if span.isRecording {
                 attributes["norq.send.id"] = receipt.sendID
                 attributes["norq.send.created"] = receipt.created
                 attributes["norq.targets"] = receipt.targetCount
+                span.attributes = attributes
             }
             return receipt
         } catch {
-            span.attributes["norq.error.code"] = error.code.rawValue
+            attributes["norq.error.code"] = error.code.rawValue
+            span.attributes = attributes
             span.setStatus(SpanStatus(code: .error))
             throw error
         }

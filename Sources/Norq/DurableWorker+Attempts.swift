@@ -164,10 +164,12 @@ extension DurableWorker {
                 guard case .plan(let plan)? = plans[sendID] else { continue }
                 let span = tracer.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
                                             ofKind: .consumer, at: claimed ?? DefaultTracerClock.now)
-                span.updateAttributes { attributes in
-                    attributes["norq.send.id"] = sendID
-                    attributes["norq.rows"] = count
-                    attributes["norq.worker"] = name
+                if span.isRecording {
+                    span.updateAttributes { attributes in
+                        attributes["norq.send.id"] = sendID
+                        attributes["norq.rows"] = count
+                        attributes["norq.worker"] = name
+                    }
                 }
                 claims[sendID] = span.context
                 span.end()
@@ -378,7 +380,7 @@ extension DurableWorker {
     /// in-memory router). Anything else is the row's completion.
     private func answered(_ answer: Result<DeliveryResponse, NorqError>, _ attempt: TargetAttempt,
                           started: ContinuousClock.Instant, requeues: Int, ambiguous: Bool,
-                          span: (any Tracing.Span)?) {
+                          span: DeliveryTracing.AttemptSpan?) {
         let router = attempt.router
         router.metrics.inFlightChanged(by: -1)
         var ambiguous = ambiguous

@@ -46,6 +46,8 @@ public final class OTLPSpan: Span, Sendable {
     /// Nil for a span that records nothing.
     private let sink: OTLPSpanBuffer?
     private let state: Mutex<State>
+    /// Whether the span has ended (read without the lock by ``isRecording``, which callers ask on every update).
+    private let ended: Atomic<Bool>
 
     init(operationName: String, kind: SpanKind, context: InstrumentationContext, spanContext: OTLPSpanContext,
          parentSpanID: UInt64, startNanoseconds: UInt64, sink: OTLPSpanBuffer?) {
@@ -56,6 +58,7 @@ public final class OTLPSpan: Span, Sendable {
         self.startNanoseconds = startNanoseconds
         self.sink = sink
         self.state = Mutex(State(operationName: operationName, ended: sink == nil))
+        self.ended = Atomic(sink == nil)
     }
 
     public var operationName: String {
@@ -68,7 +71,7 @@ public final class OTLPSpan: Span, Sendable {
         set { guard sink != nil else { return }; state.withLock { if !$0.ended { $0.attributes = newValue } } }
     }
 
-    public var isRecording: Bool { sink != nil && state.withLock { !$0.ended } }
+    public var isRecording: Bool { !ended.load(ordering: .relaxed) }
 
     public func setStatus(_ status: SpanStatus) {
         guard sink != nil else { return }
@@ -111,6 +114,7 @@ public final class OTLPSpan: Span, Sendable {
         let finished: OTLPFinishedSpan? = state.withLock { state in
             guard !state.ended else { return nil }
             state.ended = true
+            ended.store(true, ordering: .relaxed)
             return OTLPFinishedSpan(context: spanContext, parentSpanID: parentSpanID, name: state.operationName,
                                     kind: kind, startNanoseconds: startNanoseconds,
                                     endNanoseconds: max(end, startNanoseconds), attributes: state.attributes,

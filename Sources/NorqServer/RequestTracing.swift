@@ -18,25 +18,31 @@ struct RequestTracingMiddleware: RouterMiddleware {
         tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
         let span = tracer.startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
         defer { span.end() }
-        span.updateAttributes { attributes in
+        // The attributes are set once, when the answer is known (each update of a span's attributes copies its
+        // dictionary); a span that records nothing gets none.
+        var attributes = SpanAttributes()
+        if span.isRecording {
+            let path = request.uri.path
             attributes["http.request.method"] = request.method.rawValue
-            attributes["url.path"] = String(request.uri.path.prefix(256))
+            attributes["url.path"] = path.utf8.count <= 256 ? path : String(decoding: path.utf8.prefix(256), as: UTF8.self)
         }
         do {
             let response = try await InstrumentationContext.$current.withValue(span.context) {
                 try await next(request, context)
             }
-            if let route = context.endpointPath { span.operationName = route }
-            span.updateAttributes { attributes in
+            if span.isRecording {
+                if let route = context.endpointPath { span.operationName = route }
                 attributes["http.route"] = context.endpointPath
                 attributes["http.response.status_code"] = Int(response.status.code)
+                span.attributes = attributes
+                if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
             }
-            if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
             return response
         } catch {
             // Only errors the next middleware did not map (it maps every error to a response): a 500.
             if let route = context.endpointPath { span.operationName = route }
-            span.attributes["http.response.status_code"] = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500
+            attributes["http.response.status_code"] = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500
+            span.attributes = attributes
             span.setStatus(SpanStatus(code: .error))
             throw error
         }

@@ -31,6 +31,9 @@ let package = Package(
         .library(name: "NorqLocalEmulators", targets: ["NorqLocalEmulators"]),
         .library(name: "NorqAPI", targets: ["NorqAPI"]),
         .library(name: "NorqClient", targets: ["NorqClient"]),
+        // Norq's OTLP/HTTP tracer and exporter (the one `telemetry: { traces: otlp }` uses), for library users who
+        // give `NotificationRouter` a tracer.
+        .library(name: "NorqOTLP", targets: ["NorqOTLP"]),
     ],
     // `swift build --traits OTLP`: `norq serve` can export spans through swift-otel (`telemetry: { traces: swift-otel }`);
     // without the trait such a configuration fails at load (`config/otlp-not-built`). `traces: otlp` (NorqOTLP,

@@ -51,8 +51,19 @@ struct RequestTracingMiddleware: RouterMiddleware {
 
 /// Reads a propagation header (W3C `traceparent`, `tracestate`) from a request's fields.
 struct HTTPFieldsExtractor: Extractor {
+    /// The W3C names, made once (a name is validated when it is made).
+    static let traceparent = HTTPField.Name("traceparent")!
+    static let tracestate = HTTPField.Name("tracestate")!
+
     func extract(key name: String, from fields: HTTPFields) -> String? {
-        guard let field = HTTPField.Name(name) else { return nil }
+        let field: HTTPField.Name
+        switch name {
+        case "traceparent": field = Self.traceparent
+        case "tracestate": field = Self.tracestate
+        default:
+            guard let named = HTTPField.Name(name) else { return nil }
+            field = named
+        }
         return fields[field]
     }
 }

@@ -298,8 +298,9 @@ final class DeliveryPump: Sendable {
         let now = router.clock.now()
         let entry = SharedContentBatcher.Entry(job: job, target: target, started: now,
                                                deadline: now.advanced(by: plan.options.deadline))
-        batcher.submit(entry, timers: { [self] wait in runWaiting(wait) }) { [self] entries, results in
-            for (entry, result) in zip(entries, results) { firstAnswered(result, entry) }
+        batcher.submit(entry, now: now, timers: { [self] wait in runWaiting(wait) }) { [self] entries, results in
+            // By index: the entries are read in place (iterating copied each, retaining its references).
+            for index in 0..<min(entries.count, results.count) { firstAnswered(results[index], entries[index]) }
         }
     }
 
@@ -307,23 +308,24 @@ final class DeliveryPump: Sendable {
     /// own request (as `prepareAndSend` makes it) and the answer goes on as that request's first attempt (the retry
     /// policy, the invalid-token event, the outcome), so only the targets of a batch that failed are sent again.
     private func firstAnswered(_ answer: Result<DeliveryResponse, NorqError>, _ entry: SharedContentBatcher.Entry) {
-        let job = entry.job
         if case .success(let response) = answer,
-           let delivered = router.delivered(response, job: job, requestID: nil, attempts: 1) {
+           let delivered = router.delivered(response, job: entry.job, requestID: nil, attempts: 1) {
             router.metrics.inFlightChanged(by: -1)
             router.recordLatency(since: entry.started, provider: provider, instruments: instruments)
             let result = PushOutcome.Result.delivered(delivered)
-            guard job.dedupKey != nil else {
-                emit(job.position, router.finish(job, environment: nil, result: result, attempts: 1, lastResponse: nil,
-                                                 instruments: instruments))
+            guard entry.job.dedupKey != nil else {
+                emit(entry.job.position, router.finish(entry.job, environment: nil, result: result, attempts: 1,
+                                                       lastResponse: nil, instruments: instruments))
                 return
             }
+            let job = entry.job
             endReservation(of: job, result: result) { [router, instruments] in
                 router.finish(job, environment: nil, result: result, attempts: 1, lastResponse: nil,
                               instruments: instruments)
             }
             return
         }
+        let job = entry.job
         let request: PreparedRequest
         do {
             request = try router.prepareRequest(target: job.target, provider: provider, plan: plan, requestID: nil)

@@ -63,12 +63,16 @@ final class SharedContentBatcher: Sendable {
         return nil
     }
 
-    /// Queues one first attempt. `answers` gets its request's results (with those of the other targets of that
-    /// request); `timers` runs the waits of the linger timers this arms.
-    func submit(_ entry: Entry, timers: @escaping TimerRunner, answers: @escaping Answers) {
+    /// Queues one first attempt at `now` (the router clock's time, as the caller just read it). `answers` gets its
+    /// request's results (with those of the other targets of that request); `timers` runs the waits of the linger
+    /// timers this arms.
+    func submit(_ entry: consuming Entry, now: ContinuousClock.Instant, timers: @escaping TimerRunner,
+                answers: @escaping Answers) {
         let key = provider.batchKey(forToken: entry.target.token) ?? ""
-        let now = clock.now()
-        let step = accumulator.withLock { $0.add(entry, key: key, deadline: entry.deadline, now: now) }
+        let deadline = entry.deadline
+        // Moved into the accumulator, not copied.
+        var moving: Entry? = consume entry
+        let step = accumulator.withLock { $0.add(moving.take()!, key: key, deadline: deadline, now: now) }
         perform(step, now: now, timers: timers, answers: answers)
     }
 

@@ -99,9 +99,10 @@ final class SharedContentBatcher: Sendable {
         var deadline = entries[0].deadline
         var targets: [SharedBatchTarget] = []
         targets.reserveCapacity(entries.count)
-        for entry in entries {
-            deadline = min(deadline, entry.deadline)
-            targets.append(entry.target)
+        // By index: each entry read in place (iterating copied it whole, retaining and releasing its references).
+        for index in entries.indices {
+            deadline = min(deadline, entries[index].deadline)
+            targets.append(entries[index].target)
         }
         provider.startSharedBatchDelivery(targets, deadline: deadline) { [self] results in
             // As one filling batch, as `RequestBatcher` does: the slots these answers free are refilled together.

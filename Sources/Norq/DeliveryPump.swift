@@ -291,7 +291,7 @@ final class DeliveryPump: Sendable {
     // MARK: the per-batch path
 
     /// The first attempt of `job` on the per-batch path: no request of its own; its answer comes back with those
-    /// of the other targets of its request (`batchAnswered`).
+    /// of the other targets of its request (`firstAnswered`, one per target).
     private func sendInBatch(_ job: DeliveryJob, _ target: SharedBatchTarget, batcher: SharedContentBatcher) {
         if let instruments { instruments.sent.increment() } else { router.metrics.count("sent", provider: provider.name) }
         router.metrics.inFlightChanged(by: 1)

@@ -34,6 +34,10 @@ final class DeliveryPump: Sendable {
     /// Groups attempts into requests for a provider that takes many targets per request (`BatchPushProvider` with
     /// a `maxBatchSize` above 1); nil for every other provider, whose attempts go out one request each.
     private let batcher: RequestBatcher?
+    /// The per-batch path of a ``SharedContentBatchProvider`` (the content prepared once, the first attempts grouped
+    /// without a request per target); nil for every other provider, and when the router traces (each attempt has
+    /// its span on the per-token path).
+    private let sharedBatcher: SharedContentBatcher?
     /// Set when the send is cancelled: targets not started yet fail with `routing/send-cancelled`.
     private let cancelled = Atomic<Bool>(false)
     /// A wait: work on a target in a slot that suspends (a backoff, a dedup store call).
@@ -65,6 +69,7 @@ final class DeliveryPump: Sendable {
         self.immediateStore = router.deduplication as? any ImmediateDeduplicationStore
         self.instruments = router.metrics.instruments(of: provider.name)
         self.batcher = RequestBatcher(provider: provider, clock: router.clock)
+        self.sharedBatcher = router.tracer == nil ? SharedContentBatcher(provider: provider, plan: plan, clock: router.clock) : nil
     }
 
     /// Delivers every target routed to the provider; returns when each has its outcome. Cancelling the calling
@@ -264,6 +269,10 @@ final class DeliveryPump: Sendable {
     /// Prepares the request of `job` and sends it; a request that cannot be prepared (logged and counted) ends
     /// the target with its failure.
     private func prepareAndSend(_ job: DeliveryJob) {
+        if let sharedBatcher, let target = sharedBatcher.batchTarget(for: job.target) {
+            sendInBatch(job, target, batcher: sharedBatcher)
+            return
+        }
         let prepared: PreparedJob
         let now = router.clock.now()
         do {
@@ -277,6 +286,59 @@ final class DeliveryPump: Sendable {
             return
         }
         send(prepared, previousAttempts: 0, now: now)
+    }
+
+    // MARK: the per-batch path
+
+    /// The first attempt of `job` on the per-batch path: no request of its own; its answer comes back with those
+    /// of the other targets of its request (`firstAnswered`, one per target).
+    private func sendInBatch(_ job: DeliveryJob, _ target: SharedBatchTarget, batcher: SharedContentBatcher) {
+        if let instruments { instruments.sent.increment() } else { router.metrics.count("sent", provider: provider.name) }
+        router.metrics.inFlightChanged(by: 1)
+        let now = router.clock.now()
+        let entry = SharedContentBatcher.Entry(job: job, target: target, started: now,
+                                               deadline: now.advanced(by: plan.options.deadline))
+        batcher.submit(entry, now: now, timers: { [self] wait in runWaiting(wait) }) { [self] entries, results in
+            // By index: the entries are read in place (iterating copied each, retaining its references).
+            for index in 0..<min(entries.count, results.count) { firstAnswered(results[index], entries[index]) }
+        }
+    }
+
+    /// A per-batch first attempt's answer: delivered (or accepted), its outcome; anything else, the target gets its
+    /// own request (as `prepareAndSend` makes it) and the answer goes on as that request's first attempt (the retry
+    /// policy, the invalid-token event, the outcome), so only the targets of a batch that failed are sent again.
+    private func firstAnswered(_ answer: Result<DeliveryResponse, NorqError>, _ entry: SharedContentBatcher.Entry) {
+        if case .success(let response) = answer,
+           let delivered = router.delivered(response, job: entry.job, requestID: nil, attempts: 1) {
+            router.metrics.inFlightChanged(by: -1)
+            router.recordLatency(since: entry.started, provider: provider, instruments: instruments)
+            let result = PushOutcome.Result.delivered(delivered)
+            guard entry.job.dedupKey != nil else {
+                emit(entry.job.position, router.finish(entry.job, environment: nil, result: result, attempts: 1,
+                                                       lastResponse: nil, instruments: instruments))
+                return
+            }
+            let job = entry.job
+            endReservation(of: job, result: result) { [router, instruments] in
+                router.finish(job, environment: nil, result: result, attempts: 1, lastResponse: nil,
+                              instruments: instruments)
+            }
+            return
+        }
+        let job = entry.job
+        let request: PreparedRequest
+        do {
+            request = try router.prepareRequest(target: job.target, provider: provider, plan: plan, requestID: nil)
+        } catch {
+            // Not expected (the shared content and the token were accepted): the target ends with the error.
+            router.metrics.inFlightChanged(by: -1)
+            router.requestLogger(job).notice("could not prepare the request", metadata: ["norq.error": "\(error.code)"])
+            router.countFinal(.failed(error), provider: provider.name)
+            endReservation(of: job, result: nil) { job.outcome(.failed(error), attempts: 1) }
+            return
+        }
+        answered(answer, attempt: PreparedJob(job: job, request: request, deadline: entry.deadline), attempts: 1,
+                 started: entry.started, possiblyProcessed: false, requeues: 0, span: nil)
     }
 
     /// Ends the dedup reservation of `job`, if it holds one: records `result` when it is definitive, else releases

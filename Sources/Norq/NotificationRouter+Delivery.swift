@@ -8,20 +8,28 @@ extension NotificationRouter {
                 lastResponse: DeliveryResponse?, instruments: RouterMetrics.ProviderInstruments? = nil,
                 requeues: Int = 0) -> PushOutcome {
         // `prepared.job` is read in place, not copied (a copy retains each of its references).
+        finish(prepared.job, environment: prepared.request.environment, result: result, attempts: attempts,
+               lastResponse: lastResponse, instruments: instruments, requeues: requeues)
+    }
+
+    /// ``finish(_:result:attempts:lastResponse:instruments:requeues:)`` of a job whose request went to
+    /// `environment` (read only for an invalid-token answer), without a ``PreparedJob``: the per-batch path.
+    func finish(_ job: DeliveryJob, environment: PushEnvironment?, result: PushOutcome.Result, attempts: Int,
+                lastResponse: DeliveryResponse?, instruments: RouterMetrics.ProviderInstruments? = nil,
+                requeues: Int = 0) -> PushOutcome {
         if case .delivered = result, let instruments {
             instruments.delivered.increment()
         } else {
-            countFinal(result, provider: prepared.job.provider.name)
+            countFinal(result, provider: job.provider.name)
         }
-        if let lastResponse, prepared.job.provider.isInvalidTokenAnswer(lastResponse),
-           case .token(let token) = prepared.job.target,
-           let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: prepared.job.provider.name,
-                                              environment: prepared.request.environment,
-                                              recipientID: prepared.job.recipientID) {
-            requestLogger(prepared.job).info("device token is invalid", metadata: ["norq.reason": "\(event.reason)"])
+        if let lastResponse, job.provider.isInvalidTokenAnswer(lastResponse),
+           case .token(let token) = job.target,
+           let event = InvalidTokenEvent.from(response: lastResponse, token: token, provider: job.provider.name,
+                                              environment: environment, recipientID: job.recipientID) {
+            requestLogger(job).info("device token is invalid", metadata: ["norq.reason": "\(event.reason)"])
             publish(event)
         }
-        return prepared.job.outcome(result, attempts: attempts, requeues: requeues)
+        return job.outcome(result, attempts: attempts, requeues: requeues)
     }
 
     /// The per-request logger (metadata: provider, redacted token, request id, template), built only on the paths
@@ -56,26 +64,39 @@ extension NotificationRouter {
         // The delivered path reads `prepared` in place: a copy of its request or of the provider retained each
         // of their references once more per push.
         if case .success(let response) = answer {
-            let latency = started.duration(to: clock.now())
-            if let instruments { instruments.recordLatency(latency) } else {
-                metrics.recordLatency(latency, provider: prepared.job.provider.name)
-            }
-            if response.classification == .delivered || response.classification == .accepted
-                || (200..<300).contains(response.status) {
-                if logsTrace {
-                    requestLogger(prepared.job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
-                }
-                let delivered = PushOutcome.Delivered(status: response.status,
-                                                      messageID: response.messageID ?? prepared.request.requestID
-                                                          ?? prepared.job.requestID,
-                                                      uniqueID: response.uniqueID,
-                                                      accepted: response.classification == .accepted)
+            recordLatency(since: started, provider: prepared.job.provider, instruments: instruments)
+            if let delivered = delivered(response, job: prepared.job, requestID: prepared.request.requestID,
+                                         attempts: attempts) {
                 // A delivered answer is no invalid-token answer: `finish` needs no answer to look at.
                 return .done(.delivered(delivered), lastResponse: nil)
             }
         }
         return afterUndeliveredAttempt(answer, attempt: prepared, attempts: attempts,
                                        earlierPossiblyProcessed: earlierPossiblyProcessed, requeues: requeues)
+    }
+
+    /// Records an answer's latency (an attempt started at `started`).
+    @inline(__always)
+    func recordLatency(since started: ContinuousClock.Instant, provider: any PushProvider,
+                       instruments: RouterMetrics.ProviderInstruments?) {
+        let latency = started.duration(to: clock.now())
+        if let instruments { instruments.recordLatency(latency) } else {
+            metrics.recordLatency(latency, provider: provider.name)
+        }
+    }
+
+    /// The delivery an answer reports (a delivered or accepted answer, or any 2xx), or nil: the retry policy decides.
+    /// Its message id is the answer's, else the request's (`requestID`), else the job's stable request id.
+    @inline(__always)
+    func delivered(_ response: DeliveryResponse, job: DeliveryJob, requestID: String?,
+                   attempts: Int) -> PushOutcome.Delivered? {
+        guard response.classification == .delivered || response.classification == .accepted
+            || (200..<300).contains(response.status) else { return nil }
+        if logsTrace {
+            requestLogger(job).trace("delivered", metadata: ["norq.attempts": "\(attempts)"])
+        }
+        return PushOutcome.Delivered(status: response.status, messageID: response.messageID ?? requestID ?? job.requestID,
+                                     uniqueID: response.uniqueID, accepted: response.classification == .accepted)
     }
 
     /// Whether a `.retry` step after `lastError` is a re-queue (the attempt was not processed: it spends no budget),

@@ -12,12 +12,13 @@ import NIOPosix
 ///
 /// - An `ok` ticket is an `accepted` answer whose message id is the ticket id; an error ticket is classified by
 ///   ``ExpoResponseTable`` (`DeviceNotRegistered` is token-invalid).
-/// - As a ``BatchPushProvider`` it takes up to 100 prepared tokens per request; a `PUSH_TOO_MANY_EXPERIENCE_IDS`
+/// - As a ``SharedContentBatchProvider`` it takes up to 100 tokens per request, prepared one by one or (the router's
+///   per-batch path) as tokens sharing one prepared message; a `PUSH_TOO_MANY_EXPERIENCE_IDS`
 ///   answer splits the request by project (each group sent again at once: Expo processed none of it), and the
 ///   projects are remembered so later batches do not mix them (``batchKey(for:)``).
 /// - Bodies over 1 KiB are gzipped; at most `maxConcurrentRequests` requests are in flight; notifications are held
 ///   to `rateLimit` per second per project.
-public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
+public final class ExpoProvider: SharedContentBatchProvider, ReceiptFetchingProvider {
     public let name: String
     public var typeName: String { "expo" }
     public let platforms: Set<Platform> = [.ios, .android]
@@ -117,6 +118,23 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         return (tail, serialized.count)
     }
 
+    /// The per-batch path's shared content: the tail ``prepare(_:for:options:)`` splices after the token (`"` + the
+    /// message's other fields + `}]`), checked against Expo's payload limit once.
+    public func prepareShared(_ content: PushContent, platform: Platform,
+                              options: SendOptions) throws(NorqError) -> SharedBatchContent? {
+        let (tail, size) = try encodedTail(content, platform: platform, options: options)
+        guard size <= ExpoMessage.payloadLimit else {
+            throw NorqError(.expoPayloadTooLarge,
+                            "the Expo message is \(size) bytes, \(size - ExpoMessage.payloadLimit) over Expo's limit of \(ExpoMessage.payloadLimit)")
+        }
+        return SharedBatchContent(platform: platform, bytes: tail)
+    }
+
+    /// An Expo push token of the content's platform (anything else fails on the per-token path with `expo/invalid-token`).
+    public func accepts(_ token: PushToken, for content: SharedBatchContent) -> Bool {
+        token.platform == content.platform && ExpoToken.isValid(token.token)
+    }
+
     // MARK: batching
 
     /// Expo takes 100 recipients per request.
@@ -124,8 +142,18 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
 
     /// The token's Expo project when a `PUSH_TOO_MANY_EXPERIENCE_IDS` answer taught it, else nil (one group).
     public func batchKey(for request: PreparedRequest) -> String? {
-        guard knowsProjects.load(ordering: .acquiring), case .token(let token) = request.target else { return nil }
-        return projects.withLock { $0.project(of: token.token) }
+        guard case .token(let token) = request.target else { return nil }
+        return batchKey(forToken: token)
+    }
+
+    /// The token's Expo project when a `PUSH_TOO_MANY_EXPERIENCE_IDS` answer taught it, else nil (one group).
+    public func batchKey(forToken token: PushToken) -> String? {
+        projectKey(of: token.token)
+    }
+
+    private func projectKey(of token: String) -> String? {
+        guard knowsProjects.load(ordering: .acquiring) else { return nil }
+        return projects.withLock { $0.project(of: token) }
     }
 
     /// The project a token was learnt to belong to (nil when unknown).
@@ -142,26 +170,38 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
 
     public func startBatchDelivery(_ requests: [PreparedRequest], deadline: ContinuousClock.Instant,
                                    completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
-        guard !requests.isEmpty else { return completion([]) }
-        if requests.count > maxBatchSize {
-            let chunks = chunked(requests, size: maxBatchSize).map(Array.init)
-            let gather = ExpoGather(count: requests.count, completion: completion)
+        start(requests.map(ExpoRecipient.init), deadline: deadline, completion: completion)
+    }
+
+    /// The per-batch path: one message per run of targets sharing a content, `to` the array of their tokens.
+    public func startSharedBatchDelivery(_ targets: [SharedBatchTarget], deadline: ContinuousClock.Instant,
+                                         completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
+        start(targets.map { .token($0.token.token, tail: $0.content.bytes) }, deadline: deadline, completion: completion)
+    }
+
+    /// Requests of at most 100 recipients for `recipients`, one result per recipient in order.
+    private func start(_ recipients: [ExpoRecipient], deadline: ContinuousClock.Instant,
+                       completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
+        guard !recipients.isEmpty else { return completion([]) }
+        if recipients.count > maxBatchSize {
+            let chunks = chunked(recipients, size: maxBatchSize).map(Array.init)
+            let gather = ExpoGather(count: recipients.count, completion: completion)
             var offset = 0
             for chunk in chunks {
                 let start = offset
                 offset += chunk.count
-                startBatchDelivery(chunk, deadline: deadline) { gather.fill(from: start, $0) }
+                send(chunk, deadline: deadline, splitAllowed: true) { gather.fill(from: start, $0) }
             }
             return
         }
-        send(requests, deadline: deadline, splitAllowed: true, completion: completion)
+        send(recipients, deadline: deadline, splitAllowed: true, completion: completion)
     }
 
     /// One request for `requests` (at most 100, rate-limited by the first token's project), its answer read.
-    private func send(_ requests: [PreparedRequest], deadline: ContinuousClock.Instant, splitAllowed: Bool,
+    private func send(_ requests: [ExpoRecipient], deadline: ContinuousClock.Instant, splitAllowed: Bool,
                       completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         let now = ContinuousClock.now
-        let project = requests.first.flatMap(batchKey(for:)) ?? ""
+        let project = requests.first?.token.flatMap(projectKey(of:)) ?? ""
         let wait = limiter.withLock { $0.reserve(requests.count, project: project, now: now) }
         if wait > .zero {
             guard now + wait < deadline else {
@@ -183,7 +223,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     }
 
     /// Writes one request; `project` is the rate limiter's key its notifications were booked under.
-    private func write(_ requests: [PreparedRequest], project: String, deadline: ContinuousClock.Instant,
+    private func write(_ requests: [ExpoRecipient], project: String, deadline: ContinuousClock.Instant,
                        splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var (headers, body) = (baseHeaders, Self.batchBody(requests))
@@ -215,7 +255,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     /// processed none of the refused request). A second refusal of a split group is reported as it is. The refused
     /// request's booking in the rate limiter (`bookedUnder`) is given back first: each group books its own, under
     /// its own project, so the notifications are counted once.
-    private func split(_ requests: [PreparedRequest], bookedUnder booked: String, groups: [String: [String]],
+    private func split(_ requests: [ExpoRecipient], bookedUnder booked: String, groups: [String: [String]],
                        answer: HTTP2Response, deadline: ContinuousClock.Instant, splitAllowed: Bool,
                        completion: @escaping @Sendable ([Result<DeliveryResponse, NorqError>]) -> Void) {
         var projectOf: [String: String] = [:]
@@ -238,7 +278,7 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
         var members: [String: [Int]] = [:]
         for (index, request) in requests.enumerated() {
             var key = "\u{0}unnamed"
-            if case .token(let token) = request.target, let project = projectOf[token.token] { key = project }
+            if let token = request.token, let project = projectOf[token] { key = project }
             if members[key] == nil { order.append(key) }
             members[key, default: []].append(index)
         }
@@ -257,7 +297,17 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
     /// run, not once per token. Expo counts every element of `to` as a recipient and answers one ticket per
     /// recipient, in order, so the tickets still map one to one onto `requests`. A single request keeps its own body.
     public static func batchBody(_ requests: [PreparedRequest]) -> [UInt8] {
-        if requests.count == 1 { return requests[0].body }
+        batchBody(requests.map(ExpoRecipient.init))
+    }
+
+    /// ``batchBody(_:)-([PreparedRequest])`` of recipients.
+    static func batchBody(_ requests: [ExpoRecipient]) -> [UInt8] {
+        if requests.count == 1 {
+            switch requests[0] {
+            case .request(let request): return request.body
+            case .token(let token, let tail): return bodyHead + Array(token.utf8) + tail
+            }
+        }
         var body: [UInt8] = [91]  // [
         // The tail of the message being written, whose `to` array is still open.
         var openTail: [UInt8]?
@@ -267,9 +317,10 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
             body.append(contentsOf: tail[1..<(tail.count - 1)])  // the fields after `to`, and `}`
             openTail = nil
         }
-        for request in requests {
-            switch request.requestBody {
-            case .spliced(let head, let middle, let tail) where head == bodyHead && tail.count >= 3:
+        for recipient in requests {
+            let request: PreparedRequest
+            switch recipient {
+            case .token(let token, let tail):
                 if let open = openTail, Self.sameBytes(open, tail) {
                     body.append(contentsOf: #",""#.utf8)
                 } else {
@@ -278,8 +329,13 @@ public final class ExpoProvider: BatchPushProvider, ReceiptFetchingProvider {
                     body.append(contentsOf: #"{"to":[""#.utf8)
                     openTail = tail
                 }
-                body.append(contentsOf: middle.utf8)
+                body.append(contentsOf: token.utf8)
                 body.append(34)  // "
+                continue
+            case .request(let prepared):
+                request = prepared
+            }
+            switch request.requestBody {
             case .spliced(let head, let middle, let tail):
                 closeMessage()
                 if body.count > 1 { body.append(44) }
@@ -386,5 +442,33 @@ final class ExpoGather: Sendable {
             return s.missing == 0 ? s.results.map { $0! } : nil
         }
         if let done { completion(done) }
+    }
+}
+
+/// One recipient of a request as the provider writes it: a token and the tail of its message (`"` + the message's
+/// other fields + `}]`, as ``ExpoProvider/prepare(_:for:options:)`` splices it after the token: consecutive ones with
+/// the same tail share one message), or a request of another shape, written as its own message(s).
+enum ExpoRecipient: Sendable {
+    case token(String, tail: [UInt8])
+    case request(PreparedRequest)
+
+    /// A request `prepare` made becomes its token and tail.
+    init(_ request: PreparedRequest) {
+        if case .spliced(let head, let middle, let tail) = request.requestBody, head == ExpoProvider.bodyHead,
+           tail.count >= 3 {
+            self = .token(middle, tail: tail)
+        } else {
+            self = .request(request)
+        }
+    }
+
+    /// The Expo token it is sent to (its project's key), when known.
+    var token: String? {
+        switch self {
+        case .token(let token, _): return token
+        case .request(let request):
+            guard case .token(let token) = request.target else { return nil }
+            return token.token
+        }
     }
 }

@@ -89,6 +89,65 @@ struct ExpoEndToEndTests {
         try await setup.shutdown()
     }
 
+    @Test("per-batch path: 130 shared targets go as requests of 100 and 30, one message each, every token accepted")
+    func sharedBatchBound() async throws {
+        let setup = try await Self.setup()
+        let content = try #require(try setup.provider.prepareShared(PushContent(title: "Hi"), platform: .android,
+                                                                     options: SendOptions()))
+        let targets = (0..<130).map {
+            SharedBatchTarget(token: PushToken(token: Self.token($0), platform: .android), content: content)
+        }
+        let results = await withCheckedContinuation { continuation in
+            setup.provider.startSharedBatchDelivery(targets, deadline: .now + .seconds(10)) { continuation.resume(returning: $0) }
+        }
+        #expect(results.count == 130)
+        #expect(results.allSatisfy { (try? $0.get().classification) == .accepted })
+        let sends = setup.emulator.sendRequests
+        #expect(sends.map(\.detail.recipients.count).sorted() == [30, 100])
+        #expect(sends.flatMap(\.detail.recipients).sorted() == (0..<130).map(Self.token).sorted())
+        // One message per request: its `to` lists the request's tokens.
+        for send in sends {
+            guard case .array(let messages) = try JSONValue(parsing: send.detail.inflatedBody) else {
+                Issue.record("not an array")
+                continue
+            }
+            #expect(messages.count == 1)
+        }
+        try await setup.shutdown()
+    }
+
+    @Test("per-batch path through the router: iOS and Android tokens of one send, a native token failing alone")
+    func sharedBatchPlatforms() async throws {
+        let setup = try await Self.setup()
+        let router = try setup.router()
+        var recipients = Self.recipients(60, platform: .ios) + (60..<120).map {
+            Recipient(id: "u\($0)", tokens: [PushToken(token: Self.token($0), platform: .android)])
+        }
+        recipients.insert(Recipient(id: "native", tokens: [PushToken(token: String(repeating: "ab", count: 32), platform: .ios)]),
+                          at: 10)
+        var content = PushContent(title: "Hi")
+        content.ios.badge = 3
+        let report = try await router.send(content: content, to: recipients)
+        #expect(report.outcomes.count == 121)
+        #expect(report.accepted == 120)
+        guard case .failed(let error) = report.outcomes[10].result else { Issue.record("\(report.outcomes[10].result)"); return }
+        #expect(error.code == .expoInvalidToken)
+        let sends = setup.emulator.sendRequests
+        #expect(sends.allSatisfy { $0.detail.recipients.count <= 100 })
+        #expect(sends.flatMap(\.detail.recipients).sorted() == (0..<120).map(Self.token).sorted())
+        // iOS tokens got the badge, Android tokens did not.
+        for send in sends {
+            guard case .array(let messages) = try JSONValue(parsing: send.detail.inflatedBody) else { continue }
+            for message in messages {
+                guard case .array(let to)? = message["to"] else { Issue.record("`to` is not an array"); continue }
+                let indexes = to.compactMap { $0.stringValue }.compactMap { token in (0..<120).first { Self.token($0) == token } }
+                let badge = message["badge"]
+                #expect(indexes.allSatisfy { $0 < 60 } == (badge != nil), "\(indexes)")
+            }
+        }
+        try await setup.shutdown()
+    }
+
     @Test("mixed projects: the refused request is split by project, every token accepted, and the projects remembered")
     func mixedProjects() async throws {
         var configuration = ExpoEmulator.Configuration()

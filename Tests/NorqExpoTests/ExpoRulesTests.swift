@@ -188,4 +188,38 @@ struct ExpoBatchBodyTests {
                 == #"[{"to":["ExponentPushToken[e]","ExponentPushToken[f]"],"title":"Hello"}]"#)
         await provider.shutdown()
     }
+
+    @Test("the per-batch path writes the same body as the prepared requests of its tokens, per platform's content")
+    func sharedContentBody() async throws {
+        let provider = try ExpoProvider(name: "expo", configuration: ExpoConfiguration())
+        var hello = PushContent(title: "Hello")
+        hello.ios.badge = 1
+        let options = SendOptions()
+        let android = try #require(try provider.prepareShared(hello, platform: .android, options: options))
+        let ios = try #require(try provider.prepareShared(hello, platform: .ios, options: options))
+        let tokens = [PushToken(token: "ExponentPushToken[a]", platform: .android),
+                      PushToken(token: "ExponentPushToken[b]", platform: .android),
+                      PushToken(token: "ExponentPushToken[c]", platform: .ios),
+                      PushToken(token: "ExpoPushToken[d]", platform: .android)]
+        let recipients = tokens.map { token -> ExpoRecipient in
+            .token(token.token, tail: (token.platform == .ios ? ios : android).bytes)
+        }
+        let requests = try tokens.map { try provider.prepare(hello, for: $0, options: options) }
+        let body = ExpoProvider.batchBody(recipients)
+        #expect(body == ExpoProvider.batchBody(requests))
+        #expect(String(decoding: body, as: UTF8.self)
+                == #"[{"to":["ExponentPushToken[a]","ExponentPushToken[b]"],"title":"Hello"},{"to":["ExponentPushToken[c]"],"title":"Hello","badge":1},{"to":["ExpoPushToken[d]"],"title":"Hello"}]"#)
+        // One recipient: the body `prepare` makes for it.
+        #expect(ExpoProvider.batchBody([recipients[0]]) == requests[0].body)
+        // Accepted: Expo tokens of the content's platform only; a native token takes the per-token path.
+        #expect(provider.accepts(tokens[0], for: android))
+        #expect(!provider.accepts(tokens[2], for: android))
+        #expect(!provider.accepts(PushToken(token: String(repeating: "ab", count: 32), platform: .android), for: android))
+        // Over Expo's limit: the same refusal as `prepare`.
+        #expect(throws: NorqError.self) {
+            try provider.prepareShared(PushContent(title: String(repeating: "x", count: 5_000)), platform: .ios,
+                                       options: options)
+        }
+        await provider.shutdown()
+    }
 }

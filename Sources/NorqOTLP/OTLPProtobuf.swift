@@ -36,11 +36,19 @@ struct ProtobufWriter {
         }
     }
 
-    /// An id as bytes, big-endian (as OTLP's `trace_id`, `span_id`).
-    mutating func idField(_ field: UInt32, _ words: UInt64...) {
+    /// A span id as 8 bytes, big-endian (OTLP's `span_id`).
+    mutating func idField(_ field: UInt32, _ id: UInt64) {
         tag(field, 2)
-        varint(UInt64(words.count * 8))
-        for word in words { withUnsafeBytes(of: word.bigEndian) { bytes.append(contentsOf: $0) } }
+        varint(8)
+        withUnsafeBytes(of: id.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// A trace id as 16 bytes, big-endian (OTLP's `trace_id`): no array per id, as a variadic would make.
+    mutating func idField(_ field: UInt32, _ high: UInt64, _ low: UInt64) {
+        tag(field, 2)
+        varint(16)
+        withUnsafeBytes(of: high.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: low.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     mutating func message(_ field: UInt32, _ body: (inout ProtobufWriter) -> Void) {

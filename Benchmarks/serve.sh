@@ -18,6 +18,7 @@
 #                  them) with Norq's exporter (NorqOTLP); swift-otel: the same through swift-otel, which needs a norq
 #                  built with `--traits OTLP` (NORQ_BIN, or the build below adds the trait)
 #   SAMPLE_RATIO [1.0]  with TRACING=otlp: the share of new traces recorded (telemetry.sampleRatio)
+#   START_AT []  a Unix time: the load starts then, not before (Benchmarks/serve-ab.sh runs two servers at once)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
@@ -51,7 +52,7 @@ PIDS=()
 cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    [ -n "${PGTMP:-}" ] && { "$PGTMP/pgctl" stop >/dev/null 2>&1 || true; rm -rf "$PGTMP"; }
+    if [ -n "${PGTMP:-}" ]; then "$PGTMP/pgctl" stop >/dev/null 2>&1 || true; rm -rf "$PGTMP"; fi
 }
 trap cleanup EXIT
 
@@ -157,6 +158,8 @@ YAML
         perf record -g -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
         perf_pid=$!
     fi
+    # START_AT (serve-ab.sh): the load of two servers begins in the same second.
+    [ -n "${START_AT:-}" ] && python3 -c "import time; time.sleep(max(0.0, $START_AT - time.time()))"
     local emu_before; emu_before="$(cpu_of "$EMU_PID")"
     "$LOAD" --port "$port" --key "$API_KEY" --clients "$CLIENTS" --seconds "$SECONDS_LOAD" --warmup "$WARMUP" \
         --server-pid "$server" --label "$store" > "$dir/load.json"

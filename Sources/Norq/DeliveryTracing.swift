@@ -48,19 +48,25 @@ enum DeliveryTracing {
         let span = tracer.startSpan(attemptSpan, context: parent ?? .topLevel, ofKind: .client)
         var attributes = SpanAttributes()
         guard span.isRecording else { return AttemptSpan(span: span, attributes: attributes) }
-        attributes["norq.provider"] = job.provider.name
-        attributes["norq.target.position"] = job.position
-        attributes["norq.attempt"] = attempt
+        // Sized once for the start's and the end's attributes (growing the dictionary rehashes it, up to four times
+        // for nine entries); values set as `SpanAttribute`s, not through the `SpanAttributeConvertible` subscript.
+        attributes.reserveCapacity(attemptAttributeCapacity)
+        attributes.set("norq.provider", value: .string(job.provider.name))
+        attributes.set("norq.target.position", value: .int64(Int64(job.position)))
+        attributes.set("norq.attempt", value: .int64(Int64(attempt)))
         switch job.target {
         case .token(let token):
-            attributes["norq.target.kind"] = "token"
-            attributes["norq.platform"] = token.platform.rawValue
+            attributes.set("norq.target.kind", value: .string("token"))
+            attributes.set("norq.platform", value: .string(token.platform.rawValue))
         case .channel:
-            attributes["norq.target.kind"] = "channel"
+            attributes.set("norq.target.kind", value: .string("channel"))
         }
-        if let sendID { attributes["norq.send.id"] = sendID }
+        if let sendID { attributes.set("norq.send.id", value: .string(sendID)) }
         return AttemptSpan(span: span, attributes: attributes)
     }
+
+    /// The most attributes an attempt's span has: six at its start, three at its end.
+    static let attemptAttributeCapacity = 9
 
     /// Ends an attempt's span with what came of it: the status code, the outcome kind (`delivered`, `accepted`,
     /// `rejected`, `failed`, `skipped`, `retry`) and the error code (provider reason codes and Norq codes, never a
@@ -72,19 +78,19 @@ enum DeliveryTracing {
         var attributes = attempt.attributes
         switch answer {
         case .success(let response):
-            attributes["http.response.status_code"] = response.status
+            attributes.set("http.response.status_code", value: .int64(Int64(response.status)))
         case .failure(let error):
-            attributes["norq.error.code"] = error.code.rawValue
+            attributes.set("norq.error.code", value: .string(error.code.rawValue))
         }
         switch step {
         case .done(let result, _):
             let kind = outcomeKind(result)
-            attributes["norq.outcome"] = kind.name
-            if let code = kind.code { attributes["norq.error.code"] = code }
+            attributes.set("norq.outcome", value: .string(kind.name))
+            if let code = kind.code { attributes.set("norq.error.code", value: .string(code)) }
         case .retry(let delay, _, _, _):
-            attributes["norq.outcome"] = "retry"
-            attributes["norq.retry.delay_ms"] = Int(delay.components.seconds * 1000
-                                                     + delay.components.attoseconds / 1_000_000_000_000_000)
+            attributes.set("norq.outcome", value: .string("retry"))
+            attributes.set("norq.retry.delay_ms", value: .int64(delay.components.seconds * 1000
+                                                                 + delay.components.attoseconds / 1_000_000_000_000_000))
         }
         span.attributes = attributes
         if case .done(let result, _) = step, outcomeKind(result).isError {

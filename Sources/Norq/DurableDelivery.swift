@@ -123,21 +123,25 @@ public final class DurableDelivery: Sendable {
         let span = tracer.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
         defer { span.end() }
         // The attributes are set once, at the end (each update of a span's attributes copies its dictionary).
+        // Sized once (growing a dictionary rehashes it), values set as `SpanAttribute`s.
         var attributes = SpanAttributes()
-        if let templateName { attributes["norq.template"] = templateName }
+        if span.isRecording {
+            attributes.reserveCapacity(4)
+            if let templateName { attributes.set("norq.template", value: .string(templateName)) }
+        }
         do {
             let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                             recipients: recipients, options: options, scope: sendScope, router: router,
                                             trace: (caller ?? span.context, tracer))
             if span.isRecording {
-                attributes["norq.send.id"] = receipt.sendID
-                attributes["norq.send.created"] = receipt.created
-                attributes["norq.targets"] = receipt.targetCount
+                attributes.set("norq.send.id", value: .string(receipt.sendID))
+                attributes.set("norq.send.created", value: .bool(receipt.created))
+                attributes.set("norq.targets", value: .int64(Int64(receipt.targetCount)))
                 span.attributes = attributes
             }
             return receipt
         } catch {
-            attributes["norq.error.code"] = error.code.rawValue
+            attributes.set("norq.error.code", value: .string(error.code.rawValue))
             span.attributes = attributes
             span.setStatus(SpanStatus(code: .error))
             throw error

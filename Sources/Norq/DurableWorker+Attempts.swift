@@ -159,17 +159,22 @@ extension DurableWorker {
         var claims: [String: InstrumentationContext] = [:]
         if let tracer = router.tracer {
             var rowsPerSend: [String: Int] = [:]
+            rowsPerSend.reserveCapacity(rows.count)
             for row in rows where row.lease != nil { rowsPerSend[row.sendID, default: 0] += 1 }
+            claims.reserveCapacity(rowsPerSend.count)
+            let start = claimed ?? DefaultTracerClock.now
             for (sendID, count) in rowsPerSend {
                 guard case .plan(let plan)? = plans[sendID] else { continue }
                 let span = tracer.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
-                                            ofKind: .consumer, at: claimed ?? DefaultTracerClock.now)
+                                            ofKind: .consumer, at: start)
                 if span.isRecording {
-                    span.updateAttributes { attributes in
-                        attributes["norq.send.id"] = sendID
-                        attributes["norq.rows"] = count
-                        attributes["norq.worker"] = name
-                    }
+                    // Set once, sized once (`updateAttributes` copies the span's dictionary; growing it rehashes).
+                    var attributes = SpanAttributes()
+                    attributes.reserveCapacity(3)
+                    attributes.set("norq.send.id", value: .string(sendID))
+                    attributes.set("norq.rows", value: .int64(Int64(count)))
+                    attributes.set("norq.worker", value: .string(name))
+                    span.attributes = attributes
                 }
                 claims[sendID] = span.context
                 span.end()

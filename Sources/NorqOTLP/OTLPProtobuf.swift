@@ -60,10 +60,16 @@ struct ProtobufWriter {
         let length = bytes.count - start
         if length < 0x80 {
             bytes[lengthAt] = UInt8(length)
-        } else {
-            var prefix = ProtobufWriter()
-            prefix.varint(UInt64(length))
-            bytes.replaceSubrange(lengthAt..<start, with: prefix.bytes)
+            return
+        }
+        // A longer length needs more bytes: the body moves by the extra ones (no array made for the prefix).
+        var size = 1
+        while UInt64(length) >> (7 * size) != 0 { size += 1 }
+        bytes.insert(contentsOf: repeatElement(0, count: size - 1), at: start)
+        var value = UInt64(length)
+        for index in lengthAt..<(lengthAt + size) {
+            bytes[index] = UInt8(truncatingIfNeeded: value) | (index == lengthAt + size - 1 ? 0 : 0x80)
+            value >>= 7
         }
     }
 }

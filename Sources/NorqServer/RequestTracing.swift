@@ -16,24 +16,28 @@ struct RequestTracingMiddleware: RouterMiddleware {
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         var parent = InstrumentationContext.current ?? .topLevel
         tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
-        let span = tracer.startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
+        let span = tracer.startSpan(Self.operationName(request.method), context: parent, ofKind: .server)
         defer { span.end() }
         // The attributes are set once, when the answer is known (each update of a span's attributes copies its
-        // dictionary); a span that records nothing gets none.
+        // dictionary), in a dictionary sized once; a span that records nothing gets none.
         var attributes = SpanAttributes()
         if span.isRecording {
             let path = request.uri.path
-            attributes["http.request.method"] = request.method.rawValue
-            attributes["url.path"] = path.utf8.count <= 256 ? path : String(decoding: path.utf8.prefix(256), as: UTF8.self)
+            attributes.reserveCapacity(4)
+            attributes.set("http.request.method", value: .string(request.method.rawValue))
+            attributes.set("url.path", value: .string(path.utf8.count <= 256 ? path
+                                                      : String(decoding: path.utf8.prefix(256), as: UTF8.self)))
         }
         do {
             let response = try await InstrumentationContext.$current.withValue(span.context) {
                 try await next(request, context)
             }
             if span.isRecording {
-                if let route = context.endpointPath { span.operationName = route }
-                attributes["http.route"] = context.endpointPath
-                attributes["http.response.status_code"] = Int(response.status.code)
+                if let route = context.endpointPath {
+                    span.operationName = route
+                    attributes.set("http.route", value: .string(route))
+                }
+                attributes.set("http.response.status_code", value: .int64(Int64(response.status.code)))
                 span.attributes = attributes
                 if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
             }
@@ -41,10 +45,25 @@ struct RequestTracingMiddleware: RouterMiddleware {
         } catch {
             // Only errors the next middleware did not map (it maps every error to a response): a 500.
             if let route = context.endpointPath { span.operationName = route }
-            attributes["http.response.status_code"] = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500
+            attributes.set("http.response.status_code",
+                           value: .int64(Int64((error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500)))
             span.attributes = attributes
             span.setStatus(SpanStatus(code: .error))
             throw error
+        }
+    }
+}
+
+extension RequestTracingMiddleware {
+    /// The span's name until its route is known (`HTTP POST`): made once for the methods the API serves.
+    static func operationName(_ method: HTTPRequest.Method) -> String {
+        switch method {
+        case .get: "HTTP GET"
+        case .post: "HTTP POST"
+        case .put: "HTTP PUT"
+        case .delete: "HTTP DELETE"
+        case .head: "HTTP HEAD"
+        default: "HTTP \(method.rawValue)"
         }
     }
 }

@@ -151,6 +151,23 @@ struct OTLPTracerTests {
         #expect(encoded.first(16)?.integer == 1)
     }
 
+    /// The outer message holds a string field of `textBytes` (2-4 bytes more), so its own length crosses the
+    /// one-, two- and three-byte varint bounds (127/128, 16,383/16,384) over the arguments.
+    @Test("encoding: a nested message's length takes as many varint bytes as it needs",
+          arguments: [0, 1, 124, 125, 126, 300, 16_379, 16_380, 16_381, 70_000])
+    func nestedLengths(textBytes: Int) throws {
+        var writer = ProtobufWriter()
+        writer.varintField(1, 7)
+        writer.message(2) { inner in inner.stringField(1, String(repeating: "x", count: textBytes)) }
+        writer.varintField(3, 9)
+        let message = try #require(ProtobufMessage(writer.bytes))
+        #expect(message.fields.map(\.number) == [1, 2, 3])
+        #expect(message.first(1)?.integer == 7)
+        #expect(message.first(3)?.integer == 9)
+        let text = try #require(message.first(2)?.message?.first(1)).string
+        #expect(text.utf8.count == textBytes && text.allSatisfy { $0 == "x" })
+    }
+
     @Test("export policy: success, retryable statuses and transport failures, the attempt and deadline bounds")
     func policy() {
         let policy = OTLPExportPolicy(maxAttempts: 3, initialBackoff: .milliseconds(500))

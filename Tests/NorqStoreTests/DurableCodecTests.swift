@@ -26,21 +26,35 @@ import Testing
     /// Random sends whose every optional field is set or not; `full` sets every field.
     static let plans = Generator<DurableCodec.StoredPlan, Shrink.None<DurableCodec.StoredPlan>>(run: { rng in
         let full = Bool.random(using: &rng) && Bool.random(using: &rng)
+        // A trace context as a tracer injects it (W3C `traceparent`, `tracestate`), with values JSON must escape.
+        let values = ["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "vendor=a\"b\\c,x=é😀", "", "\u{1}"]
+        var trace: [String: String]?
+        if full || Bool.random(using: &rng) {
+            var carrier: [String: String] = [:]
+            for key in ["traceparent", "tracestate", "k\"ey"].shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng)) {
+                carrier[key] = values.randomElement(using: &rng)
+            }
+            trace = carrier
+        }
         return DurableCodec.StoredPlan(content: Random.content(&rng, full: full),
                                        templateName: Random.string(&rng, full),
-                                       options: Random.options(&rng, full: full))
+                                       options: Random.options(&rng, full: full), trace: trace)
     })
 
     @Test func everyFieldOfARandomSendRoundTripsThroughTheStoredForm() async throws {
         await propertyCheck(count: 300, input: Self.plans) { plan in
             do {
                 let text = try DurableCodec.encode(content: plan.content, templateName: plan.templateName,
-                                                   options: plan.options)
+                                                   options: plan.options, trace: plan.trace)
                 let decoded = try DurableCodec.decodePlan(text)
                 #expect(decoded == plan)
                 // Byte-stable: encoding what was decoded gives the same text (custom data keeps its key order).
                 #expect(try DurableCodec.encode(content: decoded.content, templateName: decoded.templateName,
-                                                options: decoded.options) == text)
+                                                options: decoded.options, trace: decoded.trace) == text)
+                // The trace written in place is what the plan's `Codable` form reads: the generic encoder's text
+                // decodes to the same plan.
+                let generic = String(decoding: try JSONValueEncoder().encode(plan).serialized(), as: UTF8.self)
+                #expect(try DurableCodec.decodePlan(generic) == decoded)
             } catch {
                 Issue.record("\(error)")
             }

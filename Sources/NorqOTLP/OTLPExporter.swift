@@ -8,7 +8,8 @@ public import ServiceLifecycle
 /// ``Configuration/scheduleDelay``, whenever ``Configuration/maxExportBatchSize`` spans wait, and at graceful
 /// shutdown (what is held is sent before `run()` returns). Run it in the service group.
 ///
-/// Bounds: at most ``Configuration/maxQueueSize`` spans wait (beyond it spans are dropped); an export has a
+/// Bounds: at most ``Configuration/maxQueueSize`` spans and about ``Configuration/maxQueueBytes`` bytes wait,
+/// encoded as they ended (beyond either, spans are dropped); an export has a
 /// deadline of ``Configuration/exportTimeout`` across its attempts (``OTLPExportPolicy``); answers are read to at
 /// most 64 KiB. Metrics: `norq_tracing_spans_exported_total`, `norq_tracing_spans_dropped_total` (`reason`:
 /// `queue_full`, `export_failed`).
@@ -19,7 +20,10 @@ public final class OTLPExporter: Service, Sendable {
         public var endpoint: String = "http://localhost:4318"
         /// The resource's `service.name`.
         public var serviceName: String = "norq"
+        /// The most spans that wait for export (beyond it, and beyond ``maxQueueBytes``, spans are dropped).
         public var maxQueueSize: Int = 16_384
+        /// About the most bytes of encoded spans that wait for export (a span is refused once they are reached).
+        public var maxQueueBytes: Int = 16 << 20
         public var maxExportBatchSize: Int = 2_048
         public var scheduleDelay: Duration = .seconds(1)
         public var exportTimeout: Duration = .seconds(10)
@@ -38,7 +42,7 @@ public final class OTLPExporter: Service, Sendable {
         }
 
         public var description: String {
-            "OTLPExporter.Configuration(endpoint: \(endpoint), serviceName: \(serviceName), maxQueueSize: \(maxQueueSize), maxExportBatchSize: \(maxExportBatchSize))"
+            "OTLPExporter.Configuration(endpoint: \(endpoint), serviceName: \(serviceName), maxQueueSize: \(maxQueueSize), maxQueueBytes: \(maxQueueBytes), maxExportBatchSize: \(maxExportBatchSize))"
         }
     }
 
@@ -53,6 +57,7 @@ public final class OTLPExporter: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.buffer = OTLPSpanBuffer(maxQueueSize: configuration.maxQueueSize,
+                                     maxQueueBytes: configuration.maxQueueBytes,
                                      batchSize: configuration.maxExportBatchSize)
     }
 
@@ -88,16 +93,17 @@ public final class OTLPExporter: Service, Sendable {
                         metadata: ["norq.tracing.dropped": "\(dropped)",
                                    "norq.tracing.max_queue_size": "\(configuration.maxQueueSize)"])
         }
-        var start = spans.startIndex
-        while start < spans.endIndex {
-            let end = min(start + configuration.maxExportBatchSize, spans.endIndex)
-            await export(spans[start..<end], client: client)
+        var start = 0
+        while start < spans.count {
+            let end = min(start + configuration.maxExportBatchSize, spans.count)
+            await export(spans.fields(start..<end), count: end - start, client: client)
             start = end
         }
     }
 
-    private func export(_ batch: ArraySlice<OTLPFinishedSpan>, client: HTTPClient) async {
-        let body = OTLPTraceEncoder.encode(batch, serviceName: configuration.serviceName)
+    /// Sends `count` spans, encoded as `ScopeSpans.spans` fields (`spanFields`), as one request.
+    private func export(_ spanFields: ArraySlice<UInt8>, count: Int, client: HTTPClient) async {
+        let body = OTLPTraceEncoder.request(spanFields: spanFields, serviceName: configuration.serviceName)
         let clock = ContinuousClock()
         let deadline = clock.now + configuration.exportTimeout
         var attempt = 1
@@ -120,15 +126,15 @@ public final class OTLPExporter: Service, Sendable {
             switch configuration.policy.decision(status: status, attempt: attempt,
                                                  remaining: clock.now.duration(to: deadline)) {
             case .done:
-                exported.increment(by: batch.count)
+                exported.increment(by: count)
                 return
             case .retry(let delay):
                 try? await Task.sleep(for: delay)
                 attempt += 1
             case .drop:
-                droppedFailed.increment(by: batch.count)
+                droppedFailed.increment(by: count)
                 logger.info("spans dropped: the OTLP export failed",
-                            metadata: ["norq.tracing.dropped": "\(batch.count)",
+                            metadata: ["norq.tracing.dropped": "\(count)",
                                        "norq.tracing.status": "\(status.map(String.init) ?? "none")",
                                        "norq.tracing.error": "\(failure ?? "-")", "norq.tracing.attempts": "\(attempt)"])
                 return

@@ -51,6 +51,25 @@ struct ProtobufWriter {
         withUnsafeBytes(of: low.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// The bytes a varint takes.
+    static func varintSize(_ value: Int) -> Int {
+        var size = 1
+        while UInt64(value) >> (7 * size) != 0 { size += 1 }
+        return size
+    }
+
+    /// The bytes a length-delimited field of a one-byte tag with `length` bytes of content takes.
+    static func fieldSize(_ length: Int) -> Int { 1 + varintSize(length) + length }
+
+    /// A length-delimited field's tag and length; its `length` bytes are the caller's to write next.
+    mutating func lengthDelimited(_ field: UInt32, length: Int) {
+        tag(field, 2)
+        varint(UInt64(length))
+    }
+
+    /// Bytes already encoded.
+    mutating func append(_ raw: some Collection<UInt8>) { bytes.append(contentsOf: raw) }
+
     mutating func message(_ field: UInt32, _ body: (inout ProtobufWriter) -> Void) {
         tag(field, 2)
         let lengthAt = bytes.count
@@ -63,8 +82,7 @@ struct ProtobufWriter {
             return
         }
         // A longer length needs more bytes: the body moves by the extra ones (no array made for the prefix).
-        var size = 1
-        while UInt64(length) >> (7 * size) != 0 { size += 1 }
+        let size = Self.varintSize(length)
         bytes.insert(contentsOf: repeatElement(0, count: size - 1), at: start)
         var value = UInt64(length)
         for index in lengthAt..<(lengthAt + size) {
@@ -75,26 +93,37 @@ struct ProtobufWriter {
 }
 
 /// Encodes finished spans as an OTLP `ExportTraceServiceRequest` (opentelemetry-proto `collector/trace/v1`): one
-/// resource (`service.name` and the SDK's name), one instrumentation scope (`norq`), the spans.
+/// resource (`service.name` and the SDK's name), one instrumentation scope (`norq`), the spans (each encoded when
+/// it ends, ``appendSpanField(_:into:)``; a request wraps a run of them, ``request(spanFields:serviceName:)``).
 enum OTLPTraceEncoder {
-    static func encode(_ spans: some Collection<OTLPFinishedSpan>, serviceName: String) -> [UInt8] {
-        var writer = ProtobufWriter(capacity: 64 + spans.count * 256)
-        writer.message(1) { resourceSpans in                       // ExportTraceServiceRequest.resource_spans
-            resourceSpans.message(1) { resource in                 // ResourceSpans.resource
-                keyValue(&resource, field: 1, key: "service.name", .string(serviceName))
-                keyValue(&resource, field: 1, key: "telemetry.sdk.name", .string("norq"))
-                keyValue(&resource, field: 1, key: "telemetry.sdk.language", .string("swift"))
-            }
-            resourceSpans.message(2) { scopeSpans in              // ResourceSpans.scope_spans
-                scopeSpans.message(1) { scope in scope.stringField(1, "norq") }  // InstrumentationScope.name
-                for span in spans { scopeSpans.message(2) { encode(span, into: &$0) } }
-            }
-        }
+    /// One span as `ScopeSpans.spans` (field 2): what ``OTLPSpanBuffer`` keeps of a span that ended.
+    static func appendSpanField(_ span: borrowing OTLPFinishedSpan, into writer: inout ProtobufWriter) {
+        writer.message(2) { encode(span, into: &$0) }
+    }
+
+    /// The request around spans already encoded as `ScopeSpans.spans` fields (``appendSpanField(_:into:)``): the
+    /// lengths are known first, so the spans' bytes are copied once, not moved when a length is written.
+    static func request(spanFields: ArraySlice<UInt8>, serviceName: String) -> [UInt8] {
+        var resource = ProtobufWriter()                            // Resource
+        keyValue(&resource, field: 1, key: "service.name", .string(serviceName))
+        keyValue(&resource, field: 1, key: "telemetry.sdk.name", .string("norq"))
+        keyValue(&resource, field: 1, key: "telemetry.sdk.language", .string("swift"))
+        var scope = ProtobufWriter()                               // ScopeSpans.scope: InstrumentationScope.name
+        scope.message(1) { $0.stringField(1, "norq") }
+        let scopeSpans = scope.bytes.count + spanFields.count
+        let resourceSpans = ProtobufWriter.fieldSize(resource.bytes.count) + ProtobufWriter.fieldSize(scopeSpans)
+        var writer = ProtobufWriter(capacity: ProtobufWriter.fieldSize(resourceSpans))
+        writer.lengthDelimited(1, length: resourceSpans)           // ExportTraceServiceRequest.resource_spans
+        writer.lengthDelimited(1, length: resource.bytes.count)    // ResourceSpans.resource
+        writer.append(resource.bytes)
+        writer.lengthDelimited(2, length: scopeSpans)              // ResourceSpans.scope_spans
+        writer.append(scope.bytes)
+        writer.append(spanFields)
         return writer.bytes
     }
 
     /// One `Span` message's fields.
-    static func encode(_ span: OTLPFinishedSpan, into writer: inout ProtobufWriter) {
+    static func encode(_ span: borrowing OTLPFinishedSpan, into writer: inout ProtobufWriter) {
         writer.idField(1, span.context.traceIDHigh, span.context.traceIDLow)
         writer.idField(2, span.context.spanID)
         if let state = span.context.traceState { writer.stringField(3, state) }

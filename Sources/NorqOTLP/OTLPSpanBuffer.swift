@@ -1,31 +1,69 @@
 import Synchronization
 
-/// The spans that ended and wait for export: at most `maxQueueSize` (beyond it a span is dropped and counted). A
-/// span's end appends under a lock; the exporter is woken (one wake-up held, no matter how many are asked for) when
-/// a batch fills, when a flush is asked for, and by its own timer.
+/// Spans encoded as they ended: each one a `ScopeSpans.spans` field (its tag, its length, its `Span` message), one
+/// after another, as an export request carries them. A span's attributes are read once, when it ends, on the thread
+/// that ends it; nothing of a span but these bytes waits for the exporter.
+struct OTLPEncodedSpans: Sendable {
+    private(set) var bytes: [UInt8] = []
+    /// Where each span's field ends in `bytes` (the next one starts there).
+    private(set) var ends: [Int] = []
+
+    init(reservingSpans spans: Int = 0) {
+        bytes.reserveCapacity(spans * 256)
+        ends.reserveCapacity(spans)
+    }
+
+    var count: Int { ends.count }
+
+    mutating func append(_ encodedField: [UInt8]) {
+        bytes.append(contentsOf: encodedField)
+        ends.append(bytes.count)
+    }
+
+    /// The fields of the spans at `spans` (indices), as one run of bytes.
+    func fields(_ spans: Range<Int>) -> ArraySlice<UInt8> {
+        guard !spans.isEmpty else { return bytes[0..<0] }
+        let start = spans.lowerBound == 0 ? 0 : ends[spans.lowerBound - 1]
+        return bytes[start..<ends[spans.upperBound - 1]]
+    }
+}
+
+/// The spans that ended and wait for export, encoded (``OTLPEncodedSpans``): at most `maxQueueSize` spans and about
+/// `maxQueueBytes` bytes (a span is refused once the bytes held reach the bound; beyond either bound spans are
+/// dropped and counted). A span's end appends under a lock; the exporter is woken (one wake-up held, no matter how
+/// many are asked for) when a batch fills, when a flush is asked for, and by its own timer.
 final class OTLPSpanBuffer: Sendable {
     private struct Pending {
-        var spans: [OTLPFinishedSpan] = []
+        var spans: OTLPEncodedSpans
         var dropped = 0
     }
 
     let maxQueueSize: Int
+    let maxQueueBytes: Int
     let batchSize: Int
     private let pending: Mutex<Pending>
     let wakeups: AsyncStream<Void>
     private let wakeup: AsyncStream<Void>.Continuation
 
-    init(maxQueueSize: Int, batchSize: Int) {
+    init(maxQueueSize: Int, maxQueueBytes: Int = 16 << 20, batchSize: Int) {
         self.maxQueueSize = max(1, maxQueueSize)
+        self.maxQueueBytes = max(1, maxQueueBytes)
         self.batchSize = max(1, min(batchSize, self.maxQueueSize))
-        self.pending = Mutex(Pending())
+        self.pending = Mutex(Pending(spans: OTLPEncodedSpans(reservingSpans: min(self.batchSize, 4096))))
         (wakeups, wakeup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    func append(_ span: OTLPFinishedSpan) {
+    /// Encodes `span` (outside the lock) and queues it, or counts it dropped when a bound is reached.
+    func append(_ span: borrowing OTLPFinishedSpan) {
+        var field = ProtobufWriter(capacity: 384)
+        OTLPTraceEncoder.appendSpanField(span, into: &field)
+        let encoded = field.bytes
         let filled: Bool = pending.withLock { pending in
-            guard pending.spans.count < maxQueueSize else { pending.dropped += 1; return false }
-            pending.spans.append(span)
+            guard pending.spans.count < maxQueueSize, pending.spans.bytes.count < maxQueueBytes else {
+                pending.dropped += 1
+                return false
+            }
+            pending.spans.append(encoded)
             return pending.spans.count == batchSize
         }
         if filled { wakeup.yield() }
@@ -38,11 +76,10 @@ final class OTLPSpanBuffer: Sendable {
     func finish() { wakeup.finish() }
 
     /// Everything held (oldest first), and the count dropped since the last take.
-    func takeAll() -> (spans: [OTLPFinishedSpan], dropped: Int) {
+    func takeAll() -> (spans: OTLPEncodedSpans, dropped: Int) {
         pending.withLock { pending in
             let taken = (pending.spans, pending.dropped)
-            pending.spans = []
-            pending.spans.reserveCapacity(min(batchSize, 4096))
+            pending.spans = OTLPEncodedSpans(reservingSpans: min(batchSize, 4096))
             pending.dropped = 0
             return taken
         }

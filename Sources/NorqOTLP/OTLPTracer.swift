@@ -1,5 +1,4 @@
 public import Tracing
-import Synchronization
 
 /// Norq's OpenTelemetry tracer (issue 33): spans of swift-distributed-tracing, W3C `traceparent`/`tracestate`
 /// propagation, the `ParentBased(TraceIdRatioBased)` sampler, exported over OTLP/HTTP (protobuf) by an
@@ -13,13 +12,13 @@ public final class OTLPTracer: Tracer, Sendable {
 
     let sampler: OTLPSampler
     let buffer: OTLPSpanBuffer
-    private let ids: Mutex<OTLPIDGenerator>
+    private let ids: OTLPIDSource
 
     /// A tracer whose recorded spans `exporter` sends.
     public init(sampler: OTLPSampler, exporter: OTLPExporter) {
         self.sampler = sampler
         self.buffer = exporter.buffer
-        self.ids = Mutex(OTLPIDGenerator())
+        self.ids = OTLPIDSource()
     }
 
     public func startSpan<Instant: TracerInstant>(
@@ -28,9 +27,10 @@ public final class OTLPTracer: Tracer, Sendable {
     ) -> OTLPSpan {
         var context = context()
         let parent = context.otlpSpanContext
-        let (high, low, spanID): (UInt64, UInt64, UInt64) = ids.withLock { ids in
-            if let parent { return (parent.traceIDHigh, parent.traceIDLow, ids.next()) }
-            return (ids.next(), ids.next(), ids.next())
+        let (high, low, spanID): (UInt64, UInt64, UInt64) = if let parent {
+            (parent.traceIDHigh, parent.traceIDLow, ids.next())
+        } else {
+            (ids.next(), ids.next(), ids.next())
         }
         let sampled = sampler.isSampled(parent: parent, traceIDLow: low)
         let own = OTLPSpanContext(traceIDHigh: high, traceIDLow: low, spanID: spanID, sampled: sampled,

@@ -48,6 +48,21 @@ struct OTLPTracerTests {
         #expect(OTLPSampler(ratio: .nan).ratio == 0 && OTLPSampler(ratio: 7).ratio == 1)
     }
 
+    @Test("ids: the lock-free source gives the generator's sequence, and distinct ids to concurrent callers")
+    func idSource() async {
+        var generator = OTLPIDGenerator(seed: 42)
+        let source = OTLPIDSource(seed: 42)
+        #expect((0..<1_000).map { _ in source.next() } == (0..<1_000).map { _ in generator.next() })
+        let shared = OTLPIDSource()
+        let ids = await withTaskGroup(of: [UInt64].self) { group in
+            for _ in 0..<4 { group.addTask { (0..<10_000).map { _ in shared.next() } } }
+            var all: [UInt64] = []
+            for await some in group { all += some }
+            return all
+        }
+        #expect(ids.count == 40_000 && Set(ids).count == 40_000 && !ids.contains(0))
+    }
+
     @Test("spans: children keep the trace and name their parent; inject and extract cross a carrier")
     func parentChild() throws {
         let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))
@@ -62,12 +77,14 @@ struct OTLPTracerTests {
         child.end()
         root.end()
         child.end()  // once only
-        let (spans, dropped) = exporter.buffer.takeAll()
+        let (held, dropped) = exporter.buffer.takeAll()
+        let spans = try #require(held.decoded)
         #expect(dropped == 0 && spans.map(\.name) == ["child", "root"])
         let rootContext = try #require(root.context.otlpSpanContext)
-        #expect(spans[0].context.traceIDLow == rootContext.traceIDLow && spans[0].parentSpanID == rootContext.spanID)
-        #expect(spans[1].parentSpanID == 0 && spans[0].context.spanID != rootContext.spanID)
-        #expect(spans[0].attributes["norq.attempt"]?.toSpanAttribute() == .int64(2))
+        #expect(spans[0].traceIDLow == rootContext.traceIDLow && spans[0].parentSpanID == rootContext.spanID)
+        #expect(spans[1].parentSpanID == 0 && spans[0].spanID != rootContext.spanID)
+        #expect(spans[1].spanID == rootContext.spanID)
+        #expect(spans[0].message.attributes(9)["norq.attempt"]?.first(3)?.integer == 2)
     }
 
     @Test("an unsampled trace records nothing but still propagates")
@@ -93,7 +110,28 @@ struct OTLPTracerTests {
         let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
         for index in 0..<25 { tracer.startSpan("s\(index)", context: .topLevel).end() }
         let (spans, dropped) = exporter.buffer.takeAll()
-        #expect(spans.count == 10 && dropped == 15 && spans.first?.name == "s0")
+        #expect(spans.count == 10 && dropped == 15 && spans.decoded?.first?.name == "s0")
+    }
+
+    @Test("the buffer also stops at about maxQueueBytes of encoded spans")
+    func boundedBytes() throws {
+        var configuration = OTLPExporter.Configuration()
+        configuration.maxQueueBytes = 1_000
+        let exporter = OTLPExporter(configuration: configuration, logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        for index in 0..<40 {
+            let span = tracer.startSpan("s\(index)", context: .topLevel)
+            span.attributes["pad"] = String(repeating: "p", count: 100)
+            span.end()
+        }
+        let (spans, dropped) = exporter.buffer.takeAll()
+        // Each span is ~150 bytes: refused once 1,000 are held, so 7 kept (the last one over the bound).
+        #expect(spans.count + dropped == 40 && spans.count >= 6 && spans.count <= 8)
+        #expect(spans.bytes.count < 1_000 + 200)
+        #expect(try #require(spans.decoded).map(\.name) == (0..<spans.count).map { "s\($0)" })
+        // Taken: the buffer is empty and takes spans again.
+        tracer.startSpan("after", context: .topLevel).end()
+        #expect(exporter.buffer.takeAll().spans.decoded?.map(\.name) == ["after"])
     }
 
     @Test("encoding: every field of a span as OTLP's protobuf")
@@ -116,7 +154,7 @@ struct OTLPTracerTests {
         span.setStatus(SpanStatus(code: .error, message: "bad"))
         span.end(at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 2_000))
         let (finished, _) = exporter.buffer.takeAll()
-        let bytes = OTLPTraceEncoder.encode(finished, serviceName: "svc")
+        let bytes = OTLPTraceEncoder.request(spanFields: finished.fields(0..<finished.count), serviceName: "svc")
 
         let request = try #require(ProtobufMessage(bytes))
         let resourceSpans = try #require(request.first(1)?.message)

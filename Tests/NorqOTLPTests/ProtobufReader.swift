@@ -1,3 +1,5 @@
+@testable import NorqOTLP
+
 // A minimal protobuf reader for the tests: fields of one message, by number, as varints, fixed values or bytes.
 struct ProtobufField {
     var number: Int
@@ -77,4 +79,30 @@ struct ProtobufMessage {
 
 func hex(_ bytes: [UInt8]) -> String {
     bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+}
+
+/// A span as the buffer holds it (a `ScopeSpans.spans` field), read back.
+struct DecodedSpan {
+    var message: ProtobufMessage
+
+    var name: String { message.first(5)?.string ?? "" }
+    var traceIDLow: UInt64 { Self.bigEndian(message.first(1)?.bytes.suffix(8) ?? []) }
+    var spanID: UInt64 { Self.bigEndian(message.first(2)?.bytes ?? []) }
+    /// 0 for a root span (no field 4).
+    var parentSpanID: UInt64 { Self.bigEndian(message.first(4)?.bytes ?? []) }
+
+    static func bigEndian(_ bytes: some Collection<UInt8>) -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
+}
+
+extension OTLPEncodedSpans {
+    /// Each held span, decoded (nil when one is not a well-formed `spans` field).
+    var decoded: [DecodedSpan]? {
+        var spans: [DecodedSpan] = []
+        for index in 0..<count {
+            guard let field = ProtobufMessage(Array(fields(index..<(index + 1)))), field.fields.count == 1,
+                  field.fields[0].number == 2, let span = field.fields[0].message else { return nil }
+            spans.append(DecodedSpan(message: span))
+        }
+        return spans
+    }
 }

@@ -34,38 +34,33 @@ enum DeliveryTracing {
         return context
     }
 
-    /// An attempt's span and the attributes known when it started, set on the span with the answer's in one
-    /// assignment when it ends (``endAttempt(_:answer:step:)``): a span's attributes are a dictionary, and updating
-    /// them twice copies it (a measurable share of a traced send's cost).
+    /// An attempt's span and what was known when it started, made into its attributes with the answer's, in one
+    /// dictionary sized once, when it ends (``endAttempt(_:answer:step:)``): a span's attributes are a dictionary,
+    /// and one built at the start and finished at the end was copied there (it is shared with the closure that
+    /// carries the span to the answer).
     struct AttemptSpan: Sendable {
         let span: any Tracing.Span
-        var attributes: SpanAttributes
+        let provider: String
+        let position: Int
+        let attempt: Int
+        /// The token's platform; nil for a channel.
+        let platform: String?
+        let sendID: String?
     }
 
     /// Starts the span of one provider attempt.
     static func startAttempt(_ tracer: any Tracer, parent: InstrumentationContext?, job: DeliveryJob, attempt: Int,
                              sendID: String? = nil) -> AttemptSpan {
         let span = tracer.startSpan(attemptSpan, context: parent ?? .topLevel, ofKind: .client)
-        var attributes = SpanAttributes()
-        guard span.isRecording else { return AttemptSpan(span: span, attributes: attributes) }
-        // Sized once for the start's and the end's attributes (growing the dictionary rehashes it, up to four times
-        // for nine entries); values set as `SpanAttribute`s, not through the `SpanAttributeConvertible` subscript.
-        attributes.reserveCapacity(attemptAttributeCapacity)
-        attributes.set("norq.provider", value: .string(job.provider.name))
-        attributes.set("norq.target.position", value: .int64(Int64(job.position)))
-        attributes.set("norq.attempt", value: .int64(Int64(attempt)))
-        switch job.target {
-        case .token(let token):
-            attributes.set("norq.target.kind", value: .string("token"))
-            attributes.set("norq.platform", value: .string(token.platform.rawValue))
-        case .channel:
-            attributes.set("norq.target.kind", value: .string("channel"))
+        let platform: String? = switch job.target {
+        case .token(let token): token.platform.rawValue
+        case .channel: nil
         }
-        if let sendID { attributes.set("norq.send.id", value: .string(sendID)) }
-        return AttemptSpan(span: span, attributes: attributes)
+        return AttemptSpan(span: span, provider: job.provider.name, position: job.position, attempt: attempt,
+                           platform: platform, sendID: sendID)
     }
 
-    /// The most attributes an attempt's span has: six at its start, three at its end.
+    /// The most attributes an attempt's span has: six from its start, three from its end.
     static let attemptAttributeCapacity = 9
 
     /// Ends an attempt's span with what came of it: the status code, the outcome kind (`delivered`, `accepted`,
@@ -75,7 +70,19 @@ enum DeliveryTracing {
                            step: NotificationRouter.AttemptStep) {
         let span = attempt.span
         guard span.isRecording else { span.end(); return }
-        var attributes = attempt.attributes
+        // Values set as `SpanAttribute`s, not through the `SpanAttributeConvertible` subscript.
+        var attributes = SpanAttributes()
+        attributes.reserveCapacity(attemptAttributeCapacity)
+        attributes.set("norq.provider", value: .string(attempt.provider))
+        attributes.set("norq.target.position", value: .int64(Int64(attempt.position)))
+        attributes.set("norq.attempt", value: .int64(Int64(attempt.attempt)))
+        if let platform = attempt.platform {
+            attributes.set("norq.target.kind", value: .string("token"))
+            attributes.set("norq.platform", value: .string(platform))
+        } else {
+            attributes.set("norq.target.kind", value: .string("channel"))
+        }
+        if let sendID = attempt.sendID { attributes.set("norq.send.id", value: .string(sendID)) }
         switch answer {
         case .success(let response):
             attributes.set("http.response.status_code", value: .int64(Int64(response.status)))

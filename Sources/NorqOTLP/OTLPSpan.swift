@@ -38,7 +38,8 @@ public final class OTLPSpan: Span, Sendable {
         var ended = false
     }
 
-    public let context: InstrumentationContext
+    /// The context the span was started in (its parent's); ``context`` adds the span's own.
+    private let parentContext: InstrumentationContext
     let spanContext: OTLPSpanContext
     let parentSpanID: UInt64
     let kind: SpanKind
@@ -51,7 +52,7 @@ public final class OTLPSpan: Span, Sendable {
 
     init(operationName: String, kind: SpanKind, context: InstrumentationContext, spanContext: OTLPSpanContext,
          parentSpanID: UInt64, startNanoseconds: UInt64, sink: OTLPSpanBuffer?) {
-        self.context = context
+        self.parentContext = context
         self.spanContext = spanContext
         self.parentSpanID = parentSpanID
         self.kind = kind
@@ -59,6 +60,15 @@ public final class OTLPSpan: Span, Sendable {
         self.sink = sink
         self.state = Mutex(State(operationName: operationName, ended: sink == nil))
         self.ended = Atomic(sink == nil)
+    }
+
+    /// The span's context: its parent's with this span's ``OTLPSpanContext``. Made when asked for: most of Norq's
+    /// spans are never asked (an attempt has no children), and setting a context's value copies its storage and
+    /// boxes the value.
+    public var context: InstrumentationContext {
+        var context = parentContext
+        context.otlpSpanContext = spanContext
+        return context
     }
 
     public var operationName: String {

@@ -25,7 +25,7 @@ public final class OTLPTracer: Tracer, Sendable {
         _ operationName: String, context: @autoclosure () -> InstrumentationContext, ofKind kind: SpanKind,
         at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
     ) -> OTLPSpan {
-        var context = context()
+        let context = context()
         let parent = context.otlpSpanContext
         let (high, low, spanID): (UInt64, UInt64, UInt64) = if let parent {
             (parent.traceIDHigh, parent.traceIDLow, ids.next())
@@ -35,7 +35,6 @@ public final class OTLPTracer: Tracer, Sendable {
         let sampled = sampler.isSampled(parent: parent, traceIDLow: low)
         let own = OTLPSpanContext(traceIDHigh: high, traceIDLow: low, spanID: spanID, sampled: sampled,
                                   traceState: parent?.traceState)
-        context.otlpSpanContext = own
         return OTLPSpan(operationName: operationName, kind: kind, context: context, spanContext: own,
                         parentSpanID: parent?.spanID ?? 0,
                         startNanoseconds: sampled ? instant().nanosecondsSinceEpoch : 0,

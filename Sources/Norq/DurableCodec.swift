@@ -58,13 +58,20 @@ enum DurableCodec {
         bytes.removeLast()
         if bytes.last != UInt8(ascii: "{") { bytes.append(UInt8(ascii: ",")) }
         bytes.append(contentsOf: #""trace":{"#.utf8)
-        var first = true
-        for key in trace.keys.sorted() {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
+        func member(_ key: String, _ value: String) {
             JSONValue.string(key).write(into: &bytes)
             bytes.append(UInt8(ascii: ":"))
-            JSONValue.string(trace[key] ?? "").write(into: &bytes)
+            JSONValue.string(value).write(into: &bytes)
+        }
+        if trace.count == 1, let (key, value) = trace.first {
+            member(key, value)  // W3C `traceparent` alone: the usual case, without sorting
+        } else {
+            var first = true
+            for key in trace.keys.sorted() {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                member(key, trace[key] ?? "")
+            }
         }
         bytes.append(contentsOf: "}}".utf8)
     }

@@ -52,9 +52,11 @@ struct ProtobufWriter {
     }
 
     /// The bytes a varint takes.
-    static func varintSize(_ value: Int) -> Int {
+    static func varintSize(_ value: Int) -> Int { varintSize(UInt64(value)) }
+
+    static func varintSize(_ value: UInt64) -> Int {
         var size = 1
-        while UInt64(value) >> (7 * size) != 0 { size += 1 }
+        while value >> (7 * size) != 0 { size += 1 }
         return size
     }
 
@@ -172,10 +174,26 @@ enum OTLPTraceEncoder {
 
     /// A `KeyValue` in field `field`; a value OTLP cannot carry is left out.
     static func keyValue(_ writer: inout ProtobufWriter, field: UInt32, key: String, _ value: SpanAttribute) {
-        writer.message(field) { keyValue in
-            keyValue.stringField(1, key)
-            keyValue.message(2) { anyValue(&$0, value) }
+        // A string, integer, boolean or double (every attribute Norq sets): the lengths are known before writing,
+        // so nothing is moved and no closure is made. Arrays and the rest take the general path.
+        let valueField: Int
+        switch value {
+        case .string(let text): valueField = ProtobufWriter.fieldSize(text.utf8.count)
+        case .int64(let number): valueField = 1 + ProtobufWriter.varintSize(UInt64(bitPattern: number))
+        case .int32(let number): valueField = 1 + ProtobufWriter.varintSize(UInt64(bitPattern: Int64(number)))
+        case .bool: valueField = 2
+        case .double: valueField = 9
+        default:
+            writer.message(field) { keyValue in
+                keyValue.stringField(1, key)
+                keyValue.message(2) { anyValue(&$0, value) }
+            }
+            return
         }
+        writer.lengthDelimited(field, length: ProtobufWriter.fieldSize(key.utf8.count) + ProtobufWriter.fieldSize(valueField))
+        writer.stringField(1, key)
+        writer.lengthDelimited(2, length: valueField)
+        anyValue(&writer, value)
     }
 
     /// An `AnyValue`'s one field.

@@ -149,6 +149,9 @@ struct OTLPTracerTests {
         span.attributes["d"] = 2.5
         span.attributes["a"] = ["x", "y"]
         span.attributes["long"] = String(repeating: "z", count: 300)
+        span.attributes.set("i32", value: .int32(-7))
+        span.attributes.set("big", value: .int64(.max))
+        span.attributes.set("é😀", value: .string("ü"))
         span.addEvent(SpanEvent(name: "evt", at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 1_500), attributes: ["n": 1]))
         span.addLink(SpanLink(context: parentContext, attributes: ["l": "1"]))
         span.setStatus(SpanStatus(code: .error, message: "bad"))
@@ -179,6 +182,10 @@ struct OTLPTracerTests {
         #expect(attributes["d"]?.first(4).map { Double(bitPattern: $0.integer) } == 2.5)
         #expect(attributes["a"]?.first(5)?.message?.all(1).compactMap { $0.message?.first(1)?.string } == ["x", "y"])
         #expect(attributes["long"]?.first(1)?.string.count == 300)
+        #expect(attributes["i32"]?.first(3).map { Int64(bitPattern: $0.integer) } == -7)
+        #expect(attributes["big"]?.first(3)?.integer == UInt64(Int64.max))
+        #expect(attributes["é😀"]?.first(1)?.string == "ü")
+        #expect(attributes.count == 9)
         let event = try #require(encoded.first(11)?.message)
         #expect(event.first(1)?.integer == 1_500 && event.first(2)?.string == "evt")
         #expect(event.attributes(3)["n"]?.first(3)?.integer == 1)

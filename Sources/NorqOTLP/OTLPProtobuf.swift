@@ -7,12 +7,24 @@ struct ProtobufWriter {
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
+    /// A writer that appends to `bytes` (``take()`` gives them back).
+    init(appendingTo bytes: consuming [UInt8]) { self.bytes = bytes }
+
+    /// The bytes written, leaving the writer empty.
+    mutating func take() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &bytes)
+        return taken
+    }
+
+    @inline(__always)
     mutating func varint(_ value: UInt64) {
         var value = value
         while value >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: value) | 0x80); value >>= 7 }
         bytes.append(UInt8(value))
     }
 
+    @inline(__always)
     mutating func tag(_ field: UInt32, _ wireType: UInt8) { varint(UInt64(field) << 3 | UInt64(wireType)) }
 
     mutating func varintField(_ field: UInt32, _ value: UInt64) { tag(field, 0); varint(value) }

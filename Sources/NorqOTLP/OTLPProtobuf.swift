@@ -7,16 +7,6 @@ struct ProtobufWriter {
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
-    /// A writer that appends to `bytes` (``take()`` gives them back).
-    init(appendingTo bytes: consuming [UInt8]) { self.bytes = bytes }
-
-    /// The bytes written, leaving the writer empty.
-    mutating func take() -> [UInt8] {
-        var taken: [UInt8] = []
-        swap(&taken, &bytes)
-        return taken
-    }
-
     @inline(__always)
     mutating func varint(_ value: UInt64) {
         var value = value

@@ -25,41 +25,14 @@ public struct OTLPSampler: Sendable, Hashable {
 }
 
 /// Trace and span ids: SplitMix64 seeded from the system's random source (a few nanoseconds an id, not a
-/// `getrandom` call each). Ids identify, they do not protect: W3C asks for uniqueness and randomness, not
-/// unpredictability. A value (tests); the tracer draws from ``OTLPIDSource``, the same sequence without a lock.
-struct OTLPIDGenerator: Sendable {
+/// `getrandom` call each), its state one atomic counter, so spans started on many threads at once take ids without
+/// waiting for a lock (a lock here was contended in `perf` of a traced `norq serve`): SplitMix64's state only advances
+/// by a constant, so an atomic add is the whole step. Ids identify, they do not protect: W3C asks for uniqueness and
+/// randomness, not unpredictability.
+final class OTLPIDSource: Sendable {
     /// SplitMix64's step (the golden ratio's 64-bit fraction).
     static let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
 
-    private var state: UInt64
-
-    init(seed: UInt64? = nil) {
-        var system = SystemRandomNumberGenerator()
-        state = seed ?? system.next()
-    }
-
-    /// The next non-zero 64-bit id.
-    mutating func next() -> UInt64 {
-        while true {
-            state &+= Self.increment
-            let z = Self.mix(state)
-            if z != 0 { return z }
-        }
-    }
-
-    /// SplitMix64's output function of a state.
-    static func mix(_ state: UInt64) -> UInt64 {
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// ``OTLPIDGenerator``'s sequence from one atomic counter: spans started on many threads at once take ids without
-/// waiting for a lock (a lock here was contended in `perf` of a traced `norq serve`). SplitMix64's state only
-/// advances by a constant, so an atomic add is the whole step.
-final class OTLPIDSource: Sendable {
     private let state: Atomic<UInt64>
 
     init(seed: UInt64? = nil) {
@@ -70,8 +43,16 @@ final class OTLPIDSource: Sendable {
     /// The next non-zero 64-bit id.
     func next() -> UInt64 {
         while true {
-            let z = OTLPIDGenerator.mix(state.wrappingAdd(OTLPIDGenerator.increment, ordering: .relaxed).newValue)
+            let z = Self.mix(state.wrappingAdd(Self.increment, ordering: .relaxed).newValue)
             if z != 0 { return z }
         }
+    }
+
+    /// SplitMix64's output function of a state.
+    static func mix(_ state: UInt64) -> UInt64 {
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -4,31 +4,30 @@ import Synchronization
 /// after another, as an export request carries them. A span's attributes are read once, when it ends, on the thread
 /// that ends it; nothing of a span but these bytes waits for the exporter.
 struct OTLPEncodedSpans: Sendable {
-    private(set) var bytes: [UInt8] = []
+    private var writer: ProtobufWriter
     /// Where each span's field ends in `bytes` (the next one starts there).
-    private(set) var ends: [Int] = []
+    private var ends: [Int] = []
 
     init(reservingSpans spans: Int = 0) {
-        bytes.reserveCapacity(spans * 256)
+        writer = ProtobufWriter(capacity: spans * 256)
         ends.reserveCapacity(spans)
     }
 
+    var bytes: [UInt8] { writer.bytes }
+    var byteCount: Int { writer.bytes.count }
     var count: Int { ends.count }
 
     /// Appends one span's field, written by `write` straight into the held bytes (no buffer of its own).
     mutating func appendSpan(_ write: (inout ProtobufWriter) -> Void) {
-        var writer = ProtobufWriter(appendingTo: bytes)
-        bytes = []
         write(&writer)
-        bytes = writer.take()
-        ends.append(bytes.count)
+        ends.append(writer.bytes.count)
     }
 
     /// The fields of the spans at `spans` (indices), as one run of bytes.
     func fields(_ spans: Range<Int>) -> ArraySlice<UInt8> {
-        guard !spans.isEmpty else { return bytes[0..<0] }
+        guard !spans.isEmpty else { return writer.bytes[0..<0] }
         let start = spans.lowerBound == 0 ? 0 : ends[spans.lowerBound - 1]
-        return bytes[start..<ends[spans.upperBound - 1]]
+        return writer.bytes[start..<ends[spans.upperBound - 1]]
     }
 }
 
@@ -61,7 +60,7 @@ final class OTLPSpanBuffer: Sendable {
     /// the lock, in place (about a microsecond): no buffer per span, no copy.
     func append(_ span: borrowing OTLPFinishedSpan) {
         let filled: Bool = pending.withLock { pending in
-            guard pending.spans.count < maxQueueSize, pending.spans.bytes.count < maxQueueBytes else {
+            guard pending.spans.count < maxQueueSize, pending.spans.byteCount < maxQueueBytes else {
                 pending.dropped += 1
                 return false
             }

@@ -217,7 +217,7 @@ let package = Package(
         .target(
             name: "Norq",
             dependencies: ["NorqStore", 
-                "NorqCore", "NorqConfig", "NorqTemplates",
+                "NorqCore", "NorqConfig", "NorqTemplates", "NorqSpanAttributes",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -227,11 +227,24 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The list Norq's spans hand their attributes over in (no dictionary per span), and the protocol of a span
+        // that takes it (NorqOTLP's); other tracers get `SpanAttributes`. Package-only.
+        .target(
+            name: "NorqSpanAttributes",
+            dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NorqSpanAttributesTests",
+            dependencies: ["NorqSpanAttributes", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: strict
+        ),
         // Norq's OTLP tracer (issue 33): spans of swift-distributed-tracing exported over OTLP/HTTP (protobuf) with
         // a bounded buffer and no task hop per span; `telemetry.traces: otlp` of norq serve.
         .target(
             name: "NorqOTLP",
             dependencies: [
+                "NorqSpanAttributes",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -244,7 +257,7 @@ let package = Package(
         .testTarget(
             name: "NorqOTLPTests",
             dependencies: [
-                "NorqOTLP",
+                "NorqOTLP", "NorqSpanAttributes",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -441,7 +454,7 @@ let package = Package(
         .target(
             name: "NorqServer",
             dependencies: ["NorqStore", 
-                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs",
+                "Norq", "NorqCore", "NorqConfig", "NorqTemplates", "NorqAPNs", "NorqSpanAttributes",
                 "NorqAPI",  // the documents it answers with, generated from docs/openapi.yaml (issue 33)
                 // The generated documents' free-form parts (OpenAPIObjectContainer, OpenAPIValueContainer).
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

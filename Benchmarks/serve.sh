@@ -56,7 +56,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+# A free port below the kernel's ephemeral range: a port the kernel hands out (bind to 0) can be taken by an outgoing
+# connection (another serve.sh's load, under serve-ab.sh) between this check and the bind of the process it is for.
+free_port() {
+    python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(10000, max(10001, low))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port)); print(port); break
+    except OSError:
+        continue
+    finally:
+        s.close()
+PY
+}
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
 # CPU seconds (user + system) a process has used so far.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }

@@ -116,6 +116,17 @@ enqueue, claim, attempt = one("norq.enqueue"), one("norq.claim"), one("norq.atte
 if enqueue["parent_span_id"] != request["span_id"]: fail("norq.enqueue is not the request span's child")
 if claim["parent_span_id"] != request["span_id"]: fail("norq.claim (through the store) is not the request span's child")
 if attempt["parent_span_id"] != claim["span_id"]: fail("norq.attempt is not norq.claim's child")
+# The attributes docs/server.md names for each span (each once: OTLP keys are unique within a span).
+expected = {
+    "request": (request, {"http.request.method", "url.path", "http.route", "http.response.status_code"}),
+    "norq.enqueue": (enqueue, {"norq.template", "norq.send.id", "norq.send.created", "norq.targets"}),
+    "norq.claim": (claim, {"norq.send.id", "norq.rows", "norq.worker"}),
+    "norq.attempt": (attempt, {"norq.provider", "norq.platform", "norq.target.kind", "norq.target.position",
+                               "norq.attempt", "norq.send.id", "http.response.status_code", "norq.outcome"}),
+}
+for label, (span, keys) in expected.items():
+    if not keys <= set(span["attributes"]): fail(f"{label} lacks attributes {sorted(keys - set(span['attributes']))}")
+    if len(span["attributes"]) != len(set(span["attributes"])): fail(f"{label} repeats an attribute key")
 raw = open(path + ".raw", "rb").read()
 if token.encode() in raw or bytes.fromhex(token) in raw: fail("the device token was exported")
 print(f"scripts/otlp-export.sh: OTLP export ({os.environ.get('EXPORTER', 'otlp')}) ok: {len(mine)} spans in the caller's trace "

@@ -1,5 +1,6 @@
 public import Tracing
 import NorqCore
+import NorqSpanAttributes
 
 // Spans of delivery (issue 33): `norq.enqueue` (a durable send committed), `norq.claim` (a worker took rows of a
 // send), `norq.attempt` (one provider attempt, durable or in memory). The trace context of a durable send is
@@ -35,11 +36,10 @@ enum DeliveryTracing {
     }
 
     /// An attempt's span and what was known when it started, made into its attributes with the answer's, in one
-    /// dictionary sized once, when it ends (``endAttempt(_:answer:step:)``): a span's attributes are a dictionary,
-    /// and one built at the start and finished at the end was copied there (it is shared with the closure that
-    /// carries the span to the answer).
+    /// list sized once, when it ends (``endAttempt(_:answer:step:)``).
     struct AttemptSpan: Sendable {
         let span: any Tracing.Span
+        let recorder: SpanAttributeRecorder
         let provider: String
         let position: Int
         let attempt: Int
@@ -48,16 +48,17 @@ enum DeliveryTracing {
         let sendID: String?
     }
 
-    /// Starts the span of one provider attempt.
-    static func startAttempt(_ tracer: any Tracer, parent: InstrumentationContext?, job: DeliveryJob, attempt: Int,
-                             sendID: String? = nil) -> AttemptSpan {
+    /// Starts the span of one provider attempt; nil when `router` does not trace.
+    static func startAttempt(_ router: NotificationRouter, parent: InstrumentationContext?, job: DeliveryJob,
+                             attempt: Int, sendID: String? = nil) -> AttemptSpan? {
+        guard let tracer = router.tracer, let recorder = router.spanRecorder else { return nil }
         let span = tracer.startSpan(attemptSpan, context: parent ?? .topLevel, ofKind: .client)
         let platform: String? = switch job.target {
         case .token(let token): token.platform.rawValue
         case .channel: nil
         }
-        return AttemptSpan(span: span, provider: job.provider.name, position: job.position, attempt: attempt,
-                           platform: platform, sendID: sendID)
+        return AttemptSpan(span: span, recorder: recorder, provider: job.provider.name, position: job.position,
+                           attempt: attempt, platform: platform, sendID: sendID)
     }
 
     /// The most attributes an attempt's span has: six from its start, three from its end.
@@ -70,36 +71,34 @@ enum DeliveryTracing {
                            step: NotificationRouter.AttemptStep) {
         let span = attempt.span
         guard span.isRecording else { span.end(); return }
-        // Values set as `SpanAttribute`s, not through the `SpanAttributeConvertible` subscript.
-        var attributes = SpanAttributes()
-        attributes.reserveCapacity(attemptAttributeCapacity)
-        attributes.set("norq.provider", value: .string(attempt.provider))
-        attributes.set("norq.target.position", value: .int64(Int64(attempt.position)))
-        attributes.set("norq.attempt", value: .int64(Int64(attempt.attempt)))
+        var attributes = SpanAttributeList(capacity: attemptAttributeCapacity)
+        attributes.set("norq.provider", .string(attempt.provider))
+        attributes.set("norq.target.position", .int(Int64(attempt.position)))
+        attributes.set("norq.attempt", .int(Int64(attempt.attempt)))
         if let platform = attempt.platform {
-            attributes.set("norq.target.kind", value: .string("token"))
-            attributes.set("norq.platform", value: .string(platform))
+            attributes.set("norq.target.kind", .string("token"))
+            attributes.set("norq.platform", .string(platform))
         } else {
-            attributes.set("norq.target.kind", value: .string("channel"))
+            attributes.set("norq.target.kind", .string("channel"))
         }
-        if let sendID = attempt.sendID { attributes.set("norq.send.id", value: .string(sendID)) }
+        if let sendID = attempt.sendID { attributes.set("norq.send.id", .string(sendID)) }
         switch answer {
         case .success(let response):
-            attributes.set("http.response.status_code", value: .int64(Int64(response.status)))
+            attributes.set("http.response.status_code", .int(Int64(response.status)))
         case .failure(let error):
-            attributes.set("norq.error.code", value: .string(error.code.rawValue))
+            attributes.set("norq.error.code", .string(error.code.rawValue))
         }
         switch step {
         case .done(let result, _):
             let kind = outcomeKind(result)
-            attributes.set("norq.outcome", value: .string(kind.name))
-            if let code = kind.code { attributes.set("norq.error.code", value: .string(code)) }
+            attributes.set("norq.outcome", .string(kind.name))
+            if let code = kind.code { attributes.set("norq.error.code", .string(code)) }
         case .retry(let delay, _, _, _):
-            attributes.set("norq.outcome", value: .string("retry"))
-            attributes.set("norq.retry.delay_ms", value: .int64(delay.components.seconds * 1000
+            attributes.set("norq.outcome", .string("retry"))
+            attributes.set("norq.retry.delay_ms", .int(delay.components.seconds * 1000
                                                                  + delay.components.attoseconds / 1_000_000_000_000_000))
         }
-        span.attributes = attributes
+        attempt.recorder.record(attributes, on: span)
         if case .done(let result, _) = step, outcomeKind(result).isError {
             span.setStatus(SpanStatus(code: .error))
         }

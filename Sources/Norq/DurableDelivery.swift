@@ -3,6 +3,7 @@ public import NorqStore
 public import Logging
 import Synchronization
 import Tracing
+import NorqSpanAttributes
 
 /// Durable delivery on a `DeliveryStore`: sends are committed to the store (idempotency checked there) and
 /// delivered by `DurableWorker`s, in this process or in others on the same database, through the router's
@@ -111,7 +112,7 @@ public final class DurableDelivery: Sendable {
                  recipients: some Sequence<Recipient>,
                  options: RouterSendOptions, scope sendScope: String? = nil) async throws(NorqError) -> Receipt {
         let router = self.router
-        guard let tracer = router.tracer else {
+        guard let tracer = router.tracer, let recorder = router.spanRecorder else {
             return try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                      recipients: recipients, options: options, scope: sendScope, router: router,
                                      trace: nil)
@@ -122,27 +123,23 @@ public final class DurableDelivery: Sendable {
         let caller = InstrumentationContext.current
         let span = tracer.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
         defer { span.end() }
-        // The attributes are set once, at the end (each update of a span's attributes copies its dictionary).
-        // Sized once (growing a dictionary rehashes it), values set as `SpanAttribute`s.
-        var attributes = SpanAttributes()
-        if span.isRecording {
-            attributes.reserveCapacity(4)
-            if let templateName { attributes.set("norq.template", value: .string(templateName)) }
-        }
+        // The attributes are given once, at the end.
+        var attributes = SpanAttributeList(capacity: span.isRecording ? 4 : 0)
+        if span.isRecording, let templateName { attributes.set("norq.template", .string(templateName)) }
         do {
             let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                             recipients: recipients, options: options, scope: sendScope, router: router,
                                             trace: (caller ?? span.context, tracer))
             if span.isRecording {
-                attributes.set("norq.send.id", value: .string(receipt.sendID))
-                attributes.set("norq.send.created", value: .bool(receipt.created))
-                attributes.set("norq.targets", value: .int64(Int64(receipt.targetCount)))
-                span.attributes = attributes
+                attributes.set("norq.send.id", .string(receipt.sendID))
+                attributes.set("norq.send.created", .bool(receipt.created))
+                attributes.set("norq.targets", .int(Int64(receipt.targetCount)))
+                recorder.record(attributes, on: span)
             }
             return receipt
         } catch {
-            attributes.set("norq.error.code", value: .string(error.code.rawValue))
-            span.attributes = attributes
+            attributes.set("norq.error.code", .string(error.code.rawValue))
+            recorder.record(attributes, on: span)
             span.setStatus(SpanStatus(code: .error))
             throw error
         }

@@ -2,6 +2,7 @@ import NorqCore
 import NorqStore
 import Synchronization
 import Tracing
+import NorqSpanAttributes
 
 // The attempts of one claimed batch, without a task per target: each attempt is started by a call and answered in
 // the provider's completion (for APNs on the connection's event loop), as `DeliveryPump` delivers a send without a
@@ -157,7 +158,7 @@ extension DurableWorker {
         // One `norq.claim` span per send of the batch (from the claim's start to now: the store's claim and the
         // plans read), a child of the context stored with the send; its rows' attempts are the claim's children.
         var claims: [String: InstrumentationContext] = [:]
-        if let tracer = router.tracer {
+        if let tracer = router.tracer, let recorder = router.spanRecorder {
             var rowsPerSend: [String: Int] = [:]
             rowsPerSend.reserveCapacity(rows.count)
             for row in rows where row.lease != nil { rowsPerSend[row.sendID, default: 0] += 1 }
@@ -168,13 +169,11 @@ extension DurableWorker {
                 let span = tracer.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
                                             ofKind: .consumer, at: start)
                 if span.isRecording {
-                    // Set once, sized once (`updateAttributes` copies the span's dictionary; growing it rehashes).
-                    var attributes = SpanAttributes()
-                    attributes.reserveCapacity(3)
-                    attributes.set("norq.send.id", value: .string(sendID))
-                    attributes.set("norq.rows", value: .int64(Int64(count)))
-                    attributes.set("norq.worker", value: .string(name))
-                    span.attributes = attributes
+                    var attributes = SpanAttributeList(capacity: 3)
+                    attributes.set("norq.send.id", .string(sendID))
+                    attributes.set("norq.rows", .int(Int64(count)))
+                    attributes.set("norq.worker", .string(name))
+                    recorder.record(attributes, on: span)
                 }
                 claims[sendID] = span.context
                 span.end()
@@ -360,10 +359,8 @@ extension DurableWorker {
         router.metrics.count("sent", provider: provider.name)
         router.metrics.inFlightChanged(by: 1)
         // The attempt's span (only when the router traces): a child of the claim of its send.
-        let span = router.tracer.map {
-            DeliveryTracing.startAttempt($0, parent: attempt.trace, job: attempt.prepared.job,
-                                         attempt: attempt.row.attempts + requeues, sendID: attempt.row.sendID)
-        }
+        let span = DeliveryTracing.startAttempt(router, parent: attempt.trace, job: attempt.prepared.job,
+                                                attempt: attempt.row.attempts + requeues, sendID: attempt.row.sendID)
         if let batcher = attempt.batcher {
             // Grouped with the batch's other attempts to this provider into its requests (up to its
             // `maxBatchSize` targets, a short linger); each attempt still gets its own answer. The linger timers

@@ -3,6 +3,7 @@ public import Logging
 public import Metrics
 public import NorqCore
 public import ServiceLifecycle
+import NorqSpanAttributes
 import Synchronization
 
 /// The library applications call: renders a template once, routes every token to a provider instance,
@@ -37,6 +38,9 @@ public final class NotificationRouter: Service {
     let metrics: RouterMetrics
     /// The spans of delivery (nil: none): see `init`'s `tracer`.
     public let tracer: (any Tracer)?
+    /// How Norq's spans get their attributes with ``tracer`` (a list to Norq's OTLP tracer, `SpanAttributes` to
+    /// others), decided once; nil when the router does not trace.
+    let spanRecorder: SpanAttributeRecorder?
     let clock: RouterClock
     let onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)?
     let invalidTokenContinuation: AsyncStream<InvalidTokenEvent>.Continuation
@@ -80,6 +84,7 @@ public final class NotificationRouter: Service {
                 onInvalidToken: (@Sendable (InvalidTokenEvent) -> Void)? = nil,
                 tracer: (any Tracer)? = nil) throws(NorqError) {
         self.tracer = tracer
+        self.spanRecorder = tracer.map(SpanAttributeRecorder.init(tracer:))
         var byName: [String: any PushProvider] = [:]
         var names: [String] = []
         for provider in providers {

@@ -1,4 +1,5 @@
 import Tracing
+import NorqSpanAttributes
 
 /// The protobuf wire format, the part OTLP needs: varints, fixed-width numbers, and length-delimited fields written
 /// in place (a nested message reserves one length byte and moves its body only when it is 128 bytes or longer).
@@ -137,6 +138,7 @@ enum OTLPTraceEncoder {
         writer.fixed64Field(7, span.startNanoseconds)
         writer.fixed64Field(8, span.endNanoseconds)
         span.attributes.forEach { key, value in keyValue(&writer, field: 9, key: key, value) }
+        for (key, value) in span.attributeList.entries { keyValue(&writer, field: 9, key: key, listValue: value) }
         for event in span.events {
             writer.message(11) { event_ in
                 event_.fixed64Field(1, event.nanosecondsSinceEpoch)
@@ -196,6 +198,23 @@ enum OTLPTraceEncoder {
         writer.stringField(1, key)
         writer.lengthDelimited(2, length: valueField)
         anyValue(&writer, value)
+    }
+
+    /// A `KeyValue` in field `field` from Norq's own attribute list (no `SpanAttribute` made).
+    static func keyValue(_ writer: inout ProtobufWriter, field: UInt32, key: String, listValue value: SpanAttributeList.Value) {
+        let valueField: Int = switch value {
+        case .string(let text): ProtobufWriter.fieldSize(text.utf8.count)
+        case .int(let number): 1 + ProtobufWriter.varintSize(UInt64(bitPattern: number))
+        case .bool: 2
+        }
+        writer.lengthDelimited(field, length: ProtobufWriter.fieldSize(key.utf8.count) + ProtobufWriter.fieldSize(valueField))
+        writer.stringField(1, key)
+        writer.lengthDelimited(2, length: valueField)
+        switch value {
+        case .string(let text): writer.stringField(1, text)
+        case .int(let number): writer.varintField(3, UInt64(bitPattern: number))
+        case .bool(let flag): writer.varintField(2, flag ? 1 : 0)
+        }
     }
 
     /// An `AnyValue`'s one field.

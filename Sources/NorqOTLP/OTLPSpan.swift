@@ -1,4 +1,5 @@
 public import Tracing
+package import NorqSpanAttributes
 import Synchronization
 
 /// A span that has ended, as the exporter encodes it.
@@ -10,7 +11,9 @@ struct OTLPFinishedSpan: Sendable {
     var kind: SpanKind
     var startNanoseconds: UInt64
     var endNanoseconds: UInt64
+    /// The span's attributes: those given as `SpanAttributes` or those given as a list (one of the two is empty).
     var attributes: SpanAttributes
+    var attributeList: SpanAttributeList
     var events: [SpanEvent]
     var links: [(context: OTLPSpanContext, attributes: SpanAttributes)]
     var status: SpanStatus?
@@ -29,7 +32,10 @@ public final class OTLPSpan: Span, Sendable {
 
     private struct State {
         var operationName: String
+        /// Set through `attributes`; empty when the span was given a list (``setAttributes(_:)``).
         var attributes: SpanAttributes = [:]
+        /// Set through ``setAttributes(_:)``; empty when the span was given `attributes`.
+        var attributeList = SpanAttributeList()
         var status: SpanStatus?
         var events: [SpanEvent] = []
         var links: [(context: OTLPSpanContext, attributes: SpanAttributes)] = []
@@ -77,8 +83,26 @@ public final class OTLPSpan: Span, Sendable {
     }
 
     public var attributes: SpanAttributes {
-        get { state.withLock { $0.attributes } }
-        set { guard sink != nil else { return }; state.withLock { if !$0.ended { $0.attributes = newValue } } }
+        get { state.withLock { $0.attributeList.isEmpty ? $0.attributes : $0.attributeList.spanAttributes } }
+        set {
+            guard sink != nil else { return }
+            state.withLock { state in
+                guard !state.ended else { return }
+                state.attributes = newValue
+                state.attributeList = SpanAttributeList()
+            }
+        }
+    }
+
+    /// Replaces the span's attributes with `list`, kept as it is and encoded from it when the span ends (no
+    /// dictionary: see ``SpanAttributeList``); `attributes` reads them back.
+    package func setAttributes(_ list: SpanAttributeList) {
+        guard sink != nil else { return }
+        state.withLock { state in
+            guard !state.ended else { return }
+            state.attributeList = list
+            state.attributes = [:]
+        }
     }
 
     public var isRecording: Bool { !ended.load(ordering: .relaxed) }
@@ -128,8 +152,9 @@ public final class OTLPSpan: Span, Sendable {
             return OTLPFinishedSpan(context: spanContext, parentSpanID: parentSpanID, name: state.operationName,
                                     kind: kind, startNanoseconds: startNanoseconds,
                                     endNanoseconds: max(end, startNanoseconds), attributes: state.attributes,
-                                    events: state.events, links: state.links, status: state.status,
-                                    droppedEvents: state.droppedEvents, droppedLinks: state.droppedLinks)
+                                    attributeList: state.attributeList, events: state.events, links: state.links,
+                                    status: state.status, droppedEvents: state.droppedEvents,
+                                    droppedLinks: state.droppedLinks)
         }
         if let finished { sink.append(finished) }
     }

@@ -71,10 +71,17 @@ public struct OTLPSpanContext: Sendable, Hashable {
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     static func nibble(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        default: nil  // upper case is invalid in W3C trace context
+        let value = nibbles[Int(byte)]
+        return value == 0xFF ? nil : value
+    }
+
+    /// Each byte's hex digit value, 0xFF for a byte that is not a lower-case hex digit (upper case is invalid in W3C
+    /// trace context): a `traceparent` is read at every claim, 49 digits each.
+    private static let nibbles: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        default: 0xFF
         }
     }
 
@@ -84,12 +91,16 @@ public struct OTLPSpanContext: Sendable, Hashable {
     }
 
     static func hex64(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> UInt64? {
-        var value: UInt64 = 0
-        for index in start..<(start + 16) {
-            guard let digit = nibble(bytes[index]) else { return nil }
-            value = value << 4 | UInt64(digit)
+        nibbles.withUnsafeBufferPointer { table in
+            var value: UInt64 = 0
+            var invalid: UInt8 = 0
+            for index in start..<(start + 16) {
+                let digit = table[Int(bytes[index])]
+                invalid |= digit & 0xF0  // 0xFF for a byte that is not a digit
+                value = value << 4 | UInt64(digit & 0x0F)
+            }
+            return invalid == 0 ? value : nil
         }
-        return value
     }
 }
 

@@ -1,4 +1,5 @@
 public import Tracing
+package import NorqSpanAttributes
 
 /// Norq's OpenTelemetry tracer (issue 33): spans of swift-distributed-tracing, W3C `traceparent`/`tracestate`
 /// propagation, the `ParentBased(TraceIdRatioBased)` sampler, exported over OTLP/HTTP (protobuf) by an
@@ -59,5 +60,13 @@ public final class OTLPTracer: Tracer, Sendable {
               let span = OTLPSpanContext(traceparent: value,
                                          traceState: extractor.extract(key: "tracestate", from: carrier)) else { return }
         context.otlpSpanContext = span
+    }
+}
+
+extension OTLPTracer: SpanAttributeListTracer {
+    package func setAttributes(_ list: SpanAttributeList, on span: any Tracing.Span) -> Bool {
+        guard let span = span as? OTLPSpan else { return false }
+        span.setAttributes(list)
+        return true
     }
 }

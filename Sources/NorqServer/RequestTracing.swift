@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Tracing
+import NorqSpanAttributes
 
 /// The span of each API request (issue 33), made with the router's tracer: the caller's W3C `traceparent` (read by
 /// the tracer's propagation) is its parent, the route pattern its name (`/v1/sends`), and the request's context is
@@ -11,6 +12,13 @@ import Tracing
 struct RequestTracingMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let tracer: any Tracer
+    /// How the span gets its attributes with this tracer (decided once).
+    let recorder: SpanAttributeRecorder
+
+    init(tracer: any Tracer) {
+        self.tracer = tracer
+        self.recorder = SpanAttributeRecorder(tracer: tracer)
+    }
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -18,15 +26,13 @@ struct RequestTracingMiddleware: RouterMiddleware {
         tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
         let span = tracer.startSpan(Self.operationName(request.method), context: parent, ofKind: .server)
         defer { span.end() }
-        // The attributes are set once, when the answer is known (each update of a span's attributes copies its
-        // dictionary), in a dictionary sized once; a span that records nothing gets none.
-        var attributes = SpanAttributes()
+        // The attributes are given once, when the answer is known; a span that records nothing gets none.
+        var attributes = SpanAttributeList(capacity: span.isRecording ? 4 : 0)
         if span.isRecording {
             let path = request.uri.path
-            attributes.reserveCapacity(4)
-            attributes.set("http.request.method", value: .string(request.method.rawValue))
-            attributes.set("url.path", value: .string(path.utf8.count <= 256 ? path
-                                                      : String(decoding: path.utf8.prefix(256), as: UTF8.self)))
+            attributes.set("http.request.method", .string(request.method.rawValue))
+            attributes.set("url.path", .string(path.utf8.count <= 256 ? path
+                                               : String(decoding: path.utf8.prefix(256), as: UTF8.self)))
         }
         do {
             let response = try await InstrumentationContext.$current.withValue(span.context) {
@@ -35,10 +41,10 @@ struct RequestTracingMiddleware: RouterMiddleware {
             if span.isRecording {
                 if let route = context.endpointPath {
                     span.operationName = route
-                    attributes.set("http.route", value: .string(route))
+                    attributes.set("http.route", .string(route))
                 }
-                attributes.set("http.response.status_code", value: .int64(Int64(response.status.code)))
-                span.attributes = attributes
+                attributes.set("http.response.status_code", .int(Int64(response.status.code)))
+                recorder.record(attributes, on: span)
                 if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
             }
             return response
@@ -46,8 +52,8 @@ struct RequestTracingMiddleware: RouterMiddleware {
             // Only errors the next middleware did not map (it maps every error to a response): a 500.
             if let route = context.endpointPath { span.operationName = route }
             attributes.set("http.response.status_code",
-                           value: .int64(Int64((error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500)))
-            span.attributes = attributes
+                           .int(Int64((error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500)))
+            recorder.record(attributes, on: span)
             span.setStatus(SpanStatus(code: .error))
             throw error
         }

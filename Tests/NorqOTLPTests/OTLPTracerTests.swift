@@ -1,5 +1,6 @@
 import Logging
 @testable import NorqOTLP
+import NorqSpanAttributes
 import Testing
 import Tracing
 
@@ -22,7 +23,13 @@ struct OTLPTracerTests {
                     "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
                     "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
                     "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra",
-                    "00_0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"] {
+                    "00_0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                    // the bytes next to the digits' ranges ('/' ':' '`' 'g'), in each of the three ids
+                    "00-0af7651916cd43dd8448eb211c80319/-b7ad6b7169203331-01",
+                    "00-0af7651916cd43dd:448eb211c80319c-b7ad6b7169203331-01",
+                    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333`-01",
+                    "00-0af7651916cd43dd8448eb211c80319c-g7ad6b7169203331-01",
+                    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0g"] {
             #expect(OTLPSpanContext(traceparent: bad) == nil, "\(bad)")
         }
         // A tracestate over the bound is not kept.
@@ -84,6 +91,52 @@ struct OTLPTracerTests {
         #expect(spans[1].parentSpanID == 0 && spans[0].spanID != rootContext.spanID)
         #expect(spans[1].spanID == rootContext.spanID)
         #expect(spans[0].message.attributes(9)["norq.attempt"]?.first(3)?.integer == 2)
+    }
+
+    @Test("a span given Norq's attribute list encodes it as it is, reads it back, and each form replaces the other")
+    func attributeList() throws {
+        let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        let recorder = SpanAttributeRecorder(tracer: tracer)
+        var list = SpanAttributeList(capacity: 4)
+        list.set("norq.provider", .string("apns"))
+        list.set("norq.attempt", .int(-3))
+        list.set("norq.send.created", .bool(true))
+        list.set("é😀", .string(String(repeating: "ü", count: 100)))  // a KeyValue over 127 bytes
+
+        let listed = tracer.startSpan("listed", context: .topLevel, ofKind: .client)
+        listed.attributes = ["stale": "gone"]
+        recorder.record(list, on: listed)
+        #expect(listed.attributes == list.spanAttributes)
+        listed.end()
+        #expect(listed.attributes == list.spanAttributes)  // still readable once ended
+
+        // A dictionary set after a list replaces it, and the other way round.
+        let replaced = tracer.startSpan("replaced", context: .topLevel)
+        recorder.record(list, on: replaced)
+        replaced.attributes = ["later": "wins"]
+        #expect(replaced.attributes == ["later": "wins"])
+        replaced.end()
+
+        let (held, _) = exporter.buffer.takeAll()
+        let spans = ProtobufMessage.spans(ofRequest: OTLPTraceEncoder.request(spanFields: held.fields(0..<held.count),
+                                                                             serviceName: "svc"))
+        #expect(spans.count == 2)
+        let attributes = try #require(spans.first).attributes(9)
+        #expect(attributes.count == 4)
+        #expect(attributes["norq.provider"]?.first(1)?.string == "apns")
+        #expect(attributes["norq.attempt"]?.first(3).map { Int64(bitPattern: $0.integer) } == -3)
+        #expect(attributes["norq.send.created"]?.first(2)?.integer == 1)
+        #expect(attributes["é😀"]?.first(1)?.string == String(repeating: "ü", count: 100))
+        #expect(spans[0].all(9).compactMap { $0.message?.first(1)?.string }
+                == ["norq.provider", "norq.attempt", "norq.send.created", "é😀"])  // in the list's order
+        #expect(try #require(spans.last).attributes(9).keys.sorted() == ["later"])
+
+        // A span that records nothing takes nothing.
+        let unsampled = OTLPTracer(sampler: OTLPSampler(ratio: 0), exporter: exporter)
+        let quiet = unsampled.startSpan("quiet", context: .topLevel)
+        SpanAttributeRecorder(tracer: unsampled).record(list, on: quiet)
+        #expect(quiet.attributes.isEmpty)
     }
 
     @Test("an unsampled trace records nothing but still propagates")

@@ -1,0 +1,88 @@
+package import Tracing
+
+/// The attributes of one of Norq's spans (`norq.enqueue`, `norq.claim`, `norq.attempt`, the API request's), as a
+/// list in the order they were set, made once per span and handed to the span once (``record(_:on:)``).
+///
+/// A span of swift-distributed-tracing takes its attributes as `SpanAttributes`, a dictionary: every key hashed
+/// when it is set, every entry copied again when the tracer reads them back, all of it freed when the span goes.
+/// Norq makes four spans a send at thousands of sends a second, and the tracer that matters most, Norq's own OTLP
+/// exporter, reads each attribute exactly once (to encode it). So a span that records ``SpanAttributeListRecording``
+/// takes this list as it is; any other tracer gets the same attributes as `SpanAttributes` (``spanAttributes``).
+/// Either way it sees the same keys and values.
+package struct SpanAttributeList: Sendable, Equatable {
+    /// An attribute's value: the kinds Norq's spans set (a subset of `SpanAttribute` that copies without a value
+    /// witness: a string, a 64-bit integer, a Boolean).
+    package enum Value: Sendable, Equatable {
+        case string(String)
+        case int(Int64)
+        case bool(Bool)
+
+        /// The same value as swift-distributed-tracing's `SpanAttribute`.
+        package var spanAttribute: SpanAttribute {
+            switch self {
+            case .string(let text): .string(text)
+            case .int(let number): .int64(number)
+            case .bool(let flag): .bool(flag)
+            }
+        }
+    }
+
+    /// The attributes in the order they were first set; a key appears once.
+    package private(set) var entries: [(key: String, value: Value)] = []
+
+    /// An empty list with room for `capacity` attributes (the most a span of that kind sets: no growth).
+    package init(capacity: Int = 0) {
+        entries.reserveCapacity(capacity)
+    }
+
+    /// Sets `key` to `value`: a key set again keeps its place and takes the later value, as a dictionary would
+    /// (Norq's spans set at most a dozen keys, so the search is a few comparisons, no hashing).
+    package mutating func set(_ key: String, _ value: Value) {
+        for index in entries.indices where entries[index].key == key {
+            entries[index].value = value
+            return
+        }
+        entries.append((key, value))
+    }
+
+    package var count: Int { entries.count }
+    package var isEmpty: Bool { entries.isEmpty }
+
+    /// The same attributes as swift-distributed-tracing's dictionary (for a tracer that takes only that).
+    package var spanAttributes: SpanAttributes {
+        var attributes = SpanAttributes()
+        attributes.reserveCapacity(entries.count)
+        for (key, value) in entries { attributes.set(key, value: value.spanAttribute) }
+        return attributes
+    }
+
+    package static func == (lhs: SpanAttributeList, rhs: SpanAttributeList) -> Bool {
+        lhs.entries.count == rhs.entries.count
+            && zip(lhs.entries, rhs.entries).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    }
+}
+
+/// A tracer whose spans take their attributes as a ``SpanAttributeList`` (Norq's OTLP tracer): given the list,
+/// such a span keeps it as it is and encodes from it when it ends; its `attributes` reads it back. What it is given
+/// replaces the span's attributes, as assigning `attributes` would.
+package protocol SpanAttributeListTracer: Tracer {
+    /// Gives `span` the attributes in `list` when it is one of this tracer's spans, and says whether it was.
+    func setAttributes(_ list: SpanAttributeList, on span: any Tracing.Span) -> Bool
+}
+
+/// How Norq gives its spans their attributes, decided once for a tracer (a conformance check costs about 100 ns,
+/// too much to make per span): as the list to a ``SpanAttributeListTracer``'s spans, as `SpanAttributes` to any
+/// other span.
+package struct SpanAttributeRecorder: Sendable {
+    private let listTracer: (any SpanAttributeListTracer)?
+
+    package init(tracer: any Tracer) {
+        listTracer = tracer as? any SpanAttributeListTracer
+    }
+
+    /// Gives `span` the attributes in `list`, replacing any it has.
+    package func record(_ list: SpanAttributeList, on span: any Tracing.Span) {
+        if let listTracer, listTracer.setAttributes(list, on: span) { return }
+        span.attributes = list.spanAttributes
+    }
+}

@@ -12,6 +12,7 @@
 #   LANES [2] worker lanes of norq serve   WRK [1] also run wrk   WRK_SECONDS [10]
 #   WORK [/tmp/norq-serve-bench]   NO_BUILD [0] skip the two release builds   PG_FSYNC [on]
 #   PERF [0]  1: `perf record -g` the server during the load (WORK/<store>/perf.data; report with perf report)
+#   PERF_CALL_GRAPH [fp]  `dwarf` unwinds through code without frame pointers (glibc's malloc): bigger, slower
 #   NORQ_BIN [the release norq]  another norq executable (a debug one for a smoke run of this script only)
 #   TRACING [off]  otlp: norq serve traces every request, enqueue, claim and attempt (sampled 100%) and exports the
 #                  spans over OTLP/HTTP to a local sink (otlp_sink.py, which answers every export with 200 and counts
@@ -171,7 +172,7 @@ YAML
     local before after perf_pid=""
     before="$(load_avg)"
     if [ "${PERF:-0}" = 1 ]; then
-        perf record -g -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
+        perf record --call-graph "${PERF_CALL_GRAPH:-fp}" -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
         perf_pid=$!
     fi
     # START_AT (serve-ab.sh): the load of two servers begins in the same second.

@@ -39,9 +39,10 @@ enum DurableCodec {
     static func encode(content: PushContent?, templateName: String?, options: RouterSendOptions,
                        trace: [String: String]? = nil) throws(NorqError) -> String {
         let plan = StoredPlan(content: content, templateName: templateName, options: options)
-        var bytes: [UInt8]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1_024)
         do {
-            bytes = try JSONValueEncoder().encode(plan).serialized()
+            try JSONValueEncoder().encode(plan, into: &bytes)
         } catch {
             throw NorqError(.storeFailed, "a send could not be stored: \(error.message)")
         }
@@ -91,7 +92,7 @@ enum DurableCodec {
 
     /// The bytes a send's content and options add to its idempotency fingerprint (the same encoding as stored).
     static func fingerprint<T: Encodable>(_ value: T, into bytes: inout [UInt8]) throws(NorqError) {
-        try JSONValueEncoder().encode(value).write(into: &bytes)
+        try JSONValueEncoder().encode(value, into: &bytes)
     }
 
     // MARK: targets

@@ -19,6 +19,19 @@ package struct JSONValueEncoder: Sendable {
         }
         return node.resolved()
     }
+
+    /// `value` as compact JSON, appended to `bytes`: the same bytes as `encode(value).write(into:)`, written straight
+    /// from the encoder's tree (no `JSONValue` tree with a hashed dictionary per object is made first). A durable
+    /// send's stored plan and its fingerprint are encoded so.
+    package func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws(NorqError) {
+        let node = EncodingNode()
+        do {
+            try node.store(value, codingPath: [])
+        } catch {
+            throw NorqError(.invalidJSON, "a value could not be encoded as JSON: \(error)")
+        }
+        node.write(into: &bytes)
+    }
 }
 
 /// Decodes a `Decodable` value from a `JSONValue` tree (numbers convert when exact: `1` reads as `1.0`, `2.0` as `2`).
@@ -132,6 +145,32 @@ private final class EncodingNode {
         }
     }
 
+    /// Appends the node as compact JSON: what `resolved().write(into:)` appends.
+    func write(into out: inout [UInt8]) {
+        switch content {
+        case .value(let value):
+            value.write(into: &out)
+        case .object(let children):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, child) in children {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                JSONValue.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                child.write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .array(let children):
+            out.append(UInt8(ascii: "["))
+            for (index, child) in children.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                child.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+    }
+
     /// Encodes `value` into this node: JSON values in place, everything else through its `encode(to:)`.
     func store(_ value: some Encodable, codingPath: [any CodingKey]) throws {
         switch value {
@@ -145,23 +184,38 @@ private final class EncodingNode {
         }
     }
 
+    /// The child at `key` (made when missing). The children are taken out of `content` while they change, so that
+    /// adding one mutates them in place: copied out and assigned back, each key added copied the whole object.
     func child(forKey key: String) -> EncodingNode {
-        var children: OrderedDictionary<String, EncodingNode> = [:]
-        if case .object(let existing) = content { children = existing }
-        if let node = children[key] { return node }
+        if case .object(let existing) = content, let node = existing[key] { return node }
+        var children = takeObject()
         let node = EncodingNode()
         children[key] = node
         content = .object(children)
         return node
     }
 
+    /// A new last element (the elements are changed in place, as ``child(forKey:)``'s).
     func appendChild() -> EncodingNode {
-        var children: [EncodingNode] = []
-        if case .array(let existing) = content { children = existing }
+        var children = takeArray()
         let node = EncodingNode()
         children.append(node)
         content = .array(children)
         return node
+    }
+
+    /// The object's children, moved out of `content` (left null until they are put back): the only reference.
+    private func takeObject() -> OrderedDictionary<String, EncodingNode> {
+        guard case .object(let children) = content else { return [:] }
+        content = .value(.null)
+        return children
+    }
+
+    /// The array's children, moved out of `content` as ``takeObject()``'s.
+    private func takeArray() -> [EncodingNode] {
+        guard case .array(let children) = content else { return [] }
+        content = .value(.null)
+        return children
     }
 
     var count: Int {
@@ -193,9 +247,10 @@ private struct NodeEncoder: Encoder {
     }
 }
 
-private func integer(_ value: some BinaryInteger, _ codingPath: [any CodingKey]) throws -> JSONValue {
+/// `value` as a JSON integer; the coding path is made only for the error (most integers fit).
+private func integer(_ value: some BinaryInteger, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> JSONValue {
     guard let exact = Int64(exactly: value) else {
-        throw EncodingError.invalidValue(value, .init(codingPath: codingPath, debugDescription: "\(value) does not fit in 64 bits"))
+        throw EncodingError.invalidValue(value, .init(codingPath: codingPath(), debugDescription: "\(value) does not fit in 64 bits"))
     }
     return .int(exact)
 }

@@ -53,23 +53,38 @@ private final class SpecNode {
         try value.encode(to: encoder)
     }
 
+    /// The child at `key` (made when missing). The children are moved out of `content` while they change, so that
+    /// adding one mutates them in place (copied out and assigned back, each key added copied the whole object).
     func child(forKey key: String) -> SpecNode {
-        var children: [String: SpecNode] = [:]
-        if case .object(let existing) = content { children = existing }
-        if let node = children[key] { return node }
+        if case .object(let existing) = content, let node = existing[key] { return node }
+        var children = takeObject()
         let node = SpecNode()
         children[key] = node
         content = .object(children)
         return node
     }
 
+    /// A new last element (the elements are changed in place, as ``child(forKey:)``'s).
     func appendChild() -> SpecNode {
-        var children: [SpecNode] = []
-        if case .array(let existing) = content { children = existing }
+        var children = takeArray()
         let node = SpecNode()
         children.append(node)
         content = .array(children)
         return node
+    }
+
+    /// The object's children, moved out of `content` (left null until they are put back): the only reference.
+    private func takeObject() -> [String: SpecNode] {
+        guard case .object(let children) = content else { return [:] }
+        content = .value(.null)
+        return children
+    }
+
+    /// The array's children, moved out of `content` as ``takeObject()``'s.
+    private func takeArray() -> [SpecNode] {
+        guard case .array(let children) = content else { return [] }
+        content = .value(.null)
+        return children
     }
 
     var count: Int {
@@ -81,9 +96,10 @@ private final class SpecNode {
     func becomeArray() { if case .array = content {} else { content = .array([]) } }
 }
 
-private func integer(_ value: some BinaryInteger, _ codingPath: [any CodingKey]) throws -> JSONValue {
+/// `value` as a JSON integer; the coding path is made only for the error.
+private func integer(_ value: some BinaryInteger, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> JSONValue {
     guard let exact = Int64(exactly: value) else {
-        throw EncodingError.invalidValue(value, .init(codingPath: codingPath, debugDescription: "\(value) does not fit in 64 bits"))
+        throw EncodingError.invalidValue(value, .init(codingPath: codingPath(), debugDescription: "\(value) does not fit in 64 bits"))
     }
     return .int(exact)
 }

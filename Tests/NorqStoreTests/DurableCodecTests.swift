@@ -55,6 +55,10 @@ import Testing
                 // decodes to the same plan.
                 let generic = String(decoding: try JSONValueEncoder().encode(plan).serialized(), as: UTF8.self)
                 #expect(try DurableCodec.decodePlan(generic) == decoded)
+                // Written straight from the encoder's tree: the bytes of the `JSONValue` it would build.
+                var direct: [UInt8] = []
+                try JSONValueEncoder().encode(plan, into: &direct)
+                #expect(direct == Array(generic.utf8))
             } catch {
                 Issue.record("\(error)")
             }
@@ -173,6 +177,46 @@ import Testing
         #expect(try JSONValueDecoder().decode(JSONValue.self, from: encoded) == value)
         let dictionary: OrderedDictionary<String, JSONValue> = ["q": 1, "b": 2]
         #expect(try JSONValueEncoder().encode(dictionary) == .object(dictionary))
+    }
+
+    /// Every kind of container, nesting, a key written twice, a `Duration`, JSON values and empty containers: the
+    /// bytes written straight from the encoder's tree are those of the `JSONValue` it builds, and each key added to
+    /// an object or element to an array keeps its place.
+    @Test func theEncodersDirectBytesAreThoseOfItsJSONValue() throws {
+        struct Shapes: Encodable {
+            enum Keys: String, CodingKey { case name, list, nested, twice, duration, json, empty, none, matrix }
+            func encode(to encoder: any Encoder) throws {
+                var object = encoder.container(keyedBy: Keys.self)
+                try object.encode("é\"q\u{1}", forKey: .name)
+                try object.encode(1, forKey: .twice)
+                var list = object.nestedUnkeyedContainer(forKey: .list)
+                try list.encode(Int64.min)
+                try list.encode(2.5)
+                try list.encodeNil()
+                var inner = list.nestedContainer(keyedBy: Keys.self)
+                try inner.encode(true, forKey: .name)
+                var nested = object.nestedContainer(keyedBy: Keys.self, forKey: .nested)
+                try nested.encode([["a": 1], ["b": 2]], forKey: .matrix)
+                try nested.encode(UInt8(7), forKey: .none)
+                try object.encode("later", forKey: .twice)  // replaces the value, keeps the place
+                try object.encode(Duration.seconds(3) + .milliseconds(5), forKey: .duration)
+                try object.encode(["z": [1, nil], "a": "x"] as JSONValue, forKey: .json)
+                _ = object.nestedContainer(keyedBy: Keys.self, forKey: .empty)
+                try object.encode([Int](), forKey: .matrix)
+            }
+        }
+        let tree = try JSONValueEncoder().encode(Shapes())
+        var direct: [UInt8] = [UInt8(ascii: "x")]  // appended after what is there
+        try JSONValueEncoder().encode(Shapes(), into: &direct)
+        #expect(direct == [UInt8(ascii: "x")] + tree.serialized())
+        let text = String(decoding: tree.serialized(), as: UTF8.self)
+        #expect(text.hasPrefix(#"{"name":"é\"q\u0001","twice":"later","list":[-9223372036854775808,2.5,null,{"name":true}],"#))
+        #expect(text.hasSuffix(#""empty":{},"matrix":[]}"#))
+        for value: JSONValue in [1, "s", [], [:], [[[]]], nil] {
+            var bytes: [UInt8] = []
+            try JSONValueEncoder().encode(value, into: &bytes)
+            #expect(bytes == value.serialized())
+        }
     }
 
     /// Lists the optional stored properties (recursively) that are nil.

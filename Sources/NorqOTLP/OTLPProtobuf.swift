@@ -176,31 +176,25 @@ enum OTLPTraceEncoder {
         }
     }
 
-    /// A `KeyValue` in field `field`; a value OTLP cannot carry is left out.
+    /// A `KeyValue` in field `field`; a value OTLP cannot carry is left out. A string, an integer or a Boolean (every
+    /// attribute Norq sets) is written as Norq's own list's values are (``keyValue(_:field:key:listValue:)``);
+    /// doubles, arrays and the rest take the general path.
     static func keyValue(_ writer: inout ProtobufWriter, field: UInt32, key: String, _ value: SpanAttribute) {
-        // A string, integer, boolean or double (every attribute Norq sets): the lengths are known before writing,
-        // so nothing is moved and no closure is made. Arrays and the rest take the general path.
-        let valueField: Int
         switch value {
-        case .string(let text): valueField = ProtobufWriter.fieldSize(text.utf8.count)
-        case .int64(let number): valueField = 1 + ProtobufWriter.varintSize(UInt64(bitPattern: number))
-        case .int32(let number): valueField = 1 + ProtobufWriter.varintSize(UInt64(bitPattern: Int64(number)))
-        case .bool: valueField = 2
-        case .double: valueField = 9
+        case .string(let text): keyValue(&writer, field: field, key: key, listValue: .string(text))
+        case .int64(let number): keyValue(&writer, field: field, key: key, listValue: .int(number))
+        case .int32(let number): keyValue(&writer, field: field, key: key, listValue: .int(Int64(number)))
+        case .bool(let flag): keyValue(&writer, field: field, key: key, listValue: .bool(flag))
         default:
             writer.message(field) { keyValue in
                 keyValue.stringField(1, key)
                 keyValue.message(2) { anyValue(&$0, value) }
             }
-            return
         }
-        writer.lengthDelimited(field, length: ProtobufWriter.fieldSize(key.utf8.count) + ProtobufWriter.fieldSize(valueField))
-        writer.stringField(1, key)
-        writer.lengthDelimited(2, length: valueField)
-        anyValue(&writer, value)
     }
 
-    /// A `KeyValue` in field `field` from Norq's own attribute list (no `SpanAttribute` made).
+    /// A `KeyValue` in field `field` from Norq's own attribute list: the lengths are known before writing, so
+    /// nothing is moved and no closure is made.
     static func keyValue(_ writer: inout ProtobufWriter, field: UInt32, key: String, listValue value: SpanAttributeList.Value) {
         let valueField: Int = switch value {
         case .string(let text): ProtobufWriter.fieldSize(text.utf8.count)

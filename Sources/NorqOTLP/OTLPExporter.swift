@@ -99,11 +99,17 @@ public final class OTLPExporter: Service, Sendable {
             await export(spans.fields(start..<end), count: end - start, client: client)
             start = end
         }
+        buffer.recycle(consume spans)
     }
 
     /// Sends `count` spans, encoded as `ScopeSpans.spans` fields (`spanFields`), as one request.
     private func export(_ spanFields: ArraySlice<UInt8>, count: Int, client: HTTPClient) async {
-        let body = OTLPTraceEncoder.request(spanFields: spanFields, serviceName: configuration.serviceName)
+        // The request's first bytes and the spans, copied once into the body.
+        let prefix = OTLPTraceEncoder.requestPrefix(spanFieldsCount: spanFields.count, serviceName: configuration.serviceName)
+        var body = ByteBuffer()
+        body.reserveCapacity(prefix.count + spanFields.count)
+        body.writeBytes(prefix)
+        body.writeBytes(spanFields)
         let clock = ContinuousClock()
         let deadline = clock.now + configuration.exportTimeout
         var attempt = 1
@@ -114,7 +120,7 @@ public final class OTLPExporter: Service, Sendable {
                 var request = HTTPClientRequest(url: configuration.tracesURL)
                 request.method = .POST
                 request.headers.add(name: "content-type", value: "application/x-protobuf")
-                request.body = .bytes(ByteBuffer(bytes: body))
+                request.body = .bytes(body)
                 let remaining = clock.now.duration(to: deadline)
                 let nioDeadline = NIODeadline.now() + .nanoseconds(max(0, remaining.nanoseconds))
                 let response = try await client.execute(request, deadline: nioDeadline, logger: logger)

@@ -8,6 +8,12 @@ struct ProtobufWriter {
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
+    /// Empties the writer, keeping its storage (a recycled span buffer: no new memory, no page faults).
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// The bytes the writer holds without growing.
+    var capacity: Int { bytes.capacity }
+
     @inline(__always)
     mutating func varint(_ value: UInt64) {
         var value = value
@@ -109,21 +115,28 @@ enum OTLPTraceEncoder {
     /// The request around spans already encoded as `ScopeSpans.spans` fields (``appendSpanField(_:into:)``): the
     /// lengths are known first, so the spans' bytes are copied once, not moved when a length is written.
     static func request(spanFields: ArraySlice<UInt8>, serviceName: String) -> [UInt8] {
+        var bytes = requestPrefix(spanFieldsCount: spanFields.count, serviceName: serviceName)
+        bytes.append(contentsOf: spanFields)
+        return bytes
+    }
+
+    /// The bytes of a request that come before its spans' fields (``request(spanFields:serviceName:)`` is these and
+    /// then the fields): the exporter writes both into its body, so the spans are copied once.
+    static func requestPrefix(spanFieldsCount: Int, serviceName: String) -> [UInt8] {
         var resource = ProtobufWriter()                            // Resource
         keyValue(&resource, field: 1, key: "service.name", .string(serviceName))
         keyValue(&resource, field: 1, key: "telemetry.sdk.name", .string("norq"))
         keyValue(&resource, field: 1, key: "telemetry.sdk.language", .string("swift"))
         var scope = ProtobufWriter()                               // ScopeSpans.scope: InstrumentationScope.name
         scope.message(1) { $0.stringField(1, "norq") }
-        let scopeSpans = scope.bytes.count + spanFields.count
+        let scopeSpans = scope.bytes.count + spanFieldsCount
         let resourceSpans = ProtobufWriter.fieldSize(resource.bytes.count) + ProtobufWriter.fieldSize(scopeSpans)
-        var writer = ProtobufWriter(capacity: ProtobufWriter.fieldSize(resourceSpans))
+        var writer = ProtobufWriter(capacity: ProtobufWriter.fieldSize(resourceSpans) - spanFieldsCount)
         writer.lengthDelimited(1, length: resourceSpans)           // ExportTraceServiceRequest.resource_spans
         writer.lengthDelimited(1, length: resource.bytes.count)    // ResourceSpans.resource
         writer.append(resource.bytes)
         writer.lengthDelimited(2, length: scopeSpans)              // ResourceSpans.scope_spans
         writer.append(scope.bytes)
-        writer.append(spanFields)
         return writer.bytes
     }
 

@@ -8,8 +8,11 @@ struct OTLPEncodedSpans: Sendable {
     /// Where each span's field ends in `bytes` (the next one starts there).
     private var ends: [Int] = []
 
+    /// The bytes reserved per span (a span of Norq's is ~250 bytes encoded).
+    static let bytesPerSpan = 256
+
     init(reservingSpans spans: Int = 0) {
-        writer = ProtobufWriter(capacity: spans * 256)
+        writer = ProtobufWriter(capacity: spans * Self.bytesPerSpan)
         ends.reserveCapacity(spans)
     }
 
@@ -23,6 +26,15 @@ struct OTLPEncodedSpans: Sendable {
         ends.append(writer.bytes.count)
     }
 
+    /// Empties the spans, keeping the storage of the bytes and the ends.
+    mutating func removeAll() {
+        writer.removeAll()
+        ends.removeAll(keepingCapacity: true)
+    }
+
+    /// The bytes the held storage takes (the recycling bound, ``OTLPSpanBuffer/recycle(_:)``).
+    var storageBytes: Int { writer.capacity + ends.capacity * MemoryLayout<Int>.stride }
+
     /// The fields of the spans at `spans` (indices), as one run of bytes.
     func fields(_ spans: Range<Int>) -> ArraySlice<UInt8> {
         guard !spans.isEmpty else { return writer.bytes[0..<0] }
@@ -35,15 +47,25 @@ struct OTLPEncodedSpans: Sendable {
 /// `maxQueueBytes` bytes (a span is refused once the bytes held reach the bound; beyond either bound spans are
 /// dropped and counted). A span's end appends under a lock; the exporter is woken (one wake-up held, no matter how
 /// many are asked for) when a batch fills, when a flush is asked for, and by its own timer.
+///
+/// Two sets of storage take turns: the exporter takes the held spans (``takeAll()``), sends them and gives the storage
+/// back (``recycle(_:)``), emptied, for the take after next. So spans are written into memory that is already
+/// allocated (before, every take made a new half-megabyte buffer, grown again span by span). Storage a burst grew past
+/// ``recycleBound`` bytes is freed, not kept, so at most the held spans' bound plus one spare stay allocated.
 final class OTLPSpanBuffer: Sendable {
     private struct Pending {
         var spans: OTLPEncodedSpans
         var dropped = 0
+        /// Emptied storage the exporter gave back, put in place at the next take.
+        var spare: OTLPEncodedSpans?
     }
 
     let maxQueueSize: Int
     let maxQueueBytes: Int
     let batchSize: Int
+    /// The most bytes of storage ``recycle(_:)`` keeps (four times a batch's reserve): a buffer a burst grew
+    /// beyond it is freed, not kept.
+    let recycleBound: Int
     private let pending: Mutex<Pending>
     let wakeups: AsyncStream<Void>
     private let wakeup: AsyncStream<Void>.Continuation
@@ -52,7 +74,8 @@ final class OTLPSpanBuffer: Sendable {
         self.maxQueueSize = max(1, maxQueueSize)
         self.maxQueueBytes = max(1, maxQueueBytes)
         self.batchSize = max(1, min(batchSize, self.maxQueueSize))
-        self.pending = Mutex(Pending(spans: OTLPEncodedSpans(reservingSpans: min(self.batchSize, 4096))))
+        self.recycleBound = 4 * Self.reserve(batchSize: self.batchSize) * (OTLPEncodedSpans.bytesPerSpan + MemoryLayout<Int>.stride)
+        self.pending = Mutex(Pending(spans: OTLPEncodedSpans(reservingSpans: Self.reserve(batchSize: self.batchSize))))
         (wakeups, wakeup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -76,15 +99,42 @@ final class OTLPSpanBuffer: Sendable {
     /// Ends the wake-ups (the exporter's loop ends; it then sends what is left).
     func finish() { wakeup.finish() }
 
-    /// Everything held (oldest first), and the count dropped since the last take.
+    /// The spans a storage is first made for.
+    static func reserve(batchSize: Int) -> Int { min(batchSize, 4096) }
+
+    /// Everything held (oldest first), and the count dropped since the last take. Give the spans back with
+    /// ``recycle(_:)`` once they are sent.
     func takeAll() -> (spans: OTLPEncodedSpans, dropped: Int) {
-        pending.withLock { pending in
+        // New storage (only while none was given back) is made outside the lock.
+        let fresh = pending.withLock { $0.spare == nil } ? OTLPEncodedSpans(reservingSpans: Self.reserve(batchSize: batchSize)) : nil
+        return pending.withLock { pending in
+            let replacement: OTLPEncodedSpans
+            if let spare = pending.spare {
+                replacement = spare
+                pending.spare = nil
+            } else {
+                replacement = fresh ?? OTLPEncodedSpans(reservingSpans: Self.reserve(batchSize: batchSize))
+            }
             let taken = (pending.spans, pending.dropped)
-            pending.spans = OTLPEncodedSpans(reservingSpans: min(batchSize, 4096))
+            pending.spans = replacement
             pending.dropped = 0
             return taken
         }
     }
+
+    /// Takes back the storage of spans ``takeAll()`` returned and that were sent: emptied and kept for the next take,
+    /// unless its storage is above ``recycleBound`` or storage is already kept.
+    func recycle(_ spans: consuming OTLPEncodedSpans) {
+        guard spans.storageBytes <= recycleBound else { return }
+        spans.removeAll()  // keeps the storage when the caller gave it up (`consume`); else a copy is emptied
+        let emptied = spans
+        pending.withLock { pending in
+            if pending.spare == nil { pending.spare = emptied }
+        }
+    }
+
+    /// Whether emptied storage waits for the next take (tests).
+    var hasSpare: Bool { pending.withLock { $0.spare != nil } }
 
     var count: Int { pending.withLock { $0.spans.count } }
 }

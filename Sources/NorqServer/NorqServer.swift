@@ -151,11 +151,9 @@ public final class NorqServer: Service {
     /// Listens until graceful shutdown (stops accepting, lets requests in flight finish) or cancellation.
     public func run() async throws {
         let router = Router(context: ServerRequestContext.self)
-        // Outermost, so that the span sees the answer the client gets (errors already mapped by the next one).
-        if let tracer = dependencies.delivery.router.tracer {
-            router.add(middleware: RequestTracingMiddleware(tracer: tracer))
-        }
+        // Outermost; when the router traces, each request's answer is made inside its span.
         router.add(middleware: ErrorAndAccessMiddleware(logger: logger, metrics: requestMetrics,
+                                                        tracing: dependencies.delivery.router.tracer.map(RequestTracing.init(tracer:)),
                                                         redact: { [weak self] in self?.publicError($0) ?? $0 }))
         addRoutes(to: router)
         let onListening = self.onListening
@@ -194,16 +192,28 @@ public final class NorqServer: Service {
 
 /// Maps every error to the JSON error body (a client mistake never becomes a 500), writes one access log line
 /// per request (method, route pattern, status, key name, duration; never a key, a token or a body) and counts
-/// requests by route pattern and status.
+/// requests by route pattern and status. When the router traces, the request's span (``RequestTracing``) is around
+/// all of it.
 struct ErrorAndAccessMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let logger: Logger
     let metrics: RequestMetrics
+    /// The request's span; nil when the router does not trace.
+    let tracing: RequestTracing?
     /// Rewrites an error for the caller: no server path, no name outside the caller's scope.
     let redact: @Sendable (NorqError) -> NorqError
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let tracing else { return await answer(request, context: context, next: next) }
+        return await tracing.traced(request, context: context) { request, context in
+            await answer(request, context: context, next: next)
+        }
+    }
+
+    /// The answer to `request`: the next responder's, or its error's; counted and logged.
+    private func answer(_ request: Request, context: Context,
+                        next: (Request, Context) async throws -> Response) async -> Response {
         let started = ContinuousClock.now
         var response: Response
         do {

@@ -186,6 +186,54 @@ struct OTLPTracerTests {
         #expect(exporter.buffer.takeAll().spans.decoded?.map(\.name) == ["after"])
     }
 
+    @Test("sent spans' storage is given back, emptied, and the next take after next writes into it")
+    func recycled() {
+        var configuration = OTLPExporter.Configuration()
+        configuration.maxExportBatchSize = 16
+        let exporter = OTLPExporter(configuration: configuration, logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        for index in 0..<3 { tracer.startSpan("a\(index)", context: .topLevel).end() }
+        let first = exporter.buffer.takeAll().spans
+        #expect(first.decoded?.map(\.name) == ["a0", "a1", "a2"])
+        let storage = first.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        exporter.buffer.recycle(consume first)
+        #expect(exporter.buffer.hasSpare)
+        // The spans ended after the take are in the storage that took over; the recycled one waits for the next take.
+        tracer.startSpan("b0", context: .topLevel).end()
+        let second = exporter.buffer.takeAll().spans
+        #expect(second.decoded?.map(\.name) == ["b0"])
+        #expect(!exporter.buffer.hasSpare)
+        tracer.startSpan("c0", context: .topLevel).end()
+        tracer.startSpan("c1", context: .topLevel).end()
+        let third = exporter.buffer.takeAll().spans
+        // Emptied: nothing of a0...a2 is sent again, and the bytes are where the first take's were.
+        #expect(third.decoded?.map(\.name) == ["c0", "c1"])
+        #expect(third.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == storage)
+        let request = OTLPTraceEncoder.request(spanFields: third.fields(0..<2), serviceName: "svc")
+        #expect(ProtobufMessage.spans(ofRequest: request).map { DecodedSpan(message: $0).name } == ["c0", "c1"])
+    }
+
+    @Test("storage a burst grew past the bound is freed, not kept")
+    func recycleBound() {
+        var configuration = OTLPExporter.Configuration()
+        configuration.maxExportBatchSize = 2
+        let exporter = OTLPExporter(configuration: configuration, logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        // A batch of 2 reserves ~512 bytes; the bound is four times that. 40 spans with 100-byte attributes outgrow it.
+        for index in 0..<40 {
+            let span = tracer.startSpan("s\(index)", context: .topLevel)
+            span.attributes["pad"] = String(repeating: "p", count: 100)
+            span.end()
+        }
+        let (grown, _) = exporter.buffer.takeAll()
+        #expect(grown.storageBytes > exporter.buffer.recycleBound)
+        exporter.buffer.recycle(consume grown)
+        #expect(!exporter.buffer.hasSpare)
+        let (small, _) = exporter.buffer.takeAll()
+        exporter.buffer.recycle(consume small)
+        #expect(exporter.buffer.hasSpare)
+    }
+
     @Test("encoding: every field of a span as OTLP's protobuf")
     func encoding() throws {
         let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))

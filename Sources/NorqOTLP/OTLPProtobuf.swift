@@ -8,7 +8,7 @@ struct ProtobufWriter {
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
-    /// Empties the writer, keeping its storage (a recycled span buffer: no new memory, no page faults).
+    /// Empties the writer, keeping its storage (a recycled span buffer: no new memory).
     mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
     /// The bytes the writer holds without growing.

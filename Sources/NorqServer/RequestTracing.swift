@@ -11,9 +11,8 @@ import NorqSpanAttributes
 /// span. The span ends when the response is ready.
 ///
 /// Not a middleware of its own: ``ErrorAndAccessMiddleware`` (the outermost) runs its answer inside the span, so the
-/// span sees the status the client gets. A middleware more in Hummingbird's chain cost about 1.5% of a traced server's
-/// CPU a send (`Benchmarks/serve-ab.sh` with a middleware that only called the next one), a third of what tracing
-/// cost in all.
+/// span sees the status the client gets. A middleware more in Hummingbird's chain cost a traced server 0.5-1.5% of its
+/// CPU a send (Benchmarks/README.md, "Stop 39"), of the ~7% tracing cost in all.
 struct RequestTracing: Sendable {
     let tracer: any Tracer
     /// How the span gets its attributes with this tracer (decided once).
@@ -42,7 +41,9 @@ struct RequestTracing: Sendable {
         attributes.set("url.path", .string(path.utf8.count <= 256 ? path
                                            : String(decoding: path.utf8.prefix(256), as: UTF8.self)))
         let response = await InstrumentationContext.$current.withValue(span.context) { await respond(request, context) }
-        if let route = context.endpointPath {
+        // A route pattern starts with `/`; Hummingbird names a request no route matched `NotFound`, which is no
+        // route (OpenTelemetry: `http.route` only for a matched route; the span keeps its `HTTP GET` name).
+        if let route = context.endpointPath, route.hasPrefix("/") {
             span.operationName = route
             attributes.set("http.route", .string(route))
         }

@@ -214,6 +214,53 @@ import FoundationNetworking
         try? await emulator.shutdown()
     }
 
+    /// Error answers are made inside the request's span (the span and the error mapping are one middleware): the
+    /// span carries the status the client got, is named by the route when one matched (`HTTP GET` when none did), and
+    /// a 4xx is not a failed span. The handler's error never escapes the span unanswered.
+    @Test func errorAnswersAreInsideTheRequestSpan() async throws {
+        let tracer = RecordingTracer()
+        let router = try NotificationRouter(providers: [], templates: nil, tracer: tracer)
+        let delivery = DurableDelivery(router: router, store: InMemoryDeliveryStore())
+        let port = Mutex<Int?>(nil)
+        let server = NorqServer(
+            settings: ServerConfiguration(host: "127.0.0.1", port: 0,
+                                          apiKeys: [.init(name: "full", secret: Self.key, scopes: ["admin"])]),
+            dependencies: .init(delivery: delivery, templates: nil, configuration: NorqConfiguration(), metrics: nil),
+            onListening: { _, bound in port.withLock { $0 = bound } })
+        let serving = Task { try await server.run() }
+        defer { serving.cancel() }
+        var bound: Int?
+        for _ in 0..<500 where bound == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            bound = port.withLock { $0 }
+        }
+        let base = "http://127.0.0.1:\(try #require(bound))"
+        func call(_ method: String, _ path: String, key: String?) async throws -> Int {
+            var request = URLRequest(url: URL(string: base + path)!)
+            request.httpMethod = method
+            request.timeoutInterval = 20
+            if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+            let (_, response) = try await URLSession.shared.data(for: request)
+            return try #require((response as? HTTPURLResponse)?.statusCode)
+        }
+        #expect(try await call("GET", "/v1/sends/0000", key: nil) == 401)
+        #expect(try await call("GET", "/v1/nothing-here", key: Self.key) == 404)
+        #expect(try await call("DELETE", "/v1/sends", key: Self.key) == 405)
+        let spans = try await Self.spans(of: tracer) { $0.count >= 3 }
+        #expect(spans.count == 3, "\(spans.map(\.operationName))")
+        let statuses = spans.compactMap { span -> Int64? in
+            if case .int64(let code) = span.attributes.get("http.response.status_code") { code } else { nil }
+        }
+        #expect(statuses == [401, 404, 405])
+        #expect(spans.allSatisfy { $0.kind == .server && $0.status?.code != .error })
+        #expect(spans[0].operationName == "/v1/sends/{id}" && spans[0].attributes.get("http.route") == .string("/v1/sends/{id}"))
+        #expect(spans[1].operationName == "HTTP GET" && spans[1].attributes.get("http.route") == nil, "\(spans[1].operationName) \(spans[1].attributes)")
+        #expect(spans[1].attributes.get("url.path") == .string("/v1/nothing-here"))
+        #expect(spans[2].attributes.get("http.request.method") == .string("DELETE"))
+        #expect(spans.allSatisfy { $0.attributes.get("http.request.method") != nil && $0.attributes.get("url.path") != nil })
+        await router.shutdown(gracePeriod: .seconds(1))
+    }
+
     // MARK: telemetry: in norq.yaml
 
     static func load(_ yaml: String) throws(NorqError) -> NorqConfiguration {

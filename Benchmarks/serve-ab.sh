@@ -9,6 +9,8 @@
 # Environment (defaults in brackets): ROUNDS [5]  TRACING [otlp] (or swift-otel, with a norq built with the OTLP
 # trait)  SAMPLE_RATIO [1.0]  CLIENTS [100]  SECONDS_LOAD [20]  NORQ_BIN [the release norq]  WORK [/tmp/norq-serve-ab]
 # SWAP [1]: odd rounds give B the first start (the other order on even rounds)
+# KEEP_DB [0]: 1 keeps each round's SQLite databases (~125 MB a server a round; by default they are removed once the
+# round's figures are read: 26 rounds once filled the disk)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ROUNDS="${ROUNDS:-5}"; B_TRACING="${TRACING:-otlp}"; CLIENTS="${CLIENTS:-100}"; WORK="${WORK:-/tmp/norq-serve-ab}"
@@ -42,6 +44,7 @@ print(json.dumps({"round": int(sys.argv[3]), "tracing": sys.argv[4], "a_per_s": 
                   "b_over_a": round(b["accepted_per_s"] / a["accepted_per_s"], 3)}))
 PY
     tail -n 1 "$WORK/rounds.jsonl"
+    [ "${KEEP_DB:-0}" = 1 ] || rm -f "$WORK/a$round"/sqlite/norq.db* "$WORK/b$round"/sqlite/norq.db*
 done
 python3 - "$WORK/rounds.jsonl" <<'PY'
 import json, statistics, sys

@@ -6,6 +6,7 @@
 # Benchmarks/serve-ab.sh (both at once) is the drift-free measure.
 #
 # env: PAIRS [6]  TRACING [otlp]  SAMPLE_RATIO [1.0]  SECONDS_LOAD [20]  NORQ_BIN [the release norq]  WORK [/tmp/norq-serve-pairs]
+#      KEEP_DB [0]: 1 keeps each run's SQLite database (by default removed once its figures are read)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PAIRS="${PAIRS:-6}"; TRACED="${TRACING:-otlp}"; WORK="${WORK:-/tmp/norq-serve-pairs}"
@@ -24,6 +25,7 @@ for line in open(sys.argv[1]):
               round(r["server_cpu_s"] / r["accepted"] * 1e6, 1), r["error_count"])
 PY
         tail -n 1 "$WORK/runs.txt"
+        [ "${KEEP_DB:-0}" = 1 ] || rm -f "$WORK/$t-$i"/sqlite/norq.db*
     done
 done
 python3 - "$WORK/runs.txt" "$TRACED" <<'PY'

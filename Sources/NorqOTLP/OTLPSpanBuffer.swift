@@ -105,16 +105,9 @@ final class OTLPSpanBuffer: Sendable {
     /// Everything held (oldest first), and the count dropped since the last take. Give the spans back with
     /// ``recycle(_:)`` once they are sent.
     func takeAll() -> (spans: OTLPEncodedSpans, dropped: Int) {
-        // New storage (only while none was given back) is made outside the lock.
-        let fresh = pending.withLock { $0.spare == nil } ? OTLPEncodedSpans(reservingSpans: Self.reserve(batchSize: batchSize)) : nil
-        return pending.withLock { pending in
-            let replacement: OTLPEncodedSpans
-            if let spare = pending.spare {
-                replacement = spare
-                pending.spare = nil
-            } else {
-                replacement = fresh ?? OTLPEncodedSpans(reservingSpans: Self.reserve(batchSize: batchSize))
-            }
+        pending.withLock { pending in
+            // New storage only when none was given back (the first take, or after a burst's storage was freed).
+            let replacement = pending.spare.take() ?? OTLPEncodedSpans(reservingSpans: Self.reserve(batchSize: batchSize))
             let taken = (pending.spans, pending.dropped)
             pending.spans = replacement
             pending.dropped = 0

@@ -165,17 +165,22 @@ struct OTLPTracerTests {
         #expect(spans.count == 10 && dropped == 15 && spans.decoded?.first?.name == "s0")
     }
 
+    /// Ends `count` recorded spans named `s0`, `s1`, ..., each with a 100-byte attribute (~150 bytes encoded).
+    static func endPaddedSpans(_ count: Int, tracer: OTLPTracer) {
+        for index in 0..<count {
+            let span = tracer.startSpan("s\(index)", context: .topLevel)
+            span.attributes["pad"] = String(repeating: "p", count: 100)
+            span.end()
+        }
+    }
+
     @Test("the buffer also stops at about maxQueueBytes of encoded spans")
     func boundedBytes() throws {
         var configuration = OTLPExporter.Configuration()
         configuration.maxQueueBytes = 1_000
         let exporter = OTLPExporter(configuration: configuration, logger: Logger(label: "test"))
         let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
-        for index in 0..<40 {
-            let span = tracer.startSpan("s\(index)", context: .topLevel)
-            span.attributes["pad"] = String(repeating: "p", count: 100)
-            span.end()
-        }
+        Self.endPaddedSpans(40, tracer: tracer)
         let (spans, dropped) = exporter.buffer.takeAll()
         // Each span is ~150 bytes: refused once 1,000 are held, so 7 kept (the last one over the bound).
         #expect(spans.count + dropped == 40 && spans.count >= 6 && spans.count <= 8)
@@ -220,11 +225,7 @@ struct OTLPTracerTests {
         let exporter = OTLPExporter(configuration: configuration, logger: Logger(label: "test"))
         let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
         // A batch of 2 reserves ~512 bytes; the bound is four times that. 40 spans with 100-byte attributes outgrow it.
-        for index in 0..<40 {
-            let span = tracer.startSpan("s\(index)", context: .topLevel)
-            span.attributes["pad"] = String(repeating: "p", count: 100)
-            span.end()
-        }
+        Self.endPaddedSpans(40, tracer: tracer)
         let (grown, _) = exporter.buffer.takeAll()
         #expect(grown.storageBytes > exporter.buffer.recycleBound)
         exporter.buffer.recycle(consume grown)

@@ -47,6 +47,29 @@ import FoundationNetworking
         return "a" + String(repeating: "0", count: 63 - hex.count) + hex
     }
 
+    /// `NorqServer` serving `delivery` on 127.0.0.1 with one `admin` key (``key``): its base URL (once it listens,
+    /// waiting at most 10 s) and the task that runs it (cancel it to stop).
+    static func serve(_ delivery: DurableDelivery,
+                      templates: ReloadableTemplates?) async throws -> (base: String, serving: Task<Void, any Error>) {
+        let port = Mutex<Int?>(nil)
+        let server = NorqServer(
+            settings: ServerConfiguration(host: "127.0.0.1", port: 0,
+                                          apiKeys: [.init(name: "full", secret: key, scopes: ["admin"])]),
+            dependencies: .init(delivery: delivery, templates: templates, configuration: NorqConfiguration(), metrics: nil),
+            onListening: { _, bound in port.withLock { $0 = bound } })
+        let serving = Task { try await server.run() }
+        var bound: Int?
+        for _ in 0..<500 where bound == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            bound = port.withLock { $0 }
+        }
+        guard let bound else {
+            serving.cancel()
+            throw NorqError(.serverBindFailed, "the test server did not listen within 10 s")
+        }
+        return ("http://127.0.0.1:\(bound)", serving)
+    }
+
     /// Waits (at most 20 s) until `ready` holds for the tracer's finished spans, and returns them.
     static func spans(of tracer: RecordingTracer,
                       until ready: ([RecordingTracer.FinishedSpan]) -> Bool) async throws -> [RecordingTracer.FinishedSpan] {
@@ -79,25 +102,13 @@ import FoundationNetworking
             let accepting = DurableDelivery(router: router, store: store, settings: settings)
             let delivering = DurableDelivery(router: router, store: store, settings: settings)
             let worker = DurableWorker(delivery: delivering, lanes: 1)
-            let port = Mutex<Int?>(nil)
-            let server = NorqServer(
-                settings: ServerConfiguration(host: "127.0.0.1", port: 0,
-                                              apiKeys: [.init(name: "full", secret: Self.key, scopes: ["admin"])]),
-                dependencies: .init(delivery: accepting, templates: templates, configuration: NorqConfiguration(),
-                                    metrics: nil),
-                onListening: { _, bound in port.withLock { $0 = bound } })
-            let serving = Task { try await server.run() }
+            let (base, serving) = try await Self.serve(accepting, templates: templates)
             let working = Task { try await worker.run() }
             defer {
                 serving.cancel()
                 worker.stop()
             }
-            var bound: Int?
-            for _ in 0..<500 where bound == nil {
-                try await Task.sleep(for: .milliseconds(20))
-                bound = port.withLock { $0 }
-            }
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(try #require(bound))/v1/sends")!)
+            var request = URLRequest(url: URL(string: base + "/v1/sends")!)
             request.httpMethod = "POST"
             request.timeoutInterval = 20
             request.setValue("Bearer \(Self.key)", forHTTPHeaderField: "Authorization")
@@ -221,20 +232,8 @@ import FoundationNetworking
         let tracer = RecordingTracer()
         let router = try NotificationRouter(providers: [], templates: nil, tracer: tracer)
         let delivery = DurableDelivery(router: router, store: InMemoryDeliveryStore())
-        let port = Mutex<Int?>(nil)
-        let server = NorqServer(
-            settings: ServerConfiguration(host: "127.0.0.1", port: 0,
-                                          apiKeys: [.init(name: "full", secret: Self.key, scopes: ["admin"])]),
-            dependencies: .init(delivery: delivery, templates: nil, configuration: NorqConfiguration(), metrics: nil),
-            onListening: { _, bound in port.withLock { $0 = bound } })
-        let serving = Task { try await server.run() }
+        let (base, serving) = try await Self.serve(delivery, templates: nil)
         defer { serving.cancel() }
-        var bound: Int?
-        for _ in 0..<500 where bound == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            bound = port.withLock { $0 }
-        }
-        let base = "http://127.0.0.1:\(try #require(bound))"
         func call(_ method: String, _ path: String, key: String?) async throws -> Int {
             var request = URLRequest(url: URL(string: base + path)!)
             request.httpMethod = method

@@ -11,7 +11,10 @@
 #   RENDER_SECONDS [15]  then the same load on POST /v1/render (same body, parsing, auth and template; no store)
 #   LANES [2] worker lanes of norq serve   WRK [1] also run wrk   WRK_SECONDS [10]
 #   WORK [/tmp/norq-serve-bench]   NO_BUILD [0] skip the two release builds   PG_FSYNC [on]
-#   PERF [0]  1: `perf record -g` the server during the load (WORK/<store>/perf.data; report with perf report)
+#   PERF [0]  1: `perf record -g` the server during the load (WORK/<store>/perf.data; report with perf report), of
+#            PERF_EVENTS when set (default: the CPU clock)
+#            stat: `perf stat -e PERF_EVENTS` the server over the warm-up and the load (WORK/<store>/perf-stat.txt),
+#            e.g. PERF_EVENTS=probe_libc:malloc after `perf probe -x <libc.so.6> --add malloc`: allocations a send
 #   PERF_CALL_GRAPH [fp]  `dwarf` unwinds through code without frame pointers (glibc's malloc): bigger, slower
 #   NORQ_BIN [the release norq]  another norq executable (a debug one for a smoke run of this script only)
 #   TRACING [off]  otlp: norq serve traces every request, enqueue, claim and attempt (sampled 100%) and exports the
@@ -172,7 +175,10 @@ YAML
     local before after perf_pid=""
     before="$(load_avg)"
     if [ "${PERF:-0}" = 1 ]; then
-        perf record --call-graph "${PERF_CALL_GRAPH:-fp}" -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
+        perf record ${PERF_EVENTS:+-e "$PERF_EVENTS"} --call-graph "${PERF_CALL_GRAPH:-fp}" -o "$dir/perf.data" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
+        perf_pid=$!
+    elif [ "${PERF:-0}" = stat ]; then
+        perf stat -e "${PERF_EVENTS:-task-clock}" -o "$dir/perf-stat.txt" -p "$server" -- sleep "$(( ${WARMUP%.*} + ${SECONDS_LOAD%.*} ))" > "$dir/perf.log" 2>&1 &
         perf_pid=$!
     fi
     # START_AT (serve-ab.sh): the load of two servers begins in the same second.

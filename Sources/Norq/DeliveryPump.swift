@@ -379,7 +379,7 @@ final class DeliveryPump: Sendable {
         router.metrics.inFlightChanged(by: 1)
         let started = now ?? router.clock.now()
         // The attempt's span (only when the router traces): a child of the caller's context.
-        let span = DeliveryTracing.startAttempt(router, parent: attempt.job.plan.trace, job: attempt.job,
+        let span = DeliveryTracing.startAttempt(router, parent: attempt.job.plan.trace.map { .context($0) }, job: attempt.job,
                                                 attempt: attempts)
         if let batcher {
             // A batch-capable provider: the attempt joins a request of its batch key; its own answer comes back

@@ -35,6 +35,19 @@ enum DeliveryTracing {
         return context
     }
 
+    /// The parent of an attempt's span: the context of the send's caller (an attempt in memory), or the claim's span
+    /// (a durable attempt). A span of a tracer that starts children from a span alone
+    /// (``SpanAttributeRecorder/startsChildrenOfSpans``) is kept as it is; of any other tracer, its context.
+    enum Parent: Sendable {
+        case context(InstrumentationContext)
+        case span(any Tracing.Span)
+
+        /// What an attempt whose parent is `span` keeps of it.
+        init(_ span: any Tracing.Span, recorder: SpanAttributeRecorder) {
+            self = recorder.startsChildrenOfSpans ? .span(span) : .context(span.context)
+        }
+    }
+
     /// An attempt's span and what was known when it started, made into its attributes with the answer's, in one
     /// list sized once, when it ends (``endAttempt(_:answer:step:)``).
     struct AttemptSpan: Sendable {
@@ -49,10 +62,14 @@ enum DeliveryTracing {
     }
 
     /// Starts the span of one provider attempt; nil when `router` does not trace.
-    static func startAttempt(_ router: NotificationRouter, parent: InstrumentationContext?, job: DeliveryJob,
+    static func startAttempt(_ router: NotificationRouter, parent: Parent?, job: DeliveryJob,
                              attempt: Int, sendID: String? = nil) -> AttemptSpan? {
         guard let tracer = router.tracer, let recorder = router.spanRecorder else { return nil }
-        let span = tracer.startSpan(attemptSpan, context: parent ?? .topLevel, ofKind: .client)
+        let span: any Tracing.Span = switch parent {
+        case .span(let claim): recorder.startSpan(attemptSpan, childOf: claim, ofKind: .client, tracer: tracer)
+        case .context(let context): tracer.startSpan(attemptSpan, context: context, ofKind: .client)
+        case nil: tracer.startSpan(attemptSpan, context: .topLevel, ofKind: .client)
+        }
         let platform: String? = switch job.target {
         case .token(let token): token.platform.rawValue
         case .channel: nil
@@ -88,21 +105,19 @@ enum DeliveryTracing {
         case .failure(let error):
             attributes.set("norq.error.code", .string(error.code.rawValue))
         }
+        var failed = false
         switch step {
         case .done(let result, _):
             let kind = outcomeKind(result)
             attributes.set("norq.outcome", .string(kind.name))
             if let code = kind.code { attributes.set("norq.error.code", .string(code)) }
+            failed = kind.isError
         case .retry(let delay, _, _, _):
             attributes.set("norq.outcome", .string("retry"))
             attributes.set("norq.retry.delay_ms", .int(delay.components.seconds * 1000
                                                                  + delay.components.attoseconds / 1_000_000_000_000_000))
         }
-        attempt.recorder.record(attributes, on: span)
-        if case .done(let result, _) = step, outcomeKind(result).isError {
-            span.setStatus(SpanStatus(code: .error))
-        }
-        span.end()
+        attempt.recorder.end(span, attributes: attributes, status: failed ? SpanStatus(code: .error) : nil)
     }
 
     /// The outcome's kind for the `norq.outcome` attribute, its error code, and whether the span failed.

@@ -122,25 +122,30 @@ public final class DurableDelivery: Sendable {
         // the enqueue's.
         let caller = InstrumentationContext.current
         let span = tracer.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
-        defer { span.end() }
-        // The attributes are given once, at the end.
-        var attributes = SpanAttributeList(capacity: span.isRecording ? 4 : 0)
-        if span.isRecording, let templateName { attributes.set("norq.template", .string(templateName)) }
+        // The attributes are given once, with the span's end.
+        let recording = span.isRecording
+        var attributes = SpanAttributeList(capacity: recording ? 4 : 0)
+        if recording, let templateName { attributes.set("norq.template", .string(templateName)) }
         do {
             let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                             recipients: recipients, options: options, scope: sendScope, router: router,
                                             trace: (caller ?? span.context, tracer))
-            if span.isRecording {
+            if recording {
                 attributes.set("norq.send.id", .string(receipt.sendID))
                 attributes.set("norq.send.created", .bool(receipt.created))
                 attributes.set("norq.targets", .int(Int64(receipt.targetCount)))
-                recorder.record(attributes, on: span)
+                recorder.end(span, attributes: attributes)
+            } else {
+                span.end()
             }
             return receipt
         } catch {
-            attributes.set("norq.error.code", .string(error.code.rawValue))
-            recorder.record(attributes, on: span)
-            span.setStatus(SpanStatus(code: .error))
+            if recording {
+                attributes.set("norq.error.code", .string(error.code.rawValue))
+                recorder.end(span, attributes: attributes, status: SpanStatus(code: .error))
+            } else {
+                span.end()
+            }
             throw error
         }
     }

@@ -124,10 +124,10 @@ extension DurableWorker {
         /// The provider's request grouper when it sends many targets per request (Expo), nil otherwise.
         let batcher: RequestBatcher?
         /// The parent of its attempts' spans (the claim's); nil when the router does not trace.
-        let trace: InstrumentationContext?
+        let trace: DeliveryTracing.Parent?
 
         init(row: OutboxRow, lease: Lease, prepared: PreparedJob, requestID: String, router: NotificationRouter,
-             batch: AttemptBatch, feeder: Feeder, batcher: RequestBatcher?, trace: InstrumentationContext?) {
+             batch: AttemptBatch, feeder: Feeder, batcher: RequestBatcher?, trace: DeliveryTracing.Parent?) {
             self.trace = trace
             self.row = row
             self.lease = lease
@@ -157,7 +157,7 @@ extension DurableWorker {
         let plans = await plans(for: rows.map(\.sendID))
         // One `norq.claim` span per send of the batch (from the claim's start to now: the store's claim and the
         // plans read), a child of the context stored with the send; its rows' attempts are the claim's children.
-        var claims: [String: InstrumentationContext] = [:]
+        var claims: [String: DeliveryTracing.Parent] = [:]
         if let tracer = router.tracer, let recorder = router.spanRecorder {
             var rowsPerSend: [String: Int] = [:]
             rowsPerSend.reserveCapacity(rows.count)
@@ -168,15 +168,16 @@ extension DurableWorker {
                 guard case .plan(let plan)? = plans[sendID] else { continue }
                 let span = tracer.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
                                             ofKind: .consumer, at: start)
+                claims[sendID] = DeliveryTracing.Parent(span, recorder: recorder)
                 if span.isRecording {
                     var attributes = SpanAttributeList(capacity: 3)
                     attributes.set("norq.send.id", .string(sendID))
                     attributes.set("norq.rows", .int(Int64(count)))
                     attributes.set("norq.worker", .string(name))
-                    recorder.record(attributes, on: span)
+                    recorder.end(span, attributes: attributes)
+                } else {
+                    span.end()
                 }
-                claims[sendID] = span.context
-                span.end()
             }
         }
         let held = rows.reduce(0) { $0 + ($1.lease == nil ? 0 : 1) }

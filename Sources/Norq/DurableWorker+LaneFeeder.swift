@@ -23,8 +23,8 @@ extension DurableWorker {
         let router: NotificationRouter
         /// The provider's request grouper when it sends many targets per request (Expo), nil otherwise.
         let batcher: RequestBatcher?
-        /// The `norq.claim` span's context of the row's send (nil when not traced): its attempts' parent.
-        var trace: InstrumentationContext? = nil
+        /// The parent of the row's attempts (the `norq.claim` span of its send; nil when not traced).
+        var trace: DeliveryTracing.Parent? = nil
     }
 
     /// The durable worker's lane feeder.

@@ -44,8 +44,10 @@ public final class OTLPSpan: Span, Sendable {
         var ended = false
     }
 
-    /// The context the span was started in (its parent's); ``context`` adds the span's own.
-    private let parentContext: InstrumentationContext
+    /// The context the span was started in, or the one its parent was started in (``OTLPTracer``'s
+    /// `startSpan(_:childOf:ofKind:)`: the same but for the OTLP span context); ``context`` replaces its OTLP span
+    /// context with the span's own.
+    let baseContext: InstrumentationContext
     let spanContext: OTLPSpanContext
     let parentSpanID: UInt64
     let kind: SpanKind
@@ -58,7 +60,7 @@ public final class OTLPSpan: Span, Sendable {
 
     init(operationName: String, kind: SpanKind, context: InstrumentationContext, spanContext: OTLPSpanContext,
          parentSpanID: UInt64, startNanoseconds: UInt64, sink: OTLPSpanBuffer?) {
-        self.parentContext = context
+        self.baseContext = context
         self.spanContext = spanContext
         self.parentSpanID = parentSpanID
         self.kind = kind
@@ -72,7 +74,7 @@ public final class OTLPSpan: Span, Sendable {
     /// spans are never asked (an attempt has no children), and setting a context's value copies its storage and
     /// boxes the value.
     public var context: InstrumentationContext {
-        var context = parentContext
+        var context = baseContext
         context.otlpSpanContext = spanContext
         return context
     }
@@ -147,15 +149,36 @@ public final class OTLPSpan: Span, Sendable {
         let end = instant().nanosecondsSinceEpoch
         let finished: OTLPFinishedSpan? = state.withLock { state in
             guard !state.ended else { return nil }
-            state.ended = true
-            ended.store(true, ordering: .relaxed)
-            return OTLPFinishedSpan(context: spanContext, parentSpanID: parentSpanID, name: state.operationName,
-                                    kind: kind, startNanoseconds: startNanoseconds,
-                                    endNanoseconds: max(end, startNanoseconds), attributes: state.attributes,
-                                    attributeList: state.attributeList, events: state.events, links: state.links,
-                                    status: state.status, droppedEvents: state.droppedEvents,
-                                    droppedLinks: state.droppedLinks)
+            return finish(&state, end: end)
         }
         if let finished { sink.append(finished) }
+    }
+
+    /// Ends the span now with the attributes in `list` (replacing any), renamed `operationName` and with `status`
+    /// (as ``setStatus(_:)``) when those are not nil: one lock, the list moved into the encoder as it is.
+    package func end(operationName: String?, attributes list: SpanAttributeList, status: SpanStatus?) {
+        guard let sink else { return }
+        let end = DefaultTracerClock.now.nanosecondsSinceEpoch
+        let finished: OTLPFinishedSpan? = state.withLock { state in
+            guard !state.ended else { return nil }
+            if let operationName { state.operationName = operationName }
+            state.attributeList = list
+            state.attributes = [:]
+            if let status, state.status?.code != .ok { state.status = status }
+            return finish(&state, end: end)
+        }
+        if let finished { sink.append(finished) }
+    }
+
+    /// Marks the span ended and makes what the exporter encodes of it (the span keeps what it recorded: it can
+    /// still be read once ended).
+    private func finish(_ state: inout State, end: UInt64) -> OTLPFinishedSpan {
+        state.ended = true
+        ended.store(true, ordering: .relaxed)
+        return OTLPFinishedSpan(context: spanContext, parentSpanID: parentSpanID, name: state.operationName, kind: kind,
+                                startNanoseconds: startNanoseconds, endNanoseconds: max(end, startNanoseconds),
+                                attributes: state.attributes, attributeList: state.attributeList,
+                                events: state.events, links: state.links, status: state.status,
+                                droppedEvents: state.droppedEvents, droppedLinks: state.droppedLinks)
     }
 }

@@ -29,7 +29,14 @@ public final class OTLPTracer: Tracer, Sendable {
         at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
     ) -> OTLPSpan {
         let context = context()
-        let parent = context.otlpSpanContext
+        return startSpan(operationName, in: context, parent: context.otlpSpanContext, ofKind: kind,
+                         at: instant().nanosecondsSinceEpoch)
+    }
+
+    /// A span of `kind` in `context` (its base: see ``OTLPSpan/context``), a child of `parent` (nil: a new trace's
+    /// root), started at `start` (nanoseconds since the epoch; read only when the span is sampled).
+    private func startSpan(_ operationName: String, in context: InstrumentationContext, parent: OTLPSpanContext?,
+                           ofKind kind: SpanKind, at start: @autoclosure () -> UInt64) -> OTLPSpan {
         let (high, low, spanID): (UInt64, UInt64, UInt64) = if let parent {
             (parent.traceIDHigh, parent.traceIDLow, ids.next())
         } else {
@@ -39,8 +46,7 @@ public final class OTLPTracer: Tracer, Sendable {
         let own = OTLPSpanContext(traceIDHigh: high, traceIDLow: low, spanID: spanID, sampled: sampled,
                                   traceState: parent?.traceState)
         return OTLPSpan(operationName: operationName, kind: kind, context: context, spanContext: own,
-                        parentSpanID: parent?.spanID ?? 0,
-                        startNanoseconds: sampled ? instant().nanosecondsSinceEpoch : 0,
+                        parentSpanID: parent?.spanID ?? 0, startNanoseconds: sampled ? start() : 0,
                         sink: sampled ? buffer : nil)
     }
 
@@ -68,5 +74,22 @@ extension OTLPTracer: SpanAttributeListTracer {
         guard let span = span as? OTLPSpan else { return false }
         span.setAttributes(list)
         return true
+    }
+
+    package func end(_ span: any Tracing.Span, operationName: String?, attributes list: SpanAttributeList,
+                     status: SpanStatus?) -> Bool {
+        guard let span = span as? OTLPSpan else { return false }
+        span.end(operationName: operationName, attributes: list, status: status)
+        return true
+    }
+
+    /// The child's base context is the one `parent` was started in: its `context` is then what it would be had it
+    /// been started in `parent.context`, which is not made (the OTLP span context, the only value that differs,
+    /// is the child's own either way).
+    package func startSpan(_ operationName: String, childOf parent: any Tracing.Span,
+                           ofKind kind: SpanKind) -> (any Tracing.Span)? {
+        guard let parent = parent as? OTLPSpan else { return nil }
+        return startSpan(operationName, in: parent.baseContext, parent: parent.spanContext, ofKind: kind,
+                         at: DefaultTracerClock.now.nanosecondsSinceEpoch)
     }
 }

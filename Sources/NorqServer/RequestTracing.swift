@@ -30,11 +30,11 @@ struct RequestTracing: Sendable {
         var parent = InstrumentationContext.current ?? .topLevel
         tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
         let span = tracer.startSpan(Self.operationName(request.method), context: parent, ofKind: .server)
-        defer { span.end() }
         guard span.isRecording else {
+            defer { span.end() }
             return await InstrumentationContext.$current.withValue(span.context) { await respond(request, context) }
         }
-        // The attributes are given once, when the answer is known.
+        // The attributes, the route's name and the status are given once, with the span's end.
         var attributes = SpanAttributeList(capacity: 4)
         let path = request.uri.path
         attributes.set("http.request.method", .string(request.method.rawValue))
@@ -43,13 +43,14 @@ struct RequestTracing: Sendable {
         let response = await InstrumentationContext.$current.withValue(span.context) { await respond(request, context) }
         // A route pattern starts with `/`; Hummingbird names a request no route matched `NotFound`, which is no
         // route (OpenTelemetry: `http.route` only for a matched route; the span keeps its `HTTP GET` name).
-        if let route = context.endpointPath, route.hasPrefix("/") {
-            span.operationName = route
-            attributes.set("http.route", .string(route))
+        var route: String?
+        if let matched = context.endpointPath, matched.hasPrefix("/") {
+            route = matched
+            attributes.set("http.route", .string(matched))
         }
         attributes.set("http.response.status_code", .int(Int64(response.status.code)))
-        recorder.record(attributes, on: span)
-        if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+        recorder.end(span, operationName: route, attributes: attributes,
+                     status: response.status.code >= 500 ? SpanStatus(code: .error) : nil)
         return response
     }
 }

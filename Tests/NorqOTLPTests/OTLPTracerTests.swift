@@ -139,6 +139,64 @@ struct OTLPTracerTests {
         #expect(quiet.attributes.isEmpty)
     }
 
+    @Test("a span ends with its list, name and status in one step; a child starts from its parent span alone")
+    func endInOneStepAndChildOfSpan() throws {
+        let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))
+        let tracer = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        let recorder = SpanAttributeRecorder(tracer: tracer)
+        #expect(recorder.startsChildrenOfSpans)
+        // The parent is started in a context with a value of another key: the child's context keeps it.
+        var base = InstrumentationContext.topLevel
+        base[OtherKey.self] = "kept"
+        let parent = tracer.startSpan("claim", context: base, ofKind: .consumer)
+        let child = recorder.startSpan("attempt", childOf: parent, ofKind: .client, tracer: tracer)
+        let viaContext = tracer.startSpan("attempt", context: parent.context, ofKind: .client)
+        let childContext = try #require(child.context.otlpSpanContext)
+        let viaContextContext = try #require(viaContext.context.otlpSpanContext)
+        let parentContext = try #require(parent.context.otlpSpanContext)
+        #expect(child.context[OtherKey.self] == "kept" && viaContext.context[OtherKey.self] == "kept")
+        #expect(childContext.traceIDHigh == parentContext.traceIDHigh && childContext.traceIDLow == parentContext.traceIDLow)
+        #expect(childContext.spanID != parentContext.spanID && childContext.sampled)
+        #expect(viaContextContext.traceIDLow == parentContext.traceIDLow)
+
+        var list = SpanAttributeList(capacity: 2)
+        list.set("norq.outcome", .string("rejected"))
+        list.set("http.response.status_code", .int(400))
+        parent.attributes = ["stale": "gone"]
+        recorder.end(parent, operationName: "renamed", attributes: list, status: SpanStatus(code: .error))
+        #expect(!parent.isRecording && parent.attributes == list.spanAttributes && parent.operationName == "renamed")
+        recorder.end(parent, attributes: SpanAttributeList(), status: nil)  // once only
+        parent.end()
+        child.setStatus(SpanStatus(code: .ok))
+        recorder.end(child, attributes: list, status: SpanStatus(code: .error))  // `ok` stays
+        viaContext.end()
+
+        let (held, dropped) = exporter.buffer.takeAll()
+        let spans = try #require(held.decoded)
+        #expect(dropped == 0 && spans.map(\.name) == ["renamed", "attempt", "attempt"])
+        #expect(spans[1].parentSpanID == parentContext.spanID && spans[2].parentSpanID == parentContext.spanID)
+        #expect(spans[1].traceIDLow == parentContext.traceIDLow)
+        #expect(spans[0].message.all(9).compactMap { $0.message?.first(1)?.string }
+                == ["norq.outcome", "http.response.status_code"])
+        #expect(spans[0].message.first(15)?.message?.first(3)?.integer == 2)  // error
+        #expect(spans[1].message.first(15)?.message?.first(3)?.integer == 1)  // ok
+
+        // A parent of another tracer: the child is made from its context.
+        let other = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
+        let foreign = NoOpTracer().startSpan("foreign", context: base)
+        #expect(other.startSpan("x", childOf: foreign, ofKind: .client) == nil)
+        let fallback = SpanAttributeRecorder(tracer: other).startSpan("x", childOf: foreign, ofKind: .client, tracer: other)
+        #expect(fallback.context[OtherKey.self] == "kept")
+        // A span that records nothing takes nothing and is not exported.
+        let quiet = OTLPTracer(sampler: OTLPSampler(ratio: 0), exporter: exporter).startSpan("quiet", context: .topLevel)
+        SpanAttributeRecorder(tracer: tracer).end(quiet, attributes: list)
+        #expect(quiet.attributes.isEmpty && exporter.buffer.count == 0)
+    }
+
+    private enum OtherKey: InstrumentationContextKey {
+        typealias Value = String
+    }
+
     @Test("an unsampled trace records nothing but still propagates")
     func unsampled() {
         let exporter = OTLPExporter(configuration: .init(), logger: Logger(label: "test"))

@@ -380,6 +380,8 @@ let package = Package(
             name: "NorqTests",
             dependencies: ["NorqHostileTesting", 
                 "Norq", "NorqCore", "NorqAPNs", "NorqConfig", "NorqTemplates", "NorqTesting", "NorqProviderTesting",
+                "NorqSpanAttributes", "NorqTracingTesting",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

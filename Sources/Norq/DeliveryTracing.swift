@@ -89,34 +89,37 @@ enum DeliveryTracing {
         let span = attempt.span
         guard span.isRecording else { span.end(); return }
         var attributes = SpanAttributeList(capacity: attemptAttributeCapacity)
-        attributes.set("norq.provider", .string(attempt.provider))
-        attributes.set("norq.target.position", .int(Int64(attempt.position)))
-        attributes.set("norq.attempt", .int(Int64(attempt.attempt)))
+        attributes.add("norq.provider", .string(attempt.provider))
+        attributes.add("norq.target.position", .int(Int64(attempt.position)))
+        attributes.add("norq.attempt", .int(Int64(attempt.attempt)))
         if let platform = attempt.platform {
-            attributes.set("norq.target.kind", .string("token"))
-            attributes.set("norq.platform", .string(platform))
+            attributes.add("norq.target.kind", .string("token"))
+            attributes.add("norq.platform", .string(platform))
         } else {
-            attributes.set("norq.target.kind", .string("channel"))
+            attributes.add("norq.target.kind", .string("channel"))
         }
-        if let sendID = attempt.sendID { attributes.set("norq.send.id", .string(sendID)) }
+        if let sendID = attempt.sendID { attributes.add("norq.send.id", .string(sendID)) }
+        // The error code: the outcome's when it has one, else the failed answer's.
+        var errorCode: String?
         switch answer {
         case .success(let response):
-            attributes.set("http.response.status_code", .int(Int64(response.status)))
+            attributes.add("http.response.status_code", .int(Int64(response.status)))
         case .failure(let error):
-            attributes.set("norq.error.code", .string(error.code.rawValue))
+            errorCode = error.code.rawValue
         }
         var failed = false
         switch step {
         case .done(let result, _):
             let kind = outcomeKind(result)
-            attributes.set("norq.outcome", .string(kind.name))
-            if let code = kind.code { attributes.set("norq.error.code", .string(code)) }
+            attributes.add("norq.outcome", .string(kind.name))
+            if let code = kind.code { errorCode = code }
             failed = kind.isError
         case .retry(let delay, _, _, _):
-            attributes.set("norq.outcome", .string("retry"))
-            attributes.set("norq.retry.delay_ms", .int(delay.components.seconds * 1000
+            attributes.add("norq.outcome", .string("retry"))
+            attributes.add("norq.retry.delay_ms", .int(delay.components.seconds * 1000
                                                                  + delay.components.attoseconds / 1_000_000_000_000_000))
         }
+        if let errorCode { attributes.add("norq.error.code", .string(errorCode)) }
         attempt.recorder.end(span, attributes: attributes, status: failed ? SpanStatus(code: .error) : nil)
     }
 

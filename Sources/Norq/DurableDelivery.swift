@@ -125,15 +125,15 @@ public final class DurableDelivery: Sendable {
         // The attributes are given once, with the span's end.
         let recording = span.isRecording
         var attributes = SpanAttributeList(capacity: recording ? 4 : 0)
-        if recording, let templateName { attributes.set("norq.template", .string(templateName)) }
+        if recording, let templateName { attributes.add("norq.template", .string(templateName)) }
         do {
             let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                             recipients: recipients, options: options, scope: sendScope, router: router,
                                             trace: (caller ?? span.context, tracer))
             if recording {
-                attributes.set("norq.send.id", .string(receipt.sendID))
-                attributes.set("norq.send.created", .bool(receipt.created))
-                attributes.set("norq.targets", .int(Int64(receipt.targetCount)))
+                attributes.add("norq.send.id", .string(receipt.sendID))
+                attributes.add("norq.send.created", .bool(receipt.created))
+                attributes.add("norq.targets", .int(Int64(receipt.targetCount)))
                 recorder.end(span, attributes: attributes)
             } else {
                 span.end()
@@ -141,7 +141,7 @@ public final class DurableDelivery: Sendable {
             return receipt
         } catch {
             if recording {
-                attributes.set("norq.error.code", .string(error.code.rawValue))
+                attributes.add("norq.error.code", .string(error.code.rawValue))
                 recorder.end(span, attributes: attributes, status: SpanStatus(code: .error))
             } else {
                 span.end()

@@ -171,9 +171,9 @@ extension DurableWorker {
                 claims[sendID] = DeliveryTracing.Parent(span, recorder: recorder)
                 if span.isRecording {
                     var attributes = SpanAttributeList(capacity: 3)
-                    attributes.set("norq.send.id", .string(sendID))
-                    attributes.set("norq.rows", .int(Int64(count)))
-                    attributes.set("norq.worker", .string(name))
+                    attributes.add("norq.send.id", .string(sendID))
+                    attributes.add("norq.rows", .int(Int64(count)))
+                    attributes.add("norq.worker", .string(name))
                     recorder.end(span, attributes: attributes)
                 } else {
                     span.end()

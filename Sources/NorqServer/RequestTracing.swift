@@ -37,8 +37,8 @@ struct RequestTracing: Sendable {
         // The attributes, the route's name and the status are given once, with the span's end.
         var attributes = SpanAttributeList(capacity: 4)
         let path = request.uri.path
-        attributes.set("http.request.method", .string(request.method.rawValue))
-        attributes.set("url.path", .string(path.utf8.count <= 256 ? path
+        attributes.add("http.request.method", .string(request.method.rawValue))
+        attributes.add("url.path", .string(path.utf8.count <= 256 ? path
                                            : String(decoding: path.utf8.prefix(256), as: UTF8.self)))
         let response = await InstrumentationContext.$current.withValue(span.context) { await respond(request, context) }
         // A route pattern starts with `/`; Hummingbird names a request no route matched `NotFound`, which is no
@@ -46,9 +46,9 @@ struct RequestTracing: Sendable {
         var route: String?
         if let matched = context.endpointPath, matched.hasPrefix("/") {
             route = matched
-            attributes.set("http.route", .string(matched))
+            attributes.add("http.route", .string(matched))
         }
-        attributes.set("http.response.status_code", .int(Int64(response.status.code)))
+        attributes.add("http.response.status_code", .int(Int64(response.status.code)))
         recorder.end(span, operationName: route, attributes: attributes,
                      status: response.status.code >= 500 ? SpanStatus(code: .error) : nil)
         return response

@@ -45,6 +45,14 @@ package struct SpanAttributeList: Sendable, Equatable {
         entries.append((key, value))
     }
 
+    /// Adds `key`, which the list does not hold yet, with `value`: no search (Norq's spans name each key once; a key
+    /// added twice stops a debug build, and a release build would encode it twice, so use ``set(_:_:)`` where a key
+    /// may repeat).
+    package mutating func add(_ key: String, _ value: Value) {
+        assert(!entries.contains { $0.key == key }, "\(key) is already in the list")
+        entries.append((key, value))
+    }
+
     package var count: Int { entries.count }
     package var isEmpty: Bool { entries.isEmpty }
 

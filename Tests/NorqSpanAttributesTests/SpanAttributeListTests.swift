@@ -25,6 +25,18 @@ struct SpanAttributeListTests {
         #expect(SpanAttributeList().isEmpty && SpanAttributeList().spanAttributes.isEmpty)
     }
 
+    @Test("a key added (known to be new) is appended in order: the same list as setting it")
+    func addAppends() {
+        var added = SpanAttributeList(capacity: 3), set = SpanAttributeList(capacity: 3)
+        for (key, value) in [("http.route", SpanAttributeList.Value.string("/v1/sends")), ("http.response.status_code", .int(202)),
+                             ("norq.send.created", .bool(false))] {
+            added.add(key, value)
+            set.set(key, value)
+        }
+        #expect(added == set && added.entries.map(\.key) == ["http.route", "http.response.status_code", "norq.send.created"])
+        #expect(added.spanAttributes.get("http.response.status_code") == .int64(202))
+    }
+
     @Test("equality: same keys, values and order")
     func equality() {
         var one = SpanAttributeList(), two = SpanAttributeList(capacity: 8)

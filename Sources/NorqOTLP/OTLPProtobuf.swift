@@ -81,20 +81,26 @@ struct ProtobufWriter {
     /// Bytes already encoded.
     mutating func append(_ raw: some Collection<UInt8>) { bytes.append(contentsOf: raw) }
 
-    mutating func message(_ field: UInt32, _ body: (inout ProtobufWriter) -> Void) {
+    /// A nested message in field `field`, its body written by `body`. `lengthBytes` bytes are reserved for its length
+    /// before the body is written: the body moves only when its length takes another number of bytes (a span, 128
+    /// bytes to 16 KiB encoded, reserves 2; most other messages are shorter than 128 bytes and reserve 1).
+    mutating func message(_ field: UInt32, lengthBytes reserved: Int = 1, _ body: (inout ProtobufWriter) -> Void) {
         tag(field, 2)
         let lengthAt = bytes.count
-        bytes.append(0)
+        bytes.append(contentsOf: repeatElement(0, count: reserved))
         let start = bytes.count
         body(&self)
         let length = bytes.count - start
-        if length < 0x80 {
+        if length < 0x80, reserved == 1 {
             bytes[lengthAt] = UInt8(length)
             return
         }
-        // A longer length needs more bytes: the body moves by the extra ones (no array made for the prefix).
         let size = Self.varintSize(length)
-        bytes.insert(contentsOf: repeatElement(0, count: size - 1), at: start)
+        if size > reserved {
+            bytes.insert(contentsOf: repeatElement(0, count: size - reserved), at: start)
+        } else if size < reserved {
+            bytes.removeSubrange((lengthAt + size)..<start)
+        }
         var value = UInt64(length)
         for index in lengthAt..<(lengthAt + size) {
             bytes[index] = UInt8(truncatingIfNeeded: value) | (index == lengthAt + size - 1 ? 0 : 0x80)
@@ -109,7 +115,7 @@ struct ProtobufWriter {
 enum OTLPTraceEncoder {
     /// One span as `ScopeSpans.spans` (field 2): what ``OTLPSpanBuffer`` keeps of a span that ended.
     static func appendSpanField(_ span: borrowing OTLPFinishedSpan, into writer: inout ProtobufWriter) {
-        writer.message(2) { encode(span, into: &$0) }
+        writer.message(2, lengthBytes: 2) { encode(span, into: &$0) }
     }
 
     /// The request around spans already encoded as `ScopeSpans.spans` fields (``appendSpanField(_:into:)``): the

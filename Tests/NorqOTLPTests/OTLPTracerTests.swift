@@ -357,19 +357,25 @@ struct OTLPTracerTests {
 
     /// The outer message holds a string field of `textBytes` (2-4 bytes more), so its own length crosses the
     /// one-, two- and three-byte varint bounds (127/128, 16,383/16,384) over the arguments.
-    @Test("encoding: a nested message's length takes as many varint bytes as it needs",
+    /// Each time with 1, 2 and 3 bytes reserved for the length: the length is always written in as few bytes as it
+    /// needs (the body moved back or forth), never padded.
+    @Test("encoding: a nested message's length takes as many varint bytes as it needs, whatever was reserved",
           arguments: [0, 1, 124, 125, 126, 300, 16_379, 16_380, 16_381, 70_000])
     func nestedLengths(textBytes: Int) throws {
-        var writer = ProtobufWriter()
-        writer.varintField(1, 7)
-        writer.message(2) { inner in inner.stringField(1, String(repeating: "x", count: textBytes)) }
-        writer.varintField(3, 9)
-        let message = try #require(ProtobufMessage(writer.bytes))
-        #expect(message.fields.map(\.number) == [1, 2, 3])
-        #expect(message.first(1)?.integer == 7)
-        #expect(message.first(3)?.integer == 9)
-        let text = try #require(message.first(2)?.message?.first(1)).string
-        #expect(text.utf8.count == textBytes && text.allSatisfy { $0 == "x" })
+        for reserved in 1...3 {
+            var writer = ProtobufWriter()
+            writer.varintField(1, 7)
+            writer.message(2, lengthBytes: reserved) { inner in inner.stringField(1, String(repeating: "x", count: textBytes)) }
+            writer.varintField(3, 9)
+            let message = try #require(ProtobufMessage(writer.bytes))
+            #expect(message.fields.map(\.number) == [1, 2, 3])
+            #expect(message.first(1)?.integer == 7)
+            #expect(message.first(3)?.integer == 9)
+            let text = try #require(message.first(2)?.message?.first(1)).string
+            #expect(text.utf8.count == textBytes && text.allSatisfy { $0 == "x" })
+            let inner = ProtobufWriter.fieldSize(textBytes)
+            #expect(writer.bytes.count == 2 + 1 + ProtobufWriter.varintSize(inner) + inner + 2, "reserved \(reserved)")
+        }
     }
 
     @Test("export policy: success, retryable statuses and transport failures, the attempt and deadline bounds")

@@ -155,7 +155,7 @@ public final class OTLPSpan: Span, Sendable {
     }
 
     /// Ends the span now with the attributes in `list` (replacing any), renamed `operationName` and with `status`
-    /// (as ``setStatus(_:)``) when those are not nil: one lock, the list moved into the encoder as it is.
+    /// (as ``setStatus(_:)``) when those are not nil, under one lock; the list is kept as it is and encoded from.
     package func end(operationName: String?, attributes list: SpanAttributeList, status: SpanStatus?) {
         guard let sink else { return }
         let end = DefaultTracerClock.now.nanosecondsSinceEpoch

@@ -32,9 +32,9 @@ public final class OTLPSpan: Span, Sendable {
 
     private struct State {
         var operationName: String
-        /// Set through `attributes`; empty when the span was given a list (``setAttributes(_:)``).
+        /// Set through `attributes`; empty once the span was ended with a list (``end(operationName:attributes:status:)``).
         var attributes: SpanAttributes = [:]
-        /// Set through ``setAttributes(_:)``; empty when the span was given `attributes`.
+        /// Given by ``end(operationName:attributes:status:)``; empty until then.
         var attributeList = SpanAttributeList()
         var status: SpanStatus?
         var events: [SpanEvent] = []
@@ -91,19 +91,7 @@ public final class OTLPSpan: Span, Sendable {
             state.withLock { state in
                 guard !state.ended else { return }
                 state.attributes = newValue
-                state.attributeList = SpanAttributeList()
             }
-        }
-    }
-
-    /// Replaces the span's attributes with `list`, kept as it is and encoded from it when the span ends (no
-    /// dictionary: see ``SpanAttributeList``); `attributes` reads them back.
-    package func setAttributes(_ list: SpanAttributeList) {
-        guard sink != nil else { return }
-        state.withLock { state in
-            guard !state.ended else { return }
-            state.attributeList = list
-            state.attributes = [:]
         }
     }
 

@@ -70,12 +70,6 @@ public final class OTLPTracer: Tracer, Sendable {
 }
 
 extension OTLPTracer: SpanAttributeListTracer {
-    package func setAttributes(_ list: SpanAttributeList, on span: any Tracing.Span) -> Bool {
-        guard let span = span as? OTLPSpan else { return false }
-        span.setAttributes(list)
-        return true
-    }
-
     package func end(_ span: any Tracing.Span, operationName: String?, attributes list: SpanAttributeList,
                      status: SpanStatus?) -> Bool {
         guard let span = span as? OTLPSpan else { return false }

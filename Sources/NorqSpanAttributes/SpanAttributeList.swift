@@ -1,7 +1,8 @@
 package import Tracing
 
 /// The attributes of one of Norq's spans (`norq.enqueue`, `norq.claim`, `norq.attempt`, the API request's), as a
-/// list in the order they were set, made once per span and handed to the span once (``record(_:on:)``).
+/// list in the order they were set, made once per span and handed to the span once, when it ends
+/// (``SpanAttributeRecorder/end(_:operationName:attributes:status:)``).
 ///
 /// A span of swift-distributed-tracing takes its attributes as `SpanAttributes`, a dictionary: every key hashed
 /// when it is set, every entry copied again when the tracer reads them back, all of it freed when the span goes.
@@ -70,17 +71,12 @@ package struct SpanAttributeList: Sendable, Equatable {
     }
 }
 
-/// A tracer whose spans take their attributes as a ``SpanAttributeList`` (Norq's OTLP tracer): given the list,
-/// such a span keeps it as it is and encodes from it when it ends; its `attributes` reads it back. What it is given
-/// replaces the span's attributes, as assigning `attributes` would.
-///
-/// Norq's spans get their attributes when they end, so such a tracer also ends a span with its attributes, name and
-/// status in one step (one lock, nothing copied twice), and starts a span whose parent is one of its spans without
-/// making that span's `InstrumentationContext` (a copy of the context's storage and a boxed value).
+/// A tracer whose spans take their attributes as a ``SpanAttributeList`` (Norq's OTLP tracer). Norq's spans get
+/// their attributes when they end, so such a tracer ends a span with its attributes, name and status in one step
+/// (one lock; the span keeps the list as it is, encodes from it, and its `attributes` reads it back), and starts a
+/// span whose parent is one of its spans without making that span's `InstrumentationContext` (a copy of the
+/// context's storage and a boxed value).
 package protocol SpanAttributeListTracer: Tracer {
-    /// Gives `span` the attributes in `list` when it is one of this tracer's spans, and says whether it was.
-    func setAttributes(_ list: SpanAttributeList, on span: any Tracing.Span) -> Bool
-
     /// Ends `span` with the attributes in `list` (replacing any it has), renamed `operationName` when that is not
     /// nil, with `status` when that is not nil (as `setStatus` would: an `ok` status stays), when it is one of this
     /// tracer's spans; says whether it was (when not, nothing is done).
@@ -105,12 +101,6 @@ package struct SpanAttributeRecorder: Sendable {
     /// Whether ``startSpan(_:childOf:ofKind:tracer:)`` starts a child from its parent span alone (without the
     /// parent's `context`): whether keeping the parent span is as good as keeping its context.
     package var startsChildrenOfSpans: Bool { listTracer != nil }
-
-    /// Gives `span` the attributes in `list`, replacing any it has.
-    package func record(_ list: SpanAttributeList, on span: any Tracing.Span) {
-        if let listTracer, listTracer.setAttributes(list, on: span) { return }
-        span.attributes = list.spanAttributes
-    }
 
     /// Ends `span` with the attributes in `list` (replacing any it has), renamed `operationName` and with `status`
     /// when those are not nil: in one step for a ``SpanAttributeListTracer``'s span, as the three calls for any other.

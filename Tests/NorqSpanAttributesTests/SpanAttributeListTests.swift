@@ -50,7 +50,7 @@ struct SpanAttributeListTests {
         #expect(one != reordered)
     }
 
-    @Test("a tracer that takes no list: the span gets the same attributes as SpanAttributes")
+    @Test("a tracer that takes no list: the span gets the same attributes as SpanAttributes, its name and status, and ends")
     func recorderFallsBack() {
         let tracer = DictionaryTracer()
         let recorder = SpanAttributeRecorder(tracer: tracer)
@@ -59,16 +59,21 @@ struct SpanAttributeListTests {
         var list = SpanAttributeList()
         list.set("norq.outcome", .string("delivered"))
         list.set("http.response.status_code", .int(200))
-        recorder.record(list, on: span)
+        #expect(!recorder.startsChildrenOfSpans)
+        recorder.end(span, operationName: "renamed", attributes: list, status: SpanStatus(code: .error))
         #expect(span.attributes == list.spanAttributes)
         #expect(span.attributes.get("stale") == nil)
+        #expect(span.operationName == "renamed" && span.status?.code == .error && span.ended)
+        // A child of one of its spans is started from the span's context.
+        let child = recorder.startSpan("norq.attempt", childOf: span, ofKind: .client, tracer: tracer)
+        #expect(child.operationName == "norq.attempt")
     }
 }
 
 /// A tracer whose spans keep `SpanAttributes` only (as any tracer but Norq's own).
 private struct DictionaryTracer: Tracer {
     final class DictionarySpan: Tracing.Span, Sendable {
-        private let state = Mutex((name: "", attributes: SpanAttributes()))
+        private let state = Mutex((name: "", attributes: SpanAttributes(), status: SpanStatus?.none, ended: false))
         init(name: String) { state.withLock { $0.name = name } }
         var context: InstrumentationContext { .topLevel }
         var operationName: String {
@@ -80,12 +85,14 @@ private struct DictionaryTracer: Tracer {
             set { state.withLock { $0.attributes = newValue } }
         }
         var isRecording: Bool { true }
-        func setStatus(_ status: SpanStatus) {}
+        func setStatus(_ status: SpanStatus) { state.withLock { $0.status = status } }
+        var status: SpanStatus? { state.withLock { $0.status } }
+        var ended: Bool { state.withLock { $0.ended } }
         func addEvent(_ event: SpanEvent) {}
         func recordError<Instant: TracerInstant>(_ error: any Error, attributes: SpanAttributes,
                                                  at instant: @autoclosure () -> Instant) {}
         func addLink(_ link: SpanLink) {}
-        func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {}
+        func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) { state.withLock { $0.ended = true } }
     }
 
     func startSpan<Instant: TracerInstant>(

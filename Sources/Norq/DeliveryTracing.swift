@@ -1,4 +1,4 @@
-public import Tracing
+import Tracing
 import NorqCore
 import NorqSpanAttributes
 
@@ -36,22 +36,22 @@ enum DeliveryTracing {
     }
 
     /// The parent of an attempt's span: the context of the send's caller (an attempt in memory), or the claim's span
-    /// (a durable attempt). A span of a tracer that starts children from a span alone
-    /// (``SpanAttributeRecorder/startsChildrenOfSpans``) is kept as it is; of any other tracer, its context.
+    /// (a durable attempt). A span that is a value (``SpanAttributeRecorder/makesSpanValues``) is kept as it is; of
+    /// any other tracer, its context (made once per claim, not per attempt).
     enum Parent: Sendable {
         case context(InstrumentationContext)
-        case span(any Tracing.Span)
+        case span(NorqSpan)
 
         /// What an attempt whose parent is `span` keeps of it.
-        init(_ span: any Tracing.Span, recorder: SpanAttributeRecorder) {
-            self = recorder.startsChildrenOfSpans ? .span(span) : .context(span.context)
+        init(_ span: NorqSpan, recorder: SpanAttributeRecorder) {
+            self = recorder.makesSpanValues ? .span(span) : .context(recorder.context(of: span, in: .topLevel))
         }
     }
 
     /// An attempt's span and what was known when it started, made into its attributes with the answer's, in one
     /// list sized once, when it ends (``endAttempt(_:answer:step:)``).
     struct AttemptSpan: Sendable {
-        let span: any Tracing.Span
+        let span: NorqSpan
         let recorder: SpanAttributeRecorder
         let provider: String
         let position: Int
@@ -64,11 +64,11 @@ enum DeliveryTracing {
     /// Starts the span of one provider attempt; nil when `router` does not trace.
     static func startAttempt(_ router: NotificationRouter, parent: Parent?, job: DeliveryJob,
                              attempt: Int, sendID: String? = nil) -> AttemptSpan? {
-        guard let tracer = router.tracer, let recorder = router.spanRecorder else { return nil }
-        let span: any Tracing.Span = switch parent {
-        case .span(let claim): recorder.startSpan(attemptSpan, childOf: claim, ofKind: .client, tracer: tracer)
-        case .context(let context): tracer.startSpan(attemptSpan, context: context, ofKind: .client)
-        case nil: tracer.startSpan(attemptSpan, context: .topLevel, ofKind: .client)
+        guard let recorder = router.spanRecorder else { return nil }
+        let span: NorqSpan = switch parent {
+        case .span(let claim): recorder.startSpan(attemptSpan, childOf: claim, ofKind: .client)
+        case .context(let context): recorder.startSpan(attemptSpan, context: context, ofKind: .client)
+        case nil: recorder.startSpan(attemptSpan, context: .topLevel, ofKind: .client)
         }
         let platform: String? = switch job.target {
         case .token(let token): token.platform.rawValue
@@ -87,7 +87,7 @@ enum DeliveryTracing {
     static func endAttempt(_ attempt: AttemptSpan, answer: Result<DeliveryResponse, NorqError>,
                            step: NotificationRouter.AttemptStep) {
         let span = attempt.span
-        guard span.isRecording else { span.end(); return }
+        guard span.isRecording else { attempt.recorder.end(span); return }
         var attributes = SpanAttributeList(capacity: attemptAttributeCapacity)
         attributes.add("norq.provider", .string(attempt.provider))
         attributes.add("norq.target.position", .int(Int64(attempt.position)))

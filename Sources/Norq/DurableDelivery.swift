@@ -112,7 +112,7 @@ public final class DurableDelivery: Sendable {
                  recipients: some Sequence<Recipient>,
                  options: RouterSendOptions, scope sendScope: String? = nil) async throws(NorqError) -> Receipt {
         let router = self.router
-        guard let tracer = router.tracer, let recorder = router.spanRecorder else {
+        guard let recorder = router.spanRecorder else {
             return try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                      recipients: recipients, options: options, scope: sendScope, router: router,
                                      trace: nil)
@@ -121,7 +121,7 @@ public final class DurableDelivery: Sendable {
         // send is the caller's, so that the worker's claim is the request's child too; a caller without one gets
         // the enqueue's.
         let caller = InstrumentationContext.current
-        let span = tracer.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
+        let span = recorder.startSpan(DeliveryTracing.enqueueSpan, context: caller ?? .topLevel, ofKind: .producer)
         // The attributes are given once, with the span's end.
         let recording = span.isRecording
         var attributes = SpanAttributeList(capacity: recording ? 4 : 0)
@@ -129,14 +129,14 @@ public final class DurableDelivery: Sendable {
         do {
             let receipt = try await enqueue(content: content, templateName: templateName, fingerprint: prefix,
                                             recipients: recipients, options: options, scope: sendScope, router: router,
-                                            trace: (caller ?? span.context, tracer))
+                                            trace: (caller ?? recorder.context(of: span, in: .topLevel), recorder.tracer))
             if recording {
                 attributes.add("norq.send.id", .string(receipt.sendID))
                 attributes.add("norq.send.created", .bool(receipt.created))
                 attributes.add("norq.targets", .int(Int64(receipt.targetCount)))
                 recorder.end(span, attributes: attributes)
             } else {
-                span.end()
+                recorder.end(span)
             }
             return receipt
         } catch {
@@ -144,7 +144,7 @@ public final class DurableDelivery: Sendable {
                 attributes.add("norq.error.code", .string(error.code.rawValue))
                 recorder.end(span, attributes: attributes, status: SpanStatus(code: .error))
             } else {
-                span.end()
+                recorder.end(span)
             }
             throw error
         }

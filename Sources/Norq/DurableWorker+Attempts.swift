@@ -158,7 +158,7 @@ extension DurableWorker {
         // One `norq.claim` span per send of the batch (from the claim's start to now: the store's claim and the
         // plans read), a child of the context stored with the send; its rows' attempts are the claim's children.
         var claims: [String: DeliveryTracing.Parent] = [:]
-        if let tracer = router.tracer, let recorder = router.spanRecorder {
+        if let recorder = router.spanRecorder {
             var rowsPerSend: [String: Int] = [:]
             rowsPerSend.reserveCapacity(rows.count)
             for row in rows where row.lease != nil { rowsPerSend[row.sendID, default: 0] += 1 }
@@ -166,8 +166,8 @@ extension DurableWorker {
             let start = claimed ?? DefaultTracerClock.now
             for (sendID, count) in rowsPerSend {
                 guard case .plan(let plan)? = plans[sendID] else { continue }
-                let span = tracer.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
-                                            ofKind: .consumer, at: start)
+                let span = recorder.startSpan(DeliveryTracing.claimSpan, context: plan.trace ?? .topLevel,
+                                              ofKind: .consumer, at: start)
                 claims[sendID] = DeliveryTracing.Parent(span, recorder: recorder)
                 if span.isRecording {
                     var attributes = SpanAttributeList(capacity: 3)
@@ -176,7 +176,7 @@ extension DurableWorker {
                     attributes.add("norq.worker", .string(name))
                     recorder.end(span, attributes: attributes)
                 } else {
-                    span.end()
+                    recorder.end(span)
                 }
             }
         }

@@ -1,5 +1,5 @@
 public import Tracing
-package import NorqSpanAttributes
+import NorqSpanAttributes
 import Synchronization
 
 /// A span that has ended, as the exporter encodes it.
@@ -11,7 +11,8 @@ struct OTLPFinishedSpan: Sendable {
     var kind: SpanKind
     var startNanoseconds: UInt64
     var endNanoseconds: UInt64
-    /// The span's attributes: those given as `SpanAttributes` or those given as a list (one of the two is empty).
+    /// The span's attributes: those of a span object as `SpanAttributes`, those of a ``SpanValue`` as Norq's list (one
+    /// of the two is empty).
     var attributes: SpanAttributes
     var attributeList: SpanAttributeList
     var events: [SpanEvent]
@@ -32,10 +33,7 @@ public final class OTLPSpan: Span, Sendable {
 
     private struct State {
         var operationName: String
-        /// Set through `attributes`; empty once the span was ended with a list (``end(operationName:attributes:status:)``).
         var attributes: SpanAttributes = [:]
-        /// Given by ``end(operationName:attributes:status:)``; empty until then.
-        var attributeList = SpanAttributeList()
         var status: SpanStatus?
         var events: [SpanEvent] = []
         var links: [(context: OTLPSpanContext, attributes: SpanAttributes)] = []
@@ -44,9 +42,7 @@ public final class OTLPSpan: Span, Sendable {
         var ended = false
     }
 
-    /// The context the span was started in, or the one its parent was started in (``OTLPTracer``'s
-    /// `startSpan(_:childOf:ofKind:)`: the same but for the OTLP span context); ``context`` replaces its OTLP span
-    /// context with the span's own.
+    /// The context the span was started in; ``context`` replaces its OTLP span context with the span's own.
     let baseContext: InstrumentationContext
     let spanContext: OTLPSpanContext
     let parentSpanID: UInt64
@@ -85,7 +81,7 @@ public final class OTLPSpan: Span, Sendable {
     }
 
     public var attributes: SpanAttributes {
-        get { state.withLock { $0.attributeList.isEmpty ? $0.attributes : $0.attributeList.spanAttributes } }
+        get { state.withLock { $0.attributes } }
         set {
             guard sink != nil else { return }
             state.withLock { state in
@@ -142,22 +138,6 @@ public final class OTLPSpan: Span, Sendable {
         if let finished { sink.append(finished) }
     }
 
-    /// Ends the span now with the attributes in `list` (replacing any), renamed `operationName` and with `status`
-    /// (as ``setStatus(_:)``) when those are not nil, under one lock; the list is kept as it is and encoded from.
-    package func end(operationName: String?, attributes list: SpanAttributeList, status: SpanStatus?) {
-        guard let sink else { return }
-        let end = DefaultTracerClock.now.nanosecondsSinceEpoch
-        let finished: OTLPFinishedSpan? = state.withLock { state in
-            guard !state.ended else { return nil }
-            if let operationName { state.operationName = operationName }
-            state.attributeList = list
-            state.attributes = [:]
-            if let status, state.status?.code != .ok { state.status = status }
-            return finish(&state, end: end)
-        }
-        if let finished { sink.append(finished) }
-    }
-
     /// Marks the span ended and makes what the exporter encodes of it (the span keeps what it recorded: it can
     /// still be read once ended).
     private func finish(_ state: inout State, end: UInt64) -> OTLPFinishedSpan {
@@ -165,7 +145,7 @@ public final class OTLPSpan: Span, Sendable {
         ended.store(true, ordering: .relaxed)
         return OTLPFinishedSpan(context: spanContext, parentSpanID: parentSpanID, name: state.operationName, kind: kind,
                                 startNanoseconds: startNanoseconds, endNanoseconds: max(end, startNanoseconds),
-                                attributes: state.attributes, attributeList: state.attributeList,
+                                attributes: state.attributes, attributeList: SpanAttributeList(),
                                 events: state.events, links: state.links, status: state.status,
                                 droppedEvents: state.droppedEvents, droppedLinks: state.droppedLinks)
     }

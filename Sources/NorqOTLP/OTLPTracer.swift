@@ -6,7 +6,8 @@ package import NorqSpanAttributes
 /// ``OTLPExporter`` (run it in the service group).
 ///
 /// Built for a server that makes a few spans per request at thousands of requests a second: a span is one object
-/// with a lock, and its `context` is made only when asked for; ending it encodes it into the exporter's bounded
+/// with a lock, and its `context` is made only when asked for (Norq's own spans are values, no object:
+/// ``SpanValue``); ending it encodes it into the exporter's bounded
 /// buffer (``OTLPExporter/Configuration/maxQueueSize`` spans, about ``OTLPExporter/Configuration/maxQueueBytes``
 /// bytes; beyond either spans are dropped and counted) without a task hop; the exporter sends the bytes in batches.
 /// Ids come from one atomic counter (SplitMix64), so spans started on many threads never wait for each other.
@@ -29,25 +30,26 @@ public final class OTLPTracer: Tracer, Sendable {
         at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
     ) -> OTLPSpan {
         let context = context()
-        return startSpan(operationName, in: context, parent: context.otlpSpanContext, ofKind: kind,
-                         at: instant().nanosecondsSinceEpoch)
+        let span = startSpanValue(operationName, parent: context.otlpSpanContext, ofKind: kind,
+                                  at: instant().nanosecondsSinceEpoch)
+        return OTLPSpan(operationName: operationName, kind: kind, context: context, spanContext: OTLPSpanContext(span),
+                        parentSpanID: span.parentSpanID, startNanoseconds: span.startNanoseconds,
+                        sink: span.isSampled ? buffer : nil)
     }
 
-    /// A span of `kind` in `context` (its base: see ``OTLPSpan/context``), a child of `parent` (nil: a new trace's
-    /// root), started at `start` (nanoseconds since the epoch; read only when the span is sampled).
-    private func startSpan(_ operationName: String, in context: InstrumentationContext, parent: OTLPSpanContext?,
-                           ofKind kind: SpanKind, at start: @autoclosure () -> UInt64) -> OTLPSpan {
+    /// A span of `kind`, a child of `parent` (nil: a new trace's root), started at `start` (nanoseconds since the
+    /// epoch; read only when the span is sampled): its ids and sampling decision, for a span object or a value.
+    private func startSpanValue(_ operationName: String, parent: OTLPSpanContext?, ofKind kind: SpanKind,
+                                at start: @autoclosure () -> UInt64) -> SpanValue {
         let (high, low, spanID): (UInt64, UInt64, UInt64) = if let parent {
             (parent.traceIDHigh, parent.traceIDLow, ids.next())
         } else {
             (ids.next(), ids.next(), ids.next())
         }
         let sampled = sampler.isSampled(parent: parent, traceIDLow: low)
-        let own = OTLPSpanContext(traceIDHigh: high, traceIDLow: low, spanID: spanID, sampled: sampled,
-                                  traceState: parent?.traceState)
-        return OTLPSpan(operationName: operationName, kind: kind, context: context, spanContext: own,
-                        parentSpanID: parent?.spanID ?? 0, startNanoseconds: sampled ? start() : 0,
-                        sink: sampled ? buffer : nil)
+        return SpanValue(operationName: operationName, kind: kind, traceIDHigh: high, traceIDLow: low, spanID: spanID,
+                         parentSpanID: parent?.spanID ?? 0, isSampled: sampled, traceState: parent?.traceState,
+                         startNanoseconds: sampled ? start() : 0)
     }
 
     /// Asks the exporter to send what it holds now.
@@ -69,21 +71,44 @@ public final class OTLPTracer: Tracer, Sendable {
     }
 }
 
-extension OTLPTracer: SpanAttributeListTracer {
-    package func end(_ span: any Tracing.Span, operationName: String?, attributes list: SpanAttributeList,
-                     status: SpanStatus?) -> Bool {
-        guard let span = span as? OTLPSpan else { return false }
-        span.end(operationName: operationName, attributes: list, status: status)
-        return true
+extension OTLPTracer: SpanValueTracer {
+    package func startSpanValue(_ operationName: String, context: InstrumentationContext, ofKind kind: SpanKind,
+                                at start: UInt64?) -> SpanValue {
+        startSpanValue(operationName, parent: context.otlpSpanContext, ofKind: kind,
+                       at: start ?? DefaultTracerClock.now.nanosecondsSinceEpoch)
     }
 
-    /// The child's base context is the one `parent` was started in: its `context` is then what it would be had it
-    /// been started in `parent.context`, which is not made (the OTLP span context, the only value that differs,
-    /// is the child's own either way).
-    package func startSpan(_ operationName: String, childOf parent: any Tracing.Span,
-                           ofKind kind: SpanKind) -> (any Tracing.Span)? {
-        guard let parent = parent as? OTLPSpan else { return nil }
-        return startSpan(operationName, in: parent.baseContext, parent: parent.spanContext, ofKind: kind,
-                         at: DefaultTracerClock.now.nanosecondsSinceEpoch)
+    package func startSpanValue(_ operationName: String, childOf parent: SpanValue, ofKind kind: SpanKind) -> SpanValue {
+        SpanValue(operationName: operationName, kind: kind, traceIDHigh: parent.traceIDHigh, traceIDLow: parent.traceIDLow,
+                  spanID: ids.next(), parentSpanID: parent.spanID, isSampled: parent.isSampled,
+                  traceState: parent.traceState,
+                  startNanoseconds: parent.isSampled ? DefaultTracerClock.now.nanosecondsSinceEpoch : 0)
+    }
+
+    package func context(of span: SpanValue, in base: InstrumentationContext) -> InstrumentationContext {
+        var context = base
+        context.otlpSpanContext = OTLPSpanContext(span)
+        return context
+    }
+
+    /// Encodes the span into the exporter's buffer (when sampled), without a span object: the list is encoded as
+    /// it is, in order.
+    package func end(_ span: SpanValue, operationName: String?, attributes list: SpanAttributeList, status: SpanStatus?) {
+        guard span.isSampled else { return }
+        let end = DefaultTracerClock.now.nanosecondsSinceEpoch
+        buffer.append(OTLPFinishedSpan(context: OTLPSpanContext(span), parentSpanID: span.parentSpanID,
+                                       name: operationName ?? span.operationName, kind: span.kind,
+                                       startNanoseconds: span.startNanoseconds,
+                                       endNanoseconds: max(end, span.startNanoseconds), attributes: [:],
+                                       attributeList: list, events: [], links: [], status: status,
+                                       droppedEvents: 0, droppedLinks: 0))
+    }
+}
+
+extension OTLPSpanContext {
+    /// The context of a span made as a value.
+    init(_ span: SpanValue) {
+        self.init(traceIDHigh: span.traceIDHigh, traceIDLow: span.traceIDLow, spanID: span.spanID,
+                  sampled: span.isSampled, traceState: span.traceState)
     }
 }

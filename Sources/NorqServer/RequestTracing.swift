@@ -14,12 +14,11 @@ import NorqSpanAttributes
 /// span sees the status the client gets. A middleware more in Hummingbird's chain cost a traced server 0.5-1.5% of its
 /// CPU a send (Benchmarks/README.md, "Stop 39"), of the ~7% tracing cost in all.
 struct RequestTracing: Sendable {
-    let tracer: any Tracer
-    /// How the span gets its attributes with this tracer (decided once).
+    /// How the span is made and ended with the tracer (decided once: a value with Norq's OTLP tracer).
     let recorder: SpanAttributeRecorder
+    var tracer: any Tracer { recorder.tracer }
 
     init(tracer: any Tracer) {
-        self.tracer = tracer
         self.recorder = SpanAttributeRecorder(tracer: tracer)
     }
 
@@ -29,10 +28,11 @@ struct RequestTracing: Sendable {
                 respond: (Request, ServerRequestContext) async -> Response) async -> Response {
         var parent = InstrumentationContext.current ?? .topLevel
         tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
-        let span = tracer.startSpan(Self.operationName(request.method), context: parent, ofKind: .server)
+        let span = recorder.startSpan(Self.operationName(request.method), context: parent, ofKind: .server)
+        let spanContext = recorder.context(of: span, in: parent)
         guard span.isRecording else {
-            defer { span.end() }
-            return await InstrumentationContext.$current.withValue(span.context) { await respond(request, context) }
+            defer { recorder.end(span) }
+            return await InstrumentationContext.$current.withValue(spanContext) { await respond(request, context) }
         }
         // The attributes, the route's name and the status are given once, with the span's end.
         var attributes = SpanAttributeList(capacity: 4)
@@ -40,7 +40,7 @@ struct RequestTracing: Sendable {
         attributes.add("http.request.method", .string(request.method.rawValue))
         attributes.add("url.path", .string(path.utf8.count <= 256 ? path
                                            : String(decoding: path.utf8.prefix(256), as: UTF8.self)))
-        let response = await InstrumentationContext.$current.withValue(span.context) { await respond(request, context) }
+        let response = await InstrumentationContext.$current.withValue(spanContext) { await respond(request, context) }
         // A route pattern starts with `/`; Hummingbird names a request no route matched `NotFound`, which is no
         // route (OpenTelemetry: `http.route` only for a matched route; the span keeps its `HTTP GET` name).
         var route: String?

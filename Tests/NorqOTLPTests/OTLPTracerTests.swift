@@ -99,22 +99,21 @@ struct OTLPTracerTests {
         #expect(spans[0].message.attributes(9)["norq.attempt"]?.first(3)?.integer == 2)
     }
 
-    @Test("a span ended with Norq's attribute list encodes it as it is, in order, reads it back, and replaces a dictionary")
+    @Test("a span value ended with Norq's attribute list encodes it as it is, in order; unsampled, it records nothing")
     func attributeList() throws {
         let (exporter, tracer) = Self.tracer()
         let recorder = SpanAttributeRecorder(tracer: tracer)
+        #expect(recorder.makesSpanValues)
         var list = SpanAttributeList(capacity: 4)
         list.set("norq.provider", .string("apns"))
         list.set("norq.attempt", .int(-3))
         list.set("norq.send.created", .bool(true))
         list.set("é😀", .string(String(repeating: "ü", count: 100)))  // a KeyValue over 127 bytes
 
-        let listed = tracer.startSpan("listed", context: .topLevel, ofKind: .client)
-        listed.attributes = ["stale": "gone"]
+        let listed = recorder.startSpan("listed", context: .topLevel, ofKind: .client)
+        guard case .value(let value) = listed.storage else { Issue.record("not a value"); return }
+        #expect(listed.isRecording && value.isSampled && value.parentSpanID == 0 && value.startNanoseconds > 0)
         recorder.end(listed, attributes: list)
-        #expect(listed.attributes == list.spanAttributes)  // readable once ended
-        listed.attributes = ["late": "ignored"]
-        #expect(listed.attributes == list.spanAttributes)
 
         let (held, _) = exporter.buffer.takeAll()
         let spans = ProtobufMessage.spans(ofRequest: OTLPTraceEncoder.request(spanFields: held.fields(0..<held.count),
@@ -128,65 +127,122 @@ struct OTLPTracerTests {
         #expect(attributes["é😀"]?.first(1)?.string == String(repeating: "ü", count: 100))
         #expect(spans[0].all(9).compactMap { $0.message?.first(1)?.string }
                 == ["norq.provider", "norq.attempt", "norq.send.created", "é😀"])  // in the list's order
+        #expect(spans[0].first(6)?.integer == 3)  // SPAN_KIND_CLIENT
+        #expect(spans[0].first(7)?.integer == value.startNanoseconds)
+        #expect(try #require(spans[0].first(8)?.integer) >= value.startNanoseconds)
+        #expect(spans[0].first(15) == nil)  // no status given: unset
 
-        // A span that records nothing takes nothing.
-        let unsampled = OTLPTracer(sampler: OTLPSampler(ratio: 0), exporter: exporter)
-        let quiet = unsampled.startSpan("quiet", context: .topLevel)
-        SpanAttributeRecorder(tracer: unsampled).end(quiet, attributes: list)
-        #expect(quiet.attributes.isEmpty && exporter.buffer.count == 0)
+        // A span of a trace that is not sampled records nothing, and its context still says so.
+        let (quietExporter, unsampled) = Self.tracer(ratio: 0)
+        let quietRecorder = SpanAttributeRecorder(tracer: unsampled)
+        let quiet = quietRecorder.startSpan("quiet", context: .topLevel, ofKind: .server)
+        #expect(!quiet.isRecording)
+        quietRecorder.end(quiet, attributes: list)
+        quietRecorder.end(quiet)
+        let child = quietRecorder.startSpan("child", childOf: quiet, ofKind: .client)
+        #expect(!child.isRecording)
+        var carrier: [String: String] = [:]
+        unsampled.inject(quietRecorder.context(of: quiet, in: .topLevel), into: &carrier, using: DictionaryInjector())
+        #expect(carrier["traceparent"]?.hasSuffix("-00") == true)
+        #expect(quietExporter.buffer.count == 0)
     }
 
-    @Test("a span ends with its list, name and status in one step; a child starts from its parent span alone")
-    func endInOneStepAndChildOfSpan() throws {
+    @Test("span values: a child of a value or of a context keeps the trace and names its parent; name and status given at the end")
+    func spanValues() throws {
         let (exporter, tracer) = Self.tracer()
         let recorder = SpanAttributeRecorder(tracer: tracer)
-        #expect(recorder.startsChildrenOfSpans)
-        // The parent is started in a context with a value of another key: the child's context keeps it.
+        // The caller's context (another key's value in it, a `tracestate`): the request span's parent.
         var base = InstrumentationContext.topLevel
         base[OtherKey.self] = "kept"
-        let parent = tracer.startSpan("claim", context: base, ofKind: .consumer)
-        let child = recorder.startSpan("attempt", childOf: parent, ofKind: .client, tracer: tracer)
-        let viaContext = tracer.startSpan("attempt", context: parent.context, ofKind: .client)
-        let childContext = try #require(child.context.otlpSpanContext)
-        let viaContextContext = try #require(viaContext.context.otlpSpanContext)
-        let parentContext = try #require(parent.context.otlpSpanContext)
-        #expect(child.context[OtherKey.self] == "kept" && viaContext.context[OtherKey.self] == "kept")
-        #expect(childContext.traceIDHigh == parentContext.traceIDHigh && childContext.traceIDLow == parentContext.traceIDLow)
-        #expect(childContext.spanID != parentContext.spanID && childContext.sampled)
-        #expect(viaContextContext.traceIDLow == parentContext.traceIDLow)
+        base.otlpSpanContext = OTLPSpanContext(traceIDHigh: 7, traceIDLow: 9, spanID: 11, sampled: true,
+                                               traceState: "vendor=1")
+        let request = recorder.startSpan("HTTP POST", context: base, ofKind: .server)
+        // The context handlers see: the caller's other keys, the request span as the current span.
+        let requestContext = recorder.context(of: request, in: base)
+        let current = try #require(requestContext.otlpSpanContext)
+        #expect(requestContext[OtherKey.self] == "kept")
+        #expect(current.traceIDHigh == 7 && current.traceIDLow == 9 && current.spanID != 11 && current.sampled)
+        #expect(current.traceState == "vendor=1")
+        let enqueue = recorder.startSpan("norq.enqueue", context: requestContext, ofKind: .producer)
+        let claimStart = DefaultTracerClock.Instant(nanosecondsSinceEpoch: 1_000)
+        let claim = recorder.startSpan("norq.claim", context: requestContext, ofKind: .consumer, at: claimStart)
+        let attempt = recorder.startSpan("norq.attempt", childOf: claim, ofKind: .client)
 
         var list = SpanAttributeList(capacity: 2)
-        list.set("norq.outcome", .string("rejected"))
-        list.set("http.response.status_code", .int(400))
-        parent.attributes = ["stale": "gone"]
-        recorder.end(parent, operationName: "renamed", attributes: list, status: SpanStatus(code: .error))
-        #expect(!parent.isRecording && parent.attributes == list.spanAttributes && parent.operationName == "renamed")
-        recorder.end(parent, attributes: SpanAttributeList(), status: nil)  // once only
-        parent.end()
-        child.setStatus(SpanStatus(code: .ok))
-        recorder.end(child, attributes: list, status: SpanStatus(code: .error))  // `ok` stays
-        viaContext.end()
+        list.add("norq.outcome", .string("rejected"))
+        list.add("http.response.status_code", .int(400))
+        recorder.end(attempt, attributes: list, status: SpanStatus(code: .error, message: "rejected"))
+        recorder.end(claim, attributes: SpanAttributeList())
+        recorder.end(enqueue, attributes: SpanAttributeList(), status: SpanStatus(code: .ok))
+        recorder.end(request, operationName: "/v1/sends", attributes: SpanAttributeList())
 
         let (held, dropped) = exporter.buffer.takeAll()
         let spans = try #require(held.decoded)
-        #expect(dropped == 0 && spans.map(\.name) == ["renamed", "attempt", "attempt"])
-        #expect(spans[1].parentSpanID == parentContext.spanID && spans[2].parentSpanID == parentContext.spanID)
-        #expect(spans[1].traceIDLow == parentContext.traceIDLow)
+        #expect(dropped == 0 && spans.map(\.name) == ["norq.attempt", "norq.claim", "norq.enqueue", "/v1/sends"])
+        #expect(spans.allSatisfy { DecodedSpan.bigEndian($0.message.first(1)?.bytes.prefix(8) ?? []) == 7 && $0.traceIDLow == 9 })
+        #expect(spans.allSatisfy { $0.message.first(3)?.string == "vendor=1" })  // tracestate
+        #expect(Set(spans.map(\.spanID)).count == 4)
+        #expect(spans[3].parentSpanID == 11 && spans[3].spanID == current.spanID)
+        #expect(spans[2].parentSpanID == current.spanID && spans[1].parentSpanID == current.spanID)
+        #expect(spans[0].parentSpanID == spans[1].spanID)
+        #expect(spans[1].message.first(7)?.integer == 1_000)  // the claim's given start
+        #expect(spans[0].message.first(15)?.message?.first(3)?.integer == 2)  // error
+        #expect(spans[0].message.first(15)?.message?.first(2)?.string == "rejected")
+        #expect(spans[2].message.first(15)?.message?.first(3)?.integer == 1)  // ok
+        #expect(spans[3].message.first(6)?.integer == 2 && spans[3].message.first(16)?.integer == 1)  // server, sampled
         #expect(spans[0].message.all(9).compactMap { $0.message?.first(1)?.string }
                 == ["norq.outcome", "http.response.status_code"])
-        #expect(spans[0].message.first(15)?.message?.first(3)?.integer == 2)  // error
-        #expect(spans[1].message.first(15)?.message?.first(3)?.integer == 1)  // ok
+    }
 
-        // A parent of another tracer: the child is made from its context.
-        let other = OTLPTracer(sampler: OTLPSampler(ratio: 1), exporter: exporter)
-        let foreign = NoOpTracer().startSpan("foreign", context: base)
-        #expect(other.startSpan("x", childOf: foreign, ofKind: .client) == nil)
-        let fallback = SpanAttributeRecorder(tracer: other).startSpan("x", childOf: foreign, ofKind: .client, tracer: other)
-        #expect(fallback.context[OtherKey.self] == "kept")
+    @Test("a tracer whose spans are objects: the recorder makes objects, children from their context")
+    func objectSpans() throws {
+        let (exporter, otlp) = Self.tracer()
+        var base = InstrumentationContext.topLevel
+        base[OtherKey.self] = "kept"
+        let recorder = SpanAttributeRecorder(tracer: ObjectOnlyTracer(otlp))
+        #expect(!recorder.makesSpanValues)
+        let parent = recorder.startSpan("claim", context: base, ofKind: .consumer)
+        guard case .object(let object) = parent.storage else { Issue.record("not an object"); return }
+        let child = recorder.startSpan("attempt", childOf: parent, ofKind: .client)
+        #expect(recorder.context(of: child, in: .topLevel)[OtherKey.self] == "kept")
+        var list = SpanAttributeList()
+        list.add("norq.outcome", .string("delivered"))
+        recorder.end(child, operationName: "renamed", attributes: list, status: SpanStatus(code: .error))
+        recorder.end(parent)
+        #expect(!object.isRecording)
+        let spans = try #require(exporter.buffer.takeAll().spans.decoded)
+        #expect(spans.map(\.name) == ["renamed", "claim"])
+        #expect(spans[0].parentSpanID == spans[1].spanID)
+        #expect(spans[0].message.attributes(9)["norq.outcome"]?.first(1)?.string == "delivered")
+        #expect(spans[0].message.first(15)?.message?.first(3)?.integer == 2)
     }
 
     private enum OtherKey: InstrumentationContextKey {
         typealias Value = String
+    }
+
+    /// Norq's OTLP tracer seen only as a `Tracer` (no span values): as swift-otel's would be.
+    private struct ObjectOnlyTracer: Tracer {
+        let base: OTLPTracer
+        init(_ base: OTLPTracer) { self.base = base }
+
+        func startSpan<Instant: TracerInstant>(
+            _ operationName: String, context: @autoclosure () -> InstrumentationContext, ofKind kind: SpanKind,
+            at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
+        ) -> OTLPSpan {
+            base.startSpan(operationName, context: context(), ofKind: kind, at: instant(), function: function,
+                           file: fileID, line: line)
+        }
+
+        func forceFlush() {}
+        func inject<Carrier, Inject: Injector>(_ context: InstrumentationContext, into carrier: inout Carrier,
+                                               using injector: Inject) where Inject.Carrier == Carrier {
+            base.inject(context, into: &carrier, using: injector)
+        }
+        func extract<Carrier, Extract: Extractor>(_ carrier: Carrier, into context: inout InstrumentationContext,
+                                                  using extractor: Extract) where Extract.Carrier == Carrier {
+            base.extract(carrier, into: &context, using: extractor)
+        }
     }
 
     @Test("an unsampled trace records nothing but still propagates")

@@ -50,23 +50,30 @@ struct SpanAttributeListTests {
         #expect(one != reordered)
     }
 
-    @Test("a tracer that takes no list: the span gets the same attributes as SpanAttributes, its name and status, and ends")
+    @Test("a tracer that takes no span values: span objects, given the same attributes as SpanAttributes, their name and status, and ended")
     func recorderFallsBack() {
         let tracer = DictionaryTracer()
         let recorder = SpanAttributeRecorder(tracer: tracer)
-        let span = tracer.startSpan("norq.attempt", context: .topLevel)
+        #expect(!recorder.makesSpanValues)
+        let started = recorder.startSpan("norq.attempt", context: .topLevel, ofKind: .client)
+        guard case .object(let object) = started.storage, let span = object as? DictionaryTracer.DictionarySpan else {
+            Issue.record("not a span object of the tracer"); return
+        }
+        #expect(started.isRecording)
         span.attributes = ["stale": "gone"]
         var list = SpanAttributeList()
         list.set("norq.outcome", .string("delivered"))
         list.set("http.response.status_code", .int(200))
-        #expect(!recorder.startsChildrenOfSpans)
-        recorder.end(span, operationName: "renamed", attributes: list, status: SpanStatus(code: .error))
+        recorder.end(started, operationName: "renamed", attributes: list, status: SpanStatus(code: .error))
         #expect(span.attributes == list.spanAttributes)
         #expect(span.attributes.get("stale") == nil)
         #expect(span.operationName == "renamed" && span.status?.code == .error && span.ended)
-        // A child of one of its spans is started from the span's context.
-        let child = recorder.startSpan("norq.attempt", childOf: span, ofKind: .client, tracer: tracer)
-        #expect(child.operationName == "norq.attempt")
+        // A child of one of its spans is started from the span's context, as an object too.
+        let child = recorder.startSpan("norq.attempt", childOf: started, ofKind: .client)
+        guard case .object(let childObject) = child.storage else { Issue.record("not a span object"); return }
+        #expect(childObject.operationName == "norq.attempt")
+        recorder.end(child)
+        #expect((childObject as? DictionaryTracer.DictionarySpan)?.ended == true)
     }
 }
 

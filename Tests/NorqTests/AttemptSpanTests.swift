@@ -12,8 +12,9 @@ struct AttemptSpanTests {
     static func ended(answer: Result<DeliveryResponse, NorqError>,
                       step: NotificationRouter.AttemptStep) throws -> RecordingTracer.FinishedSpan {
         let tracer = RecordingTracer()
-        let span = tracer.startSpan(DeliveryTracing.attemptSpan, context: .topLevel, ofKind: .client)
-        let attempt = DeliveryTracing.AttemptSpan(span: span, recorder: SpanAttributeRecorder(tracer: tracer),
+        let recorder = SpanAttributeRecorder(tracer: tracer)
+        let span = recorder.startSpan(DeliveryTracing.attemptSpan, context: .topLevel, ofKind: .client)
+        let attempt = DeliveryTracing.AttemptSpan(span: span, recorder: recorder,
                                                   provider: "apns", position: 3, attempt: 2, platform: "ios",
                                                   sendID: "send-1")
         DeliveryTracing.endAttempt(attempt, answer: answer, step: step)

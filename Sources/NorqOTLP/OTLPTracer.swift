@@ -6,10 +6,10 @@ package import NorqSpanAttributes
 /// ``OTLPExporter`` (run it in the service group).
 ///
 /// Built for a server that makes a few spans per request at thousands of requests a second: a span is one object
-/// with a lock, and its `context` is made only when asked for (Norq's own spans are values, no object:
-/// ``SpanValue``); ending it encodes it into the exporter's bounded
-/// buffer (``OTLPExporter/Configuration/maxQueueSize`` spans, about ``OTLPExporter/Configuration/maxQueueBytes``
-/// bytes; beyond either spans are dropped and counted) without a task hop; the exporter sends the bytes in batches.
+/// with a lock, and its `context` is made only when asked for; Norq's own spans are values, with no object at all
+/// (``SpanValue``). Ending a span encodes it into the exporter's bounded buffer
+/// (``OTLPExporter/Configuration/maxQueueSize`` spans, about ``OTLPExporter/Configuration/maxQueueBytes`` bytes;
+/// beyond either spans are dropped and counted) without a task hop; the exporter sends the bytes in batches.
 /// Ids come from one atomic counter (SplitMix64), so spans started on many threads never wait for each other.
 public final class OTLPTracer: Tracer, Sendable {
     public typealias Span = OTLPSpan

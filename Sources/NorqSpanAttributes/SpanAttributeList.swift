@@ -7,9 +7,9 @@ package import Tracing
 /// A span of swift-distributed-tracing takes its attributes as `SpanAttributes`, a dictionary: every key hashed
 /// when it is set, every entry copied again when the tracer reads them back, all of it freed when the span goes.
 /// Norq makes four spans a send at thousands of sends a second, and the tracer that matters most, Norq's own OTLP
-/// exporter, reads each attribute exactly once (to encode it). So a span that records ``SpanAttributeListRecording``
-/// takes this list as it is; any other tracer gets the same attributes as `SpanAttributes` (``spanAttributes``).
-/// Either way it sees the same keys and values.
+/// exporter, reads each attribute exactly once (to encode it). So a ``SpanValueTracer`` takes this list as it is, with
+/// the span's end; any other tracer's span gets the same attributes as `SpanAttributes` (``spanAttributes``). Either
+/// way it sees the same keys and values.
 package struct SpanAttributeList: Sendable, Equatable {
     /// An attribute's value: the kinds Norq's spans set (a subset of `SpanAttribute` that copies without a value
     /// witness: a string, a 64-bit integer, a Boolean).

@@ -24,7 +24,9 @@ package struct NorqSpan: Sendable {
 /// 100 ns, too much to make per span): as values (``SpanValue``) with a ``SpanValueTracer``, ended with their
 /// ``SpanAttributeList`` in one call; as span objects of `Tracer.startSpan` with any other tracer, given the same
 /// attributes as `SpanAttributes`, name and status, and ended. Either way the tracer sees the same spans.
-package struct SpanAttributeRecorder: Sendable {
+///
+/// A class: it is copied along with every attempt's span, and a copy is one reference, not two existentials.
+package final class SpanAttributeRecorder: Sendable {
     package let tracer: any Tracer
     private let valueTracer: (any SpanValueTracer)?
 

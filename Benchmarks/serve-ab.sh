@@ -9,6 +9,7 @@
 # Environment (defaults in brackets): ROUNDS [5]  TRACING [otlp] (or swift-otel, with a norq built with the OTLP
 # trait)  SAMPLE_RATIO [1.0]  CLIENTS [100]  SECONDS_LOAD [20]  NORQ_BIN [the release norq]  WORK [/tmp/norq-serve-ab]
 # SWAP [1]: odd rounds give B the first start (the other order on even rounds)
+# A_BIN [NORQ_BIN]: another norq for A (with TRACING=off for B: two builds compared untraced, e.g. an older commit's)
 # KEEP_DB [0]: 1 keeps each round's SQLite databases (~125 MB a server a round; by default they are removed once the
 # round's figures are read: 26 rounds once filled the disk)
 set -euo pipefail
@@ -17,9 +18,11 @@ ROUNDS="${ROUNDS:-5}"; B_TRACING="${TRACING:-otlp}"; CLIENTS="${CLIENTS:-100}"; 
 SECONDS_LOAD="${SECONDS_LOAD:-20}"; SWAP="${SWAP:-1}"
 [ -x "${NORQ_BIN:-}" ] || NORQ_BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/norq"
 [ -x "$NORQ_BIN" ] || { echo "no release norq ($NORQ_BIN): swift build -c release --product norq" >&2; exit 1; }
+A_BIN="${A_BIN:-$NORQ_BIN}"
 mkdir -p "$WORK"
 run_one() {  # label tracing start_at
-    env TRACING="$2" START_AT="$3" NO_BUILD=1 NORQ_BIN="$NORQ_BIN" CLIENTS="$CLIENTS" SECONDS_LOAD="$SECONDS_LOAD" \
+    local bin="$NORQ_BIN"; [ "${1:0:1}" = a ] && bin="$A_BIN"
+    env TRACING="$2" START_AT="$3" NO_BUILD=1 NORQ_BIN="$bin" CLIENTS="$CLIENTS" SECONDS_LOAD="$SECONDS_LOAD" \
         RENDER_SECONDS=0 WRK=0 BIG=100 BIG_REPEAT=1 WORK="$WORK/$1" "$ROOT/Benchmarks/serve.sh" > "$WORK/$1.out" 2>&1
 }
 : > "$WORK/rounds.jsonl"

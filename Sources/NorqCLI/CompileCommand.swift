@@ -40,7 +40,7 @@ struct CompileCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             Console.out(try compile().prettyPrinted() + "\n")
-        } catch let error as NorqError {
+        } catch {
             throw Console.fail(error)
         }
     }

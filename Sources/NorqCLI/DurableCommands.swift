@@ -61,7 +61,7 @@ extension SendCommand {
     static func receipts(of sendID: String, in durable: DurableDelivery, within seconds: Int) async throws -> SendReport {
         do {
             return try await durable.wait(for: sendID, timeout: .seconds(max(1, seconds)), receipts: true)
-        } catch let error as NorqError where error.code == .storeDeadlineExceeded {
+        } catch where error.code == .storeDeadlineExceeded {
             return try await durable.status(of: sendID).report
         }
     }

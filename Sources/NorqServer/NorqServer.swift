@@ -1,9 +1,9 @@
-public import Hummingbird
+import Hummingbird
 public import Logging
 public import Norq
 public import NorqConfig
 public import NorqCore
-public import NorqTemplates
+import NorqTemplates
 public import ServiceLifecycle
 import Synchronization
 import UnixSignals

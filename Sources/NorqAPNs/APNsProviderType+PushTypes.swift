@@ -1,4 +1,4 @@
-public import NorqCore
+import NorqCore
 
 extension APNsProviderType {
     /// The eleven APNs push types (`APNsPushType.all`), which templates may name in `apns-push-type`.

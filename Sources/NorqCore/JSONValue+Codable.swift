@@ -1,4 +1,4 @@
-public import OrderedCollections
+import OrderedCollections
 
 // The one way a stored or printed value becomes JSON and back: its synthesized `Codable` conformance, run through
 // `JSONValueEncoder` / `JSONValueDecoder`. Both keep the order of object keys (a custom-data dictionary decoded from

@@ -1,5 +1,5 @@
-public import NIOCore
-public import NIOSSL
+package import NIOCore
+package import NIOSSL
 package import NIOHPACK
 
 // The API of NorqHTTP2, for the providers of this package (APNs, FCM, Web Push). Everything is `package`:

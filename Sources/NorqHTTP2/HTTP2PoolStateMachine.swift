@@ -1,4 +1,4 @@
-package import NIOCore
+import NIOCore
 
 /// What a pool says of its connections, for readiness checks.
 package struct HTTP2PoolHealth: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Crypto
-public import NorqConfig
+package import NorqConfig
 
 /// The configured API keys, kept only as SHA-256 digests. A presented key is hashed and compared with every
 /// digest in constant time (no early exit, so the time says nothing about which key or how many bytes matched).

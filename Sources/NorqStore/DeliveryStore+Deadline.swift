@@ -1,4 +1,4 @@
-public import NorqCore
+package import NorqCore
 import Synchronization
 
 /// Runs `operation` with a deadline: when `timeout` passes first, `store/deadline-exceeded` is thrown naming `what`

@@ -1,4 +1,4 @@
-public import NorqCore
+import NorqCore
 /// The rows of the hot outbox at one instant, in five disjoint groups (their sum is every pending and leased row).
 /// Finished rows (history) are never counted.
 public struct QueueDepth: Sendable, Hashable {

@@ -1,4 +1,4 @@
-public import NorqCore
+package import NorqCore
 import DequeModule
 import Synchronization
 

@@ -1,4 +1,4 @@
-public import NorqCore
+package import NorqCore
 
 // The binary forms of the segment values: one `write` and one `read` per value, each field in the same order on
 // both sides (`SegmentCodecTests` round-trips every field). Version byte first, so a later layout can be told apart.

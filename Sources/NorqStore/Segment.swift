@@ -1,4 +1,4 @@
-public import NorqCore
+import NorqCore
 
 // Segments (issue 29): a send's targets are stored in segments of up to `DeliveryStoreSettings.segmentSize`
 // targets, the claim unit. A segment is two rows: its immutable targets (one blob) and its small, mutable state

@@ -1,4 +1,4 @@
-public import NorqCore
+package import NorqCore
 
 /// The binary form of segment values (`SegmentTarget`, `SegmentProgress`, `PositionRanges`): unsigned LEB128
 /// varints, length-prefixed UTF-8 strings, a presence byte before each optional. Compact (a segment of 1,000 APNs

@@ -1,4 +1,4 @@
-public import NorqCore
+package import NorqCore
 
 /// The pure rules of segments (no I/O; every store applies them, so they behave alike): cutting a send into
 /// segments, the rows a claimed segment hands to a worker, how a checkpoint's completions change a segment (and

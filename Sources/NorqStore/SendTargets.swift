@@ -1,4 +1,4 @@
-public import NorqCore
+import NorqCore
 
 /// A send's targets as the stores write them: cut into segments of `segmentSize` targets and encoded
 /// (`SegmentCodec`) as they are appended, so a send of a million targets is held as ~44 bytes per target (an APNs

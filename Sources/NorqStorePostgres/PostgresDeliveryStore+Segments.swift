@@ -1,5 +1,5 @@
-public import NorqCore
-public import NorqStore
+import NorqCore
+import NorqStore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -100,7 +100,7 @@ extension PostgresDeliveryStore {
     static func insertHistory(_ records: [SegmentHistoryRecord], on connection: PostgresConnection,
                               logger: Logger) async throws {
         guard !records.isEmpty else { return }
-        try await connection.execute(InsertHistoryStatement(records: records), logger: logger)
+        _ = try await connection.execute(InsertHistoryStatement(records: records), logger: logger)
     }
 
     /// The registry entries of these tokens (every provider and environment), by token.
@@ -208,13 +208,13 @@ extension PostgresDeliveryStore {
                                                       targets: SegmentLedger.decodedTargets(blobs), now: now)
         let updated = checkpoint.updated, finished = checkpoint.finished, newSegments = checkpoint.newSegments
         if !updated.isEmpty {
-            try await connection.execute(UpdateSegmentsStatement(records: updated), logger: logger)
+            _ = try await connection.execute(UpdateSegmentsStatement(records: updated), logger: logger)
         }
         if !finished.isEmpty {
             try await insertHistory(finished, on: connection, logger: logger)
             let ids = finished.map(\.id)
             // The targets stay until the send is pruned (status by position shows every token).
-            try await connection.execute(DeleteSegmentsStatement(ids: ids), logger: logger)
+            _ = try await connection.execute(DeleteSegmentsStatement(ids: ids), logger: logger)
         }
         try await insert(newSegments, now: now, on: connection, logger: logger)
         try await record(checkpoint.registry, now: now, on: connection, logger: logger)

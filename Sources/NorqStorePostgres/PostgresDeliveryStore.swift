@@ -414,7 +414,7 @@ public final class PostgresDeliveryStore: DeliveryStore, Service {
         let logger = self.logger
         // An entry without a provider or environment ('') applies everywhere: any filter re-registers it
         // (`DeliveryStoreRules.registrationApplies`).
-        try await call("recording a token registration") { client in
+        _ = try await call("recording a token registration") { client in
             try await client.query("""
                 UPDATE norq_invalid_tokens SET registered_at = greatest(coalesce(registered_at, \(at)), \(at))
                 WHERE token = \(token) AND (\(provider)::text IS NULL OR provider IN ('', \(provider)::text))

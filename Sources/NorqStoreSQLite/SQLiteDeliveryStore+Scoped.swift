@@ -1,5 +1,5 @@
 public import Logging
-public import NorqCore
+import NorqCore
 public import NorqStore
 
 extension SQLiteDeliveryStore {

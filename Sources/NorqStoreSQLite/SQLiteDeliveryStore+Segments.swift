@@ -1,5 +1,5 @@
-public import NorqCore
-public import NorqStore
+import NorqCore
+import NorqStore
 import NIOCore
 import SQLiteNIO
 

@@ -162,7 +162,7 @@ struct EmulatorConnectionState {
 
 /// A raw-frame emulator handler that answers some requests after a latency (the APNs handler and
 /// ``EmulatorHTTP2Handler``): the delayed answer's bookkeeping, once.
-protocol EmulatorDelayedAnswering: AnyObject {
+protocol EmulatorDelayedAnswering: AnyObject, SendableMetatype {
     var connection: EmulatorConnectionState { get set }
 }
 

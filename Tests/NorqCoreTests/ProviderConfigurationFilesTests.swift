@@ -68,8 +68,8 @@ import Testing
             _ = try context.readBytes(".", node: Self.node(".", line: 4), missing: "config/key-not-found", what: "key file")
             Issue.record("a directory was read")
         } catch {
-            #expect((error as? NorqError)?.code == "config/key-not-found")
-            #expect((error as? NorqError)?.message == "key file \(directory)/. cannot be read")
+            #expect(error.code == "config/key-not-found")
+            #expect(error.message == "key file \(directory)/. cannot be read")
         }
     }
 

@@ -372,14 +372,14 @@ import Testing
             invalid.contains(target.identity) ? record(target.identity) : nil
         }
         var lookups = 0
-        let grouped = try await SegmentLedger.segments(of: [(send, 9)], size: 7, registryMayMatch: true) { tokens in
+        let grouped = await SegmentLedger.segments(of: [(send, 9)], size: 7, registryMayMatch: true) { tokens in
             lookups += 1
             return Dictionary(uniqueKeysWithValues: tokens.filter(invalid.contains).map { ($0, [record($0)]) })
         }
         #expect(grouped == one)
         #expect(lookups == 1, "2,000 targets are one group")
         #expect(one.reduce(0) { $0 + $1.counts.skipped } > 0)
-        let skippedNothing = try await SegmentLedger.segments(of: [(send, 9)], size: 7, registryMayMatch: false) { _ in
+        let skippedNothing = await SegmentLedger.segments(of: [(send, 9)], size: 7, registryMayMatch: false) { _ in
             Issue.record("an empty registry is not read")
             return [:]
         }

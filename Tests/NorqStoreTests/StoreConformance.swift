@@ -115,7 +115,7 @@ enum StoreConformance {
             _ = try await store.enqueue(send(key: "k1", fingerprint: "other", tokens: ["a"]), now: 2_000,
                                         idempotencyWindow: window)
             Issue.record("a reused key with another fingerprint must throw")
-        } catch let error as NorqError {
+        } catch {
             #expect(error.code == .idempotencyKeyReused)
         }
         // After the window the key is free again.

@@ -236,7 +236,7 @@ struct HostileHTTP2EndToEndTests {
         // The TCP connection is there; the TLS handshake or the server's SETTINGS are still 300 ms away.
         _ = await server.statistics(within: .seconds(2)) { $0.connections >= 1 }
         try await Task.sleep(for: .milliseconds(100))
-        let shutDown = await HostileRun.firstOf(within: .seconds(3)) { await router.shutdown(gracePeriod: .milliseconds(50)) }
+        let shutDown: Void? = await HostileRun.firstOf(within: .seconds(3)) { await router.shutdown(gracePeriod: .milliseconds(50)) }
         #expect(shutDown != nil, "the router's shutdown did not end within 3 s")
         let report = await HostileRun.firstOf(within: .seconds(3)) { await sending.value }
         #expect(report != nil, "the send did not end after the shutdown")

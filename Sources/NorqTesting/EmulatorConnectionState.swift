@@ -160,11 +160,19 @@ struct EmulatorConnectionState {
     }
 }
 
+#if compiler(>=6.2)
 /// A raw-frame emulator handler that answers some requests after a latency (the APNs handler and
-/// ``EmulatorHTTP2Handler``): the delayed answer's bookkeeping, once.
+/// ``EmulatorHTTP2Handler``): the delayed answer's bookkeeping, once. Its metatype is sendable: the delayed answer's
+/// task on the event loop names the handler's type.
 protocol EmulatorDelayedAnswering: AnyObject, SendableMetatype {
     var connection: EmulatorConnectionState { get set }
 }
+#else
+/// As above, for Swift 6.1 (the package's oldest), which has no `SendableMetatype`.
+protocol EmulatorDelayedAnswering: AnyObject {
+    var connection: EmulatorConnectionState { get set }
+}
+#endif
 
 extension EmulatorDelayedAnswering {
     /// Runs `write` on the connection's event loop after `latency`, and closes the connection after it when a GOAWAY

@@ -61,7 +61,7 @@ extension HTTP2ConnectionStateMachine {
                     // Frame header and the three parts with one buffer access.
                     let header = HTTP2Wire.frameHeader(length: bodyCount, type: HTTP2Wire.FrameType.data,
                                                        flags: HTTP2Wire.Flags.endStream, streamID: streamID)
-                    _ = middle.withUTF8 { middleBytes in
+                    middle.withUTF8 { middleBytes in
                         outbound.writeWithUnsafeMutableBytes(minimumWritableBytes: 9 + bodyCount) { raw in
                             withUnsafeBytes(of: header) { raw.copyMemory(from: $0) }
                             var offset = 9

@@ -79,10 +79,8 @@ extension OTLPTracer: SpanValueTracer {
     }
 
     package func startSpanValue(_ operationName: String, childOf parent: SpanValue, ofKind kind: SpanKind) -> SpanValue {
-        SpanValue(operationName: operationName, kind: kind, traceIDHigh: parent.traceIDHigh, traceIDLow: parent.traceIDLow,
-                  spanID: ids.next(), parentSpanID: parent.spanID, isSampled: parent.isSampled,
-                  traceState: parent.traceState,
-                  startNanoseconds: parent.isSampled ? DefaultTracerClock.now.nanosecondsSinceEpoch : 0)
+        startSpanValue(operationName, parent: OTLPSpanContext(parent), ofKind: kind,
+                       at: DefaultTracerClock.now.nanosecondsSinceEpoch)
     }
 
     package func context(of span: SpanValue, in base: InstrumentationContext) -> InstrumentationContext {
